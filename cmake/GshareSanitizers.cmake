@@ -1,0 +1,11 @@
+# Sanitizer builds: -DGSHARE_SANITIZE=address (AddressSanitizer + UBSan) or thread (TSan).
+# Applied globally so every library, test and tool is instrumented the same way.
+if(GSHARE_SANITIZE STREQUAL "address")
+  add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+  add_link_options(-fsanitize=address,undefined)
+elseif(GSHARE_SANITIZE STREQUAL "thread")
+  add_compile_options(-fsanitize=thread -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=thread)
+elseif(NOT GSHARE_SANITIZE STREQUAL "")
+  message(FATAL_ERROR "GSHARE_SANITIZE must be '', 'address' or 'thread', not '${GSHARE_SANITIZE}'")
+endif()
