@@ -1,0 +1,32 @@
+// Parser for gshare's own simple trace format: CSV with the header `timestamp_ms,function` or
+// `timestamp_ms,function,exec_ms` (see docs/workloads.md, "csv").
+//
+// Thread-safety: the function is reentrant; it reads only its arguments and the file.
+#pragma once
+
+#include <filesystem>
+#include <string_view>
+
+#include "gshare/workload/result.h"
+#include "gshare/workload/trace.h"
+
+namespace gshare::workload {
+
+// Reads `path`. Rules:
+// - the first line is the header, exactly one of the two above (a trailing '\r' is allowed);
+// - timestamp_ms: a non-negative decimal number of milliseconds (fractions allowed), absolute,
+//   not rebased; rows need not be sorted (the result is, stably);
+// - function: any non-empty name without commas; functions are numbered in order of first
+//   appearance;
+// - exec_ms: optional per row when the header has it (an empty field means "not given"); a
+//   positive decimal number;
+// - empty lines and lines starting with '#' are ignored; a file with a header and no rows is a
+//   valid, empty trace; a file without a header is an error.
+// Errors name the file and line: "trace.csv:7: timestamp_ms 'x1' is not a number".
+Result<Trace> ParseCsvTrace(const std::filesystem::path& path, const ParseOptions& options = {});
+
+// The same, on text already in memory; `source_name` replaces the file name in messages.
+Result<Trace> ParseCsvTraceText(std::string_view text, std::string_view source_name,
+                                const ParseOptions& options = {});
+
+}  // namespace gshare::workload
