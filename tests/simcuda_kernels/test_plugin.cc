@@ -10,7 +10,7 @@ namespace {
 void Store42(const SimcudaLaunchDims*, void* const* params) {
   **static_cast<int* const*>(params[0]) = 42;
 }
-SimcudaKernelCost NoCost(const SimcudaLaunchDims*, void* const*) { return {0.0, 4.0}; }
+SimcudaKernelCost NoCost(const SimcudaLaunchDims*, void* const*) { return {0.0, 4.0, 0.0}; }
 const size_t kOnePointer[] = {sizeof(void*)};
 
 #if defined(TEST_PLUGIN_VARIANT_good)

@@ -7,8 +7,9 @@
 // asks for a function by name (cuModuleGetFunction, cuLibraryGetKernel) simcuda binds the name
 // to the descriptor with the same name. cuLaunchKernel copies the parameter values (using
 // param_sizes) at launch time and later runs `run` on the stream's worker thread; the simulated
-// duration of the launch is max(flops / device FLOP/s, bytes / device memory bandwidth) from
-// `cost`, plus the device's launch overhead.
+// duration of the launch is
+//     launch overhead + fixed_ns + max(flops / device FLOP/s, bytes / device memory bandwidth)
+// from `cost` (fixed_ns lets a kernel such as sleep_ns declare an exact duration).
 //
 // Plain C so plugins can be built by any compiler; the ABI is versioned by SIMCUDA_PLUGIN_ABI.
 #ifndef SIMCUDA_KERNEL_PLUGIN_H_
@@ -32,8 +33,9 @@ typedef struct SimcudaLaunchDims {
 
 // Work done by one launch, for the cost model.
 typedef struct SimcudaKernelCost {
-  double flops;  // floating-point operations
-  double bytes;  // bytes read + written in device memory
+  double flops;     // floating-point operations
+  double bytes;     // bytes read + written in device memory
+  double fixed_ns;  // simulated nanoseconds added whatever the device's speed (usually 0)
 } SimcudaKernelCost;
 
 // Runs the kernel on the CPU. params[i] points to a copy of parameter i (as in kernelParams).
