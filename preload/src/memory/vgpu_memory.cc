@@ -1,0 +1,542 @@
+// VgpuMemory: owned-address allocation (dedicated chunks + shared arenas), quota, stream-ordered
+// frees and the same-address swap engine. Design in docs/vgpu-memory.md.
+//
+// Invariants (all under mu_):
+//   1. every live allocation lies inside exactly one segment: a dedicated chunk (one piece whose
+//      users == 1) or an arena (its range is allocated in that arena's RangeAllocator);
+//   2. a piece's users == the number of live allocations overlapping it (pending async frees
+//      included: they are live until their event completes);
+//   3. backed_bytes_ == sum of piece_size over pieces with users > 0;
+//   4. resident_ == true  => every piece with users > 0 has a handle, and no other piece has one;
+//      resident_ == false => no piece has a handle;
+//   5. used = backed_bytes_ + external total; an allocation never makes used exceed quota_.
+#include "gshare/memory/vgpu_memory.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <numeric>
+#include <vector>
+
+#include "deferred_frees.h"
+#include "pinned_staging.h"
+#include "range_allocator.h"
+#include "segment.h"
+#include "swap_copier.h"
+
+namespace gshare::memory {
+namespace {
+
+constexpr uint64_t kPreferredGranule = 2 * kMiB;
+
+uint64_t AlignUp(uint64_t value, uint64_t alignment) {
+  return (value + alignment - 1) / alignment * alignment;
+}
+
+std::chrono::nanoseconds Since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() -
+                                                              start);
+}
+
+// The shim registers a logger named "gshare" (GSHARE_LOG_LEVEL / GSHARE_LOG_FILE); without one
+// the memory manager stays silent, so nothing reaches the application's stderr.
+std::shared_ptr<spdlog::logger> Logger() { return spdlog::get("gshare"); }
+
+struct Arena {
+  Arena(std::unique_ptr<Segment> seg, uint64_t bytes) : segment(std::move(seg)), ranges(bytes) {}
+  std::unique_ptr<Segment> segment;
+  RangeAllocator ranges;
+};
+
+struct Allocation {
+  uint64_t requested = 0;    // bytes the application asked for
+  uint64_t reserved = 0;     // bytes taken from the segment
+  Segment* segment = nullptr;
+  Arena* arena = nullptr;    // null for a dedicated chunk
+  bool pending_free = false;
+};
+
+struct PieceRef {
+  Segment* segment;
+  size_t index;
+};
+
+}  // namespace
+
+class VgpuMemory::Impl {
+ public:
+  Impl(const DeviceApi& api, const VgpuMemoryOptions& options)
+      : api_(api), options_(options), quota_(options.quota_bytes), device_(options.device),
+        deferred_(api_), staging_(api_) {}
+
+  ~Impl() {
+    allocations_.clear();
+    dedicated_.clear();
+    arenas_.clear();
+  }
+
+  CUresult Allocate(size_t bytes, uint64_t alignment, CUdeviceptr* dptr) {
+    if (bytes == 0 || dptr == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    std::lock_guard<std::mutex> lock(mu_);
+    CUresult rc = EnsureGranule();
+    if (rc != CUDA_SUCCESS) return rc;
+    Reclaim(/*wait=*/false);
+    const uint64_t reserved = AlignUp(bytes, alignment);
+    rc = reserved >= large_threshold_ ? AllocateDedicated(bytes, dptr)
+                                      : AllocateShared(bytes, reserved, alignment, dptr);
+    if (rc == CUDA_SUCCESS) {
+      ++allocations_total_;
+      requested_bytes_ += bytes;
+    } else if (rc == CUDA_ERROR_OUT_OF_MEMORY) {
+      ++out_of_memory_;
+    }
+    return rc;
+  }
+
+  CUresult Free(CUdeviceptr dptr) {
+    if (dptr == 0) return CUDA_SUCCESS;
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = allocations_.find(dptr);
+    if (it == allocations_.end() || it->second.pending_free) return CUDA_ERROR_INVALID_VALUE;
+    const CUresult rc = Release(it);
+    Reclaim(/*wait=*/false);
+    return rc;
+  }
+
+  CUresult FreeAsync(CUdeviceptr dptr, CUstream stream) {
+    if (dptr == 0) return CUDA_SUCCESS;
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = allocations_.find(dptr);
+    if (it == allocations_.end() || it->second.pending_free) return CUDA_ERROR_INVALID_VALUE;
+    const CUresult rc = deferred_.Add(dptr, stream);
+    if (rc == CUDA_SUCCESS) it->second.pending_free = true;
+    return rc;
+  }
+
+  void ReclaimCompletedFrees() {
+    std::lock_guard<std::mutex> lock(mu_);
+    Reclaim(/*wait=*/false);
+  }
+
+  void GetInfo(size_t* free_bytes, size_t* total_bytes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    Reclaim(/*wait=*/false);
+    const uint64_t used = Used();
+    if (free_bytes != nullptr) *free_bytes = used >= quota_ ? 0 : quota_ - used;
+    if (total_bytes != nullptr) *total_bytes = quota_;
+  }
+
+  CUresult LookupRange(CUdeviceptr ptr, CUdeviceptr* base, size_t* size) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = allocations_.upper_bound(ptr);
+    if (it == allocations_.begin()) return CUDA_ERROR_NOT_FOUND;
+    --it;
+    if (it->second.pending_free || ptr - it->first >= it->second.requested) {
+      return CUDA_ERROR_NOT_FOUND;
+    }
+    if (base != nullptr) *base = it->first;
+    if (size != nullptr) *size = it->second.requested;
+    return CUDA_SUCCESS;
+  }
+
+  CUresult TrackExternal(ExternalKind kind, uint64_t bytes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (bytes > quota_ || Used() > quota_ - bytes) {
+      ++out_of_memory_;
+      return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    external_[static_cast<int>(kind)] += bytes;
+    return CUDA_SUCCESS;
+  }
+
+  void UntrackExternal(ExternalKind kind, uint64_t bytes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    uint64_t& counted = external_[static_cast<int>(kind)];
+    counted -= std::min(counted, bytes);
+  }
+
+  void SetQuota(uint64_t quota_bytes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    quota_ = quota_bytes;
+  }
+
+  CUresult SwapOut(const DrainCallback& drain, SwapStats* stats) {
+    const auto start = std::chrono::steady_clock::now();
+    SwapStats result;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!resident_) return Report(CUDA_SUCCESS, result, stats);
+    Reclaim(/*wait=*/false);
+    if (drain) {
+      const CUresult rc = drain();
+      if (rc != CUDA_SUCCESS) return rc;
+    }
+    Reclaim(/*wait=*/true);
+    const std::vector<PieceRef> pieces = PiecesWithUsers();
+    if (!pieces.empty()) {
+      ScopedDeviceContext context(api_, device_);
+      if (context.status() != CUDA_SUCCESS) return context.status();
+      const uint64_t total = backed_bytes_;
+      CUresult rc = staging_.EnsureCapacity(total);
+      if (rc != CUDA_SUCCESS) return rc;
+      SwapCopier copier(api_, options_.swap_piece_bytes);
+      rc = copier.Start(options_.swap_streams);
+      if (rc != CUDA_SUCCESS) return rc;
+      const auto copy_start = std::chrono::steady_clock::now();
+      uint64_t offset = 0;
+      for (const PieceRef& p : pieces) {
+        const uint64_t size = p.segment->piece_size();
+        copier.CopyOut(staging_.data() + offset, p.segment->piece_address(p.index), size);
+        p.segment->piece(p.index).host_offset = offset;
+        offset += size;
+      }
+      rc = copier.Finish();
+      if (rc != CUDA_SUCCESS) return rc;
+      result.copy_time = Since(copy_start);
+      result.bytes = offset;
+    }
+    CUresult release_rc = CUDA_SUCCESS;
+    for (const PieceRef& p : pieces) {
+      p.segment->piece(p.index).has_host_copy = true;
+      const CUresult rc = p.segment->Unback(p.index);
+      if (release_rc == CUDA_SUCCESS) release_rc = rc;
+    }
+    result.physical_pieces = pieces.size();
+    resident_ = false;
+    ++swap_outs_;
+    result.elapsed = Since(start);
+    if (auto log = Logger()) {
+      log->info("vgpu memory: swapped out {} bytes in {} pieces, {:.3f} ms (copy {:.3f} ms)",
+                result.bytes, result.physical_pieces, result.elapsed.count() / 1e6,
+                result.copy_time.count() / 1e6);
+    }
+    return Report(release_rc, result, stats);
+  }
+
+  CUresult SwapIn(CUdevice device, SwapStats* stats) {
+    const auto start = std::chrono::steady_clock::now();
+    SwapStats result;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (resident_) {
+      return Report(device == device_ ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE, result, stats);
+    }
+    const std::vector<PieceRef> pieces = PiecesWithUsers();
+    if (!pieces.empty()) {
+      ScopedDeviceContext context(api_, device);
+      if (context.status() != CUDA_SUCCESS) return context.status();
+      SwapCopier copier(api_, options_.swap_piece_bytes);
+      CUresult rc = copier.Start(options_.swap_streams);
+      if (rc != CUDA_SUCCESS) return rc;
+      const auto copy_start = std::chrono::steady_clock::now();
+      size_t backed = 0;
+      for (; backed < pieces.size(); ++backed) {
+        const PieceRef& p = pieces[backed];
+        rc = p.segment->Back(p.index, device);
+        if (rc != CUDA_SUCCESS) break;
+        const PieceState& state = p.segment->piece(p.index);
+        if (state.has_host_copy) {
+          copier.CopyIn(p.segment->piece_address(p.index), staging_.data() + state.host_offset,
+                        p.segment->piece_size());
+          result.bytes += p.segment->piece_size();
+        }
+      }
+      const CUresult copy_rc = copier.Finish();
+      if (rc == CUDA_SUCCESS) rc = copy_rc;
+      if (rc != CUDA_SUCCESS) {
+        for (size_t i = 0; i < backed; ++i) (void)pieces[i].segment->Unback(pieces[i].index);
+        return rc;
+      }
+      result.copy_time = Since(copy_start);
+      for (const PieceRef& p : pieces) p.segment->piece(p.index).has_host_copy = false;
+    }
+    result.physical_pieces = pieces.size();
+    resident_ = true;
+    device_ = device;
+    ++swap_ins_;
+    result.elapsed = Since(start);
+    if (auto log = Logger()) {
+      log->info("vgpu memory: swapped in {} bytes in {} pieces onto device {}, {:.3f} ms",
+                result.bytes, result.physical_pieces, device, result.elapsed.count() / 1e6);
+    }
+    return Report(CUDA_SUCCESS, result, stats);
+  }
+
+  CUresult ReleaseStaging() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!resident_) return CUDA_ERROR_INVALID_VALUE;
+    staging_.Release();
+    return CUDA_SUCCESS;
+  }
+
+  bool resident() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return resident_;
+  }
+
+  VgpuMemoryCounters counters() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    VgpuMemoryCounters c;
+    c.quota_bytes = quota_;
+    c.used_bytes = Used();
+    c.backed_bytes = backed_bytes_;
+    c.requested_bytes = requested_bytes_;
+    c.external_bytes = ExternalTotal();
+    c.live_allocations = allocations_.size();
+    c.pending_async_frees = deferred_.pending();
+    c.physical_handles = CountHandles();
+    c.arenas = arenas_.size();
+    c.allocations = allocations_total_;
+    c.frees = frees_total_;
+    c.out_of_memory = out_of_memory_;
+    c.swap_outs = swap_outs_;
+    c.swap_ins = swap_ins_;
+    c.resident = resident_;
+    c.device = device_;
+    return c;
+  }
+
+ private:
+  static CUresult Report(CUresult rc, const SwapStats& result, SwapStats* stats) {
+    if (stats != nullptr) *stats = result;
+    return rc;
+  }
+
+  uint64_t ExternalTotal() const {
+    return std::accumulate(std::begin(external_), std::end(external_), uint64_t{0});
+  }
+  uint64_t Used() const { return backed_bytes_ + ExternalTotal(); }
+  bool Fits(uint64_t extra) const { return extra <= quota_ && Used() <= quota_ - extra; }
+
+  CUresult EnsureGranule() {
+    if (granule_ != 0) return CUDA_SUCCESS;
+    const CUmemAllocationProp prop = DevicePinnedProp(device_);
+    size_t minimum = 0;
+    const CUresult rc = api_.mem_get_allocation_granularity(&minimum, &prop,
+                                                            CU_MEM_ALLOC_GRANULARITY_MINIMUM);
+    if (rc != CUDA_SUCCESS) return rc;
+    if (minimum == 0) return CUDA_ERROR_UNKNOWN;
+    granule_ = AlignUp(kPreferredGranule, minimum);
+    large_threshold_ = std::max<uint64_t>(options_.large_threshold, granule_);
+    arena_bytes_ = AlignUp(std::max(options_.arena_bytes, large_threshold_), granule_);
+    return CUDA_SUCCESS;
+  }
+
+  CUresult AllocateDedicated(size_t bytes, CUdeviceptr* dptr) {
+    const uint64_t size = AlignUp(bytes, granule_);
+    if (!Fits(size)) return CUDA_ERROR_OUT_OF_MEMORY;
+    std::unique_ptr<Segment> segment;
+    CUresult rc = Segment::Reserve(api_, size, size, granule_, &segment);
+    if (rc != CUDA_SUCCESS) return rc;
+    if (resident_) {
+      rc = segment->Back(0, device_);
+      if (rc != CUDA_SUCCESS) return rc;
+    }
+    segment->piece(0).users = 1;
+    backed_bytes_ += size;
+    const CUdeviceptr base = segment->base();
+    allocations_[base] = Allocation{bytes, size, segment.get(), nullptr, false};
+    dedicated_[base] = std::move(segment);
+    *dptr = base;
+    return CUDA_SUCCESS;
+  }
+
+  CUresult AllocateShared(size_t bytes, uint64_t reserved, uint64_t alignment,
+                          CUdeviceptr* dptr) {
+    CUresult last = CUDA_ERROR_OUT_OF_MEMORY;
+    bool refused = false;
+    for (auto& arena : arenas_) {
+      const std::optional<uint64_t> offset = arena->ranges.Allocate(reserved, alignment);
+      if (!offset) continue;
+      last = CommitShared(*arena, *offset, bytes, reserved, dptr);
+      if (last == CUDA_SUCCESS) return last;
+      arena->ranges.Free(*offset, reserved);
+      if (last != CUDA_ERROR_OUT_OF_MEMORY) return last;
+      refused = true;
+    }
+    // No arena had room (or placing there needed memory the quota refused, in which case a
+    // fresh arena needs at least as much).
+    if (refused) return CUDA_ERROR_OUT_OF_MEMORY;
+    if (!Fits(AlignUp(reserved, granule_))) return CUDA_ERROR_OUT_OF_MEMORY;
+    std::unique_ptr<Segment> segment;
+    last = Segment::Reserve(api_, arena_bytes_, granule_, granule_, &segment);
+    if (last != CUDA_SUCCESS) return last;
+    arenas_.push_back(std::make_unique<Arena>(std::move(segment), arena_bytes_));
+    Arena& arena = *arenas_.back();
+    const std::optional<uint64_t> offset = arena.ranges.Allocate(reserved, alignment);
+    if (!offset) return CUDA_ERROR_OUT_OF_MEMORY;
+    last = CommitShared(arena, *offset, bytes, reserved, dptr);
+    if (last != CUDA_SUCCESS) arena.ranges.Free(*offset, reserved);
+    return last;
+  }
+
+  // Places an allocation at `offset` in `arena`: checks the quota for the pieces it newly
+  // needs, backs them (when resident), and records it. On failure nothing changed (the caller
+  // returns the range to the arena).
+  CUresult CommitShared(Arena& arena, uint64_t offset, size_t bytes, uint64_t reserved,
+                        CUdeviceptr* dptr) {
+    Segment& seg = *arena.segment;
+    const size_t first = seg.FirstPiece(offset);
+    const size_t last = seg.LastPiece(offset, reserved);
+    uint64_t fresh = 0;
+    for (size_t i = first; i <= last; ++i) fresh += seg.piece(i).users == 0 ? 1 : 0;
+    const uint64_t extra = fresh * seg.piece_size();
+    if (!Fits(extra)) return CUDA_ERROR_OUT_OF_MEMORY;
+    if (resident_) {
+      for (size_t i = first; i <= last; ++i) {
+        if (seg.piece(i).users != 0) continue;
+        const CUresult rc = seg.Back(i, device_);
+        if (rc != CUDA_SUCCESS) {
+          for (size_t j = first; j < i; ++j) {
+            if (seg.piece(j).users == 0 && seg.piece(j).handle != 0) (void)seg.Unback(j);
+          }
+          return rc;
+        }
+      }
+    }
+    for (size_t i = first; i <= last; ++i) ++seg.piece(i).users;
+    backed_bytes_ += extra;
+    const CUdeviceptr base = seg.base() + offset;
+    allocations_[base] = Allocation{bytes, reserved, &seg, &arena, false};
+    *dptr = base;
+    return CUDA_SUCCESS;
+  }
+
+  // Frees one allocation, releasing physical memory no live allocation needs any more.
+  CUresult Release(std::map<CUdeviceptr, Allocation>::iterator it) {
+    const CUdeviceptr base = it->first;
+    const Allocation a = it->second;
+    allocations_.erase(it);
+    requested_bytes_ -= a.requested;
+    ++frees_total_;
+    CUresult rc = CUDA_SUCCESS;
+    if (a.arena == nullptr) {
+      backed_bytes_ -= a.reserved;
+      dedicated_.erase(base);  // unmaps, releases and frees the VA
+      return rc;
+    }
+    Segment& seg = *a.segment;
+    const uint64_t offset = base - seg.base();
+    for (size_t i = seg.FirstPiece(offset); i <= seg.LastPiece(offset, a.reserved); ++i) {
+      PieceState& piece = seg.piece(i);
+      if (--piece.users != 0) continue;
+      piece.has_host_copy = false;
+      backed_bytes_ -= seg.piece_size();
+      if (piece.handle != 0) {
+        const CUresult unback_rc = seg.Unback(i);
+        if (rc == CUDA_SUCCESS) rc = unback_rc;
+      }
+    }
+    a.arena->ranges.Free(offset, a.reserved);
+    return rc;
+  }
+
+  void Reclaim(bool wait) {
+    if (deferred_.pending() == 0) return;
+    for (CUdeviceptr ptr : deferred_.TakeCompleted(wait)) {
+      auto it = allocations_.find(ptr);
+      if (it != allocations_.end()) (void)Release(it);
+    }
+  }
+
+  // Pieces that hold (resident) or will hold (swapped out) memory, in address order per segment.
+  std::vector<PieceRef> PiecesWithUsers() const {
+    std::vector<PieceRef> pieces;
+    for (const auto& arena : arenas_) {
+      Segment* seg = arena->segment.get();
+      for (size_t i = 0; i < seg->piece_count(); ++i) {
+        if (seg->piece(i).users != 0) pieces.push_back({seg, i});
+      }
+    }
+    for (const auto& [base, seg] : dedicated_) pieces.push_back({seg.get(), 0});
+    return pieces;
+  }
+
+  uint64_t CountHandles() const {
+    uint64_t n = 0;
+    for (const auto& arena : arenas_) {
+      for (size_t i = 0; i < arena->segment->piece_count(); ++i) {
+        n += arena->segment->piece(i).handle != 0 ? 1 : 0;
+      }
+    }
+    for (const auto& [base, seg] : dedicated_) n += seg->piece(0).handle != 0 ? 1 : 0;
+    return n;
+  }
+
+  mutable std::mutex mu_;
+  const DeviceApi api_;
+  const VgpuMemoryOptions options_;
+  uint64_t quota_;
+  CUdevice device_;
+  uint64_t granule_ = 0;
+  uint64_t large_threshold_ = 0;
+  uint64_t arena_bytes_ = 0;
+  bool resident_ = true;
+  DeferredFrees deferred_;
+  PinnedStaging staging_;
+  std::vector<std::unique_ptr<Arena>> arenas_;
+  std::map<CUdeviceptr, std::unique_ptr<Segment>> dedicated_;
+  std::map<CUdeviceptr, Allocation> allocations_;
+  uint64_t backed_bytes_ = 0;
+  uint64_t requested_bytes_ = 0;
+  uint64_t external_[kExternalKindCount] = {};
+  uint64_t allocations_total_ = 0;
+  uint64_t frees_total_ = 0;
+  uint64_t out_of_memory_ = 0;
+  uint64_t swap_outs_ = 0;
+  uint64_t swap_ins_ = 0;
+};
+
+VgpuMemory::VgpuMemory(const DeviceApi& api, const VgpuMemoryOptions& options)
+    : impl_(std::make_unique<Impl>(api, options)) {}
+VgpuMemory::~VgpuMemory() = default;
+
+CUresult VgpuMemory::Allocate(size_t bytes, CUdeviceptr* dptr) {
+  return impl_->Allocate(bytes, kAllocationAlignment, dptr);
+}
+
+CUresult VgpuMemory::AllocatePitch(size_t width_bytes, size_t height, unsigned element_size,
+                                   CUdeviceptr* dptr, size_t* pitch) {
+  if (width_bytes == 0 || height == 0 || dptr == nullptr || pitch == nullptr ||
+      (element_size != 4 && element_size != 8 && element_size != 16)) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  const uint64_t row = AlignUp(width_bytes, kPitchAlignment);
+  if (row > UINT64_MAX / height) return CUDA_ERROR_INVALID_VALUE;
+  const CUresult rc = impl_->Allocate(row * height, kPitchAlignment, dptr);
+  if (rc == CUDA_SUCCESS) *pitch = row;
+  return rc;
+}
+
+CUresult VgpuMemory::Free(CUdeviceptr dptr) { return impl_->Free(dptr); }
+CUresult VgpuMemory::AllocateAsync(size_t bytes, CUstream /*stream*/, CUdeviceptr* dptr) {
+  return impl_->Allocate(bytes, kAllocationAlignment, dptr);
+}
+CUresult VgpuMemory::FreeAsync(CUdeviceptr dptr, CUstream stream) {
+  return impl_->FreeAsync(dptr, stream);
+}
+void VgpuMemory::ReclaimCompletedFrees() { impl_->ReclaimCompletedFrees(); }
+void VgpuMemory::GetInfo(size_t* free_bytes, size_t* total_bytes) {
+  impl_->GetInfo(free_bytes, total_bytes);
+}
+CUresult VgpuMemory::LookupRange(CUdeviceptr ptr, CUdeviceptr* base, size_t* size) const {
+  return impl_->LookupRange(ptr, base, size);
+}
+CUresult VgpuMemory::TrackExternal(ExternalKind kind, uint64_t bytes) {
+  return impl_->TrackExternal(kind, bytes);
+}
+void VgpuMemory::UntrackExternal(ExternalKind kind, uint64_t bytes) {
+  impl_->UntrackExternal(kind, bytes);
+}
+void VgpuMemory::SetQuota(uint64_t quota_bytes) { impl_->SetQuota(quota_bytes); }
+CUresult VgpuMemory::SwapOut(const DrainCallback& drain, SwapStats* stats) {
+  return impl_->SwapOut(drain, stats);
+}
+CUresult VgpuMemory::SwapIn(CUdevice device, SwapStats* stats) {
+  return impl_->SwapIn(device, stats);
+}
+CUresult VgpuMemory::ReleaseStaging() { return impl_->ReleaseStaging(); }
+bool VgpuMemory::resident() const { return impl_->resident(); }
+VgpuMemoryCounters VgpuMemory::counters() const { return impl_->counters(); }
+
+}  // namespace gshare::memory
