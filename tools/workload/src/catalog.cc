@@ -1,0 +1,224 @@
+// Implementation of catalog.h: the TOML catalog reader and model math. The built-in catalog is
+// in default_catalog.cc.
+//
+// File format (docs/workloads.md, "catalog"):
+//   context = "400MiB"            # optional, per running instance
+//   [[model]]
+//   name = "resnet50"             # required, unique
+//   weights = "49MiB"             # required, byte size (string with unit, or integer bytes)
+//   activation = "64MiB"          # optional byte size, default 0
+//   exec = "2.1ms"                # required duration: mean execution time
+//   exec_cv = 0.1                 # optional number >= 0, default 0
+//   slo = "10ms"                  # optional duration
+//   prefill_per_token = "0.1ms"   # optional durations (token-driven models)
+//   decode_per_token = "8ms"
+//   share = 1.0                   # optional number >= 0, default 1
+#include "gshare/workload/catalog.h"
+
+#include <chrono>
+#include <cmath>
+#include <set>
+
+#include <toml++/toml.h>
+
+#include "gshare/common/units.h"
+#include "text.h"
+
+namespace gshare::workload {
+namespace {
+
+// Reads typed values out of one TOML table, turning every problem into a message that names
+// the source, the line and the key.
+class TableReader {
+ public:
+  TableReader(const toml::table& table, std::string_view source, std::string context)
+      : table_(table), source_(source), context_(std::move(context)) {}
+
+  std::optional<Error> CheckKeys(const std::set<std::string_view>& allowed) const {
+    for (const auto& [key, node] : table_) {
+      if (!allowed.count(key.str())) {
+        return Error{Where(node) + "unknown key '" + std::string(key.str()) + "'"};
+      }
+    }
+    return std::nullopt;
+  }
+
+  std::optional<Error> String(std::string_view key, bool required, std::string* out) const {
+    const toml::node* node = table_.get(key);
+    if (!node) return Missing(key, required);
+    if (!node->is_string()) return Error{Where(*node) + std::string(key) + " must be a string"};
+    *out = node->as_string()->get();
+    return std::nullopt;
+  }
+
+  std::optional<Error> Bytes(std::string_view key, bool required, uint64_t* out) const {
+    const toml::node* node = table_.get(key);
+    if (!node) return Missing(key, required);
+    if (const auto* i = node->as_integer()) {
+      if (i->get() < 0) return Error{Where(*node) + std::string(key) + " must not be negative"};
+      *out = static_cast<uint64_t>(i->get());
+      return std::nullopt;
+    }
+    if (!node->is_string()) {
+      return Error{Where(*node) + std::string(key) + " must be a byte size such as \"49MiB\""};
+    }
+    std::string problem;
+    const auto value = ParseByteSize(node->as_string()->get(), &problem);
+    if (!value) {
+      return Error{Where(*node) + std::string(key) + " " + internal::Quote(node->as_string()->get()) +
+                   " is not a byte size (" + problem + ")"};
+    }
+    *out = *value;
+    return std::nullopt;
+  }
+
+  std::optional<Error> Millis(std::string_view key, bool required, std::optional<double>* out) const {
+    const toml::node* node = table_.get(key);
+    if (!node) return Missing(key, required);
+    if (!node->is_string()) {
+      return Error{Where(*node) + std::string(key) + " must be a duration such as \"2.1ms\""};
+    }
+    std::string problem;
+    const auto value = ParseDuration(node->as_string()->get(), &problem);
+    if (!value) {
+      return Error{Where(*node) + std::string(key) + " " + internal::Quote(node->as_string()->get()) +
+                   " is not a duration (" + problem + ")"};
+    }
+    *out = std::chrono::duration<double, std::milli>(*value).count();
+    return std::nullopt;
+  }
+
+  std::optional<Error> Number(std::string_view key, bool required, double* out) const {
+    const toml::node* node = table_.get(key);
+    if (!node) return Missing(key, required);
+    if (const auto* i = node->as_integer()) {
+      *out = static_cast<double>(i->get());
+    } else if (const auto* f = node->as_floating_point()) {
+      *out = f->get();
+    } else {
+      return Error{Where(*node) + std::string(key) + " must be a number"};
+    }
+    if (!(*out >= 0) || !std::isfinite(*out)) {
+      return Error{Where(*node) + std::string(key) + " must be a finite number >= 0"};
+    }
+    return std::nullopt;
+  }
+
+  std::string Where(const toml::node& node) const { return Location(node.source().begin.line); }
+  std::string Location(uint32_t line) const {
+    std::string s(source_);
+    if (line > 0) s += ":" + std::to_string(line);
+    return s + ": " + context_;
+  }
+
+ private:
+  std::optional<Error> Missing(std::string_view key, bool required) const {
+    if (!required) return std::nullopt;
+    return Error{Location(table_.source().begin.line) + "missing key '" + std::string(key) + "'"};
+  }
+
+  const toml::table& table_;
+  std::string_view source_;
+  std::string context_;
+};
+
+const std::set<std::string_view> kTopKeys = {"context", "model"};
+const std::set<std::string_view> kModelKeys = {
+    "name", "weights", "activation", "exec", "exec_cv", "slo", "prefill_per_token",
+    "decode_per_token", "share"};
+
+std::optional<Error> ReadModel(const toml::table& table, std::string_view source, size_t index,
+                               ModelSpec* model) {
+  {
+    const TableReader unnamed(table, source, "model #" + std::to_string(index + 1) + ": ");
+    if (auto e = unnamed.String("name", true, &model->name)) return e;
+    if (model->name.empty()) return Error{unnamed.Location(table.source().begin.line) + "empty name"};
+  }
+  const TableReader reader(table, source, "model '" + model->name + "': ");
+  if (auto e = reader.CheckKeys(kModelKeys)) return e;
+  if (auto e = reader.Bytes("weights", true, &model->weights_bytes)) return e;
+  if (model->weights_bytes == 0) {
+    return Error{reader.Where(*table.get("weights")) + "weights must be positive"};
+  }
+  if (auto e = reader.Bytes("activation", false, &model->activation_bytes)) return e;
+  std::optional<double> exec, prefill, decode;
+  if (auto e = reader.Millis("exec", true, &exec)) return e;
+  if (!(*exec > 0)) return Error{reader.Where(*table.get("exec")) + "exec must be positive"};
+  model->exec_ms_mean = *exec;
+  if (auto e = reader.Number("exec_cv", false, &model->exec_ms_cv)) return e;
+  if (auto e = reader.Millis("slo", false, &model->slo_ms)) return e;
+  if (auto e = reader.Millis("prefill_per_token", false, &prefill)) return e;
+  if (auto e = reader.Millis("decode_per_token", false, &decode)) return e;
+  model->prefill_ms_per_token = prefill.value_or(0);
+  model->decode_ms_per_token = decode.value_or(0);
+  if (auto e = reader.Number("share", false, &model->share)) return e;
+  return std::nullopt;
+}
+
+}  // namespace
+
+int Catalog::Find(std::string_view name) const {
+  for (size_t i = 0; i < models.size(); ++i) {
+    if (models[i].name == name) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+Result<Catalog> ParseCatalog(std::string_view toml_text, std::string_view source_name) {
+  toml::table root;
+  try {
+    root = toml::parse(toml_text, source_name);
+  } catch (const toml::parse_error& e) {
+    return Fail(std::string(source_name) + ":" + std::to_string(e.source().begin.line) + ": " +
+                std::string(e.description()));
+  }
+  Catalog catalog;
+  catalog.source = std::string(source_name);
+  TableReader top(root, source_name, "");
+  if (auto e = top.CheckKeys(kTopKeys)) return *e;
+  if (auto e = top.Bytes("context", false, &catalog.context_bytes)) return *e;
+  const toml::node* models = root.get("model");
+  if (!models) return Fail(std::string(source_name) + ": no [[model]] tables");
+  const toml::array* array = models->as_array();
+  if (!array || !array->is_array_of_tables()) {
+    return Fail(top.Where(*models) + "'model' must be an array of tables ([[model]])");
+  }
+  for (size_t i = 0; i < array->size(); ++i) {
+    const toml::table& table = *array->get(i)->as_table();
+    ModelSpec model;
+    if (auto e = ReadModel(table, source_name, i, &model)) return *e;
+    if (catalog.Find(model.name) >= 0) {
+      return Fail(top.Location(table.source().begin.line) + "model '" + model.name +
+                  "' is defined twice");
+    }
+    catalog.models.push_back(std::move(model));
+  }
+  return catalog;
+}
+
+Result<Catalog> LoadCatalog(const std::filesystem::path& path) {
+  Result<std::string> text = internal::ReadWholeFile(path);
+  if (!text.ok()) return text.error();
+  return ParseCatalog(*text, path.string());
+}
+
+double ExecQuantileMs(const ModelSpec& model, double p) {
+  if (model.exec_ms_cv <= 0) return model.exec_ms_mean;
+  // Log-normal with mean m and CV c: sigma^2 = ln(1 + c^2), mu = ln m - sigma^2 / 2.
+  const double sigma2 = std::log1p(model.exec_ms_cv * model.exec_ms_cv);
+  const double mu = std::log(model.exec_ms_mean) - 0.5 * sigma2;
+  // Standard normal quantile by bisection on erfc (accurate enough, and p is a constant).
+  double lo = -10, hi = 10;
+  for (int i = 0; i < 80; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    (0.5 * std::erfc(-mid / std::sqrt(2.0)) < p ? lo : hi) = mid;
+  }
+  return std::exp(mu + std::sqrt(sigma2) * 0.5 * (lo + hi));
+}
+
+double SloMs(const ModelSpec& model, double factor, double floor_ms) {
+  if (model.slo_ms) return *model.slo_ms;
+  return std::max(floor_ms, factor * ExecQuantileMs(model, 0.9));
+}
+
+}  // namespace gshare::workload
