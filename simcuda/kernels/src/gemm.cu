@@ -1,0 +1,33 @@
+// Tiled single-precision GEMM of the simcuda kernel set; CPU twin in gemm.cc.
+//   sgemm(M, N, K, alpha, A, B, beta, C):  C = alpha * A * B + beta * C
+// Row-major, no transposes: A is M x K, B is K x N, C is M x N (leading dimensions K, N, N).
+// When beta == 0, C is not read (NaNs in C do not propagate), as in cuBLAS.
+// Launch with blockDim = (16, 16, 1); any grid works (tiles are visited grid-stride), the
+// natural one is (ceil(N / 16), ceil(M / 16), 1). Each output sums k = 0..K-1 in order.
+#define TILE 16
+
+extern "C" __global__ void sgemm(unsigned int M, unsigned int N, unsigned int K, float alpha,
+                                 const float* A, const float* B, float beta, float* C) {
+  __shared__ float As[TILE][TILE];
+  __shared__ float Bs[TILE][TILE];
+  const unsigned tx = threadIdx.x, ty = threadIdx.y;
+  const unsigned tiles_m = (M + TILE - 1) / TILE, tiles_n = (N + TILE - 1) / TILE;
+  for (unsigned tm = blockIdx.y; tm < tiles_m; tm += gridDim.y) {
+    for (unsigned tn = blockIdx.x; tn < tiles_n; tn += gridDim.x) {
+      const unsigned row = tm * TILE + ty, col = tn * TILE + tx;
+      float acc = 0.0f;
+      for (unsigned k0 = 0; k0 < K; k0 += TILE) {
+        As[ty][tx] = (row < M && k0 + tx < K) ? A[(size_t)row * K + k0 + tx] : 0.0f;
+        Bs[ty][tx] = (k0 + ty < K && col < N) ? B[(size_t)(k0 + ty) * N + col] : 0.0f;
+        __syncthreads();
+        const unsigned kmax = K - k0 < TILE ? K - k0 : TILE;
+        for (unsigned k = 0; k < kmax; ++k) acc += As[ty][k] * Bs[k][tx];
+        __syncthreads();
+      }
+      if (row < M && col < N) {
+        float* c = &C[(size_t)row * N + col];
+        *c = beta == 0.0f ? alpha * acc : alpha * acc + beta * *c;
+      }
+    }
+  }
+}
