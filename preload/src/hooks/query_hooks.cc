@@ -1,0 +1,99 @@
+// Capacity views and pointer queries: the application sees its vGPU (total = quota, free moves
+// as it allocates and never underflows), and pointer queries on shim-owned memory report the
+// application's allocation (its base and requested size), not the chunk behind it.
+#include "hooks/export.h"
+#include "hooks/memory_access.h"
+
+using gshare::memory::VgpuMemory;
+using gshare::preload::AccessMemory;
+using gshare::preload::Runtime;
+
+extern "C" {
+
+GSHARE_EXPORT CUresult cuMemGetInfo_v2(size_t* free, size_t* total) {
+  Runtime* rt = nullptr;
+  VgpuMemory* mem = nullptr;
+  if (const CUresult r = AccessMemory(&rt, &mem); r != CUDA_SUCCESS) {
+    if (r != CUDA_ERROR_NOT_INITIALIZED || rt->real().cuMemGetInfo_v2 == nullptr) return r;
+    return rt->real().cuMemGetInfo_v2(free, total);  // the driver's own answer before cuInit
+  }
+  if (free == nullptr || total == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  mem->ReclaimCompletedFrees();
+  mem->GetInfo(free, total);
+  return CUDA_SUCCESS;
+}
+
+GSHARE_EXPORT CUresult cuDeviceTotalMem_v2(size_t* bytes, CUdevice dev) {
+  Runtime* rt = nullptr;
+  VgpuMemory* mem = nullptr;
+  const CUresult access = AccessMemory(&rt, &mem);
+  if (access != CUDA_SUCCESS && access != CUDA_ERROR_NOT_INITIALIZED) return access;
+  if (rt->real().cuDeviceTotalMem_v2 == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  const CUresult r = rt->real().cuDeviceTotalMem_v2(bytes, dev);  // validates dev and bytes
+  if (r != CUDA_SUCCESS || mem == nullptr) return r;
+  size_t total = 0;
+  mem->GetInfo(nullptr, &total);
+  if (total < *bytes) *bytes = total;
+  return CUDA_SUCCESS;
+}
+
+GSHARE_EXPORT CUresult cuMemGetAddressRange_v2(CUdeviceptr* pbase, size_t* psize,
+                                               CUdeviceptr dptr) {
+  Runtime* rt = nullptr;
+  VgpuMemory* mem = nullptr;
+  if (AccessMemory(&rt, &mem) == CUDA_SUCCESS &&
+      mem->LookupRange(dptr, pbase, psize) == CUDA_SUCCESS) {
+    return CUDA_SUCCESS;
+  }
+  if (rt->real().cuMemGetAddressRange_v2 == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  return rt->real().cuMemGetAddressRange_v2(pbase, psize, dptr);
+}
+
+GSHARE_EXPORT CUresult cuPointerGetAttribute(void* data, CUpointer_attribute attribute,
+                                             CUdeviceptr ptr) {
+  Runtime* rt = nullptr;
+  VgpuMemory* mem = nullptr;
+  const bool range = attribute == CU_POINTER_ATTRIBUTE_RANGE_START_ADDR ||
+                     attribute == CU_POINTER_ATTRIBUTE_RANGE_SIZE;
+  if (AccessMemory(&rt, &mem) == CUDA_SUCCESS && range && data != nullptr) {
+    CUdeviceptr base = 0;
+    size_t size = 0;
+    if (mem->LookupRange(ptr, &base, &size) == CUDA_SUCCESS) {
+      if (attribute == CU_POINTER_ATTRIBUTE_RANGE_START_ADDR) {
+        *static_cast<CUdeviceptr*>(data) = base;
+      } else {
+        *static_cast<size_t*>(data) = size;
+      }
+      return CUDA_SUCCESS;
+    }
+  }
+  if (rt->real().cuPointerGetAttribute == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  return rt->real().cuPointerGetAttribute(data, attribute, ptr);
+}
+
+GSHARE_EXPORT CUresult cuPointerGetAttributes(unsigned int numAttributes,
+                                              CUpointer_attribute* attributes, void** data,
+                                              CUdeviceptr ptr) {
+  Runtime* rt = nullptr;
+  VgpuMemory* mem = nullptr;
+  const CUresult access = AccessMemory(&rt, &mem);
+  if (rt->real().cuPointerGetAttributes == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  const CUresult r = rt->real().cuPointerGetAttributes(numAttributes, attributes, data, ptr);
+  CUdeviceptr base = 0;
+  size_t size = 0;
+  if (r != CUDA_SUCCESS || access != CUDA_SUCCESS || attributes == nullptr || data == nullptr ||
+      mem->LookupRange(ptr, &base, &size) != CUDA_SUCCESS) {
+    return r;
+  }
+  for (unsigned int i = 0; i < numAttributes; ++i) {
+    if (data[i] == nullptr) continue;
+    if (attributes[i] == CU_POINTER_ATTRIBUTE_RANGE_START_ADDR) {
+      *static_cast<CUdeviceptr*>(data[i]) = base;
+    } else if (attributes[i] == CU_POINTER_ATTRIBUTE_RANGE_SIZE) {
+      *static_cast<size_t*>(data[i]) = size;
+    }
+  }
+  return r;
+}
+
+}  // extern "C"

@@ -1,0 +1,77 @@
+// Environment parsing for the shim (see config.h).
+#include "runtime/config.h"
+
+#include <unistd.h>
+
+#include <charconv>
+#include <cstdlib>
+#include <string_view>
+
+#include "gshare/common/units.h"
+
+namespace gshare::preload {
+namespace {
+
+std::string Get(const char* (*getenv_fn)(const char*, void*), void* ctx, const char* name) {
+  const char* v = getenv_fn(name, ctx);
+  return v == nullptr ? std::string() : std::string(v);
+}
+
+void AddError(std::string* errors, const std::string& message) {
+  if (!errors->empty()) errors->append("; ");
+  errors->append(message);
+}
+
+std::string ExpandPid(std::string text, int pid) {
+  const std::string pid_text = std::to_string(pid);
+  for (size_t at = text.find("%p"); at != std::string::npos; at = text.find("%p", at)) {
+    text.replace(at, 2, pid_text);
+    at += pid_text.size();
+  }
+  return text;
+}
+
+}  // namespace
+
+Config ParseConfig(const char* (*getenv_fn)(const char*, void*), void* ctx, int pid) {
+  Config config;
+  const std::string memory = Get(getenv_fn, ctx, "GSHARE_VGPU_MEMORY");
+  if (!memory.empty()) {
+    std::string why;
+    const auto bytes = gshare::ParseByteSize(memory, &why);
+    if (!bytes) {
+      AddError(&config.error, "GSHARE_VGPU_MEMORY='" + memory + "' is not a size (" + why +
+                                  "); expected e.g. 1536MiB or 2GiB");
+    } else if (*bytes == 0) {
+      AddError(&config.error, "GSHARE_VGPU_MEMORY='" + memory + "' must be greater than zero");
+    } else {
+      config.vgpu_memory_bytes = *bytes;
+    }
+  }
+  config.function_name = Get(getenv_fn, ctx, "GSHARE_FUNCTION");
+  const std::string slo = Get(getenv_fn, ctx, "GSHARE_SLO_MS");
+  if (!slo.empty()) {
+    uint32_t value = 0;
+    const auto [end, ec] = std::from_chars(slo.data(), slo.data() + slo.size(), value);
+    if (ec != std::errc() || end != slo.data() + slo.size() || value == 0) {
+      AddError(&config.error, "GSHARE_SLO_MS='" + slo +
+                                  "' is not a positive whole number of milliseconds");
+    } else {
+      config.slo_ms = value;
+    }
+  }
+  const std::string socket = Get(getenv_fn, ctx, "GSHARE_CONTROL_SOCKET");
+  config.control_socket_per_pid = socket.find("%p") != std::string::npos;
+  config.control_socket = ExpandPid(socket, pid);
+  config.real_libcuda = Get(getenv_fn, ctx, "GSHARE_REAL_LIBCUDA");
+  config.log_level = Get(getenv_fn, ctx, "GSHARE_LOG_LEVEL");
+  config.log_file = Get(getenv_fn, ctx, "GSHARE_LOG_FILE");
+  return config;
+}
+
+Config ConfigFromEnvironment() {
+  return ParseConfig([](const char* name, void*) -> const char* { return std::getenv(name); },
+                     nullptr, static_cast<int>(getpid()));
+}
+
+}  // namespace gshare::preload

@@ -1,0 +1,33 @@
+// The shim's configuration, read from the environment once per process (and again in a forked
+// child). Parsing is pure: it never logs, exits or touches the driver; the caller decides what a
+// malformed value means (the shim logs it and fails cuInit with CUDA_ERROR_INVALID_VALUE).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace gshare::preload {
+
+struct Config {
+  // GSHARE_VGPU_MEMORY: the vGPU's memory quota; unset means "the whole device".
+  std::optional<uint64_t> vgpu_memory_bytes;
+  std::string function_name;        // GSHARE_FUNCTION (informational until the arbiter issue)
+  std::optional<uint32_t> slo_ms;   // GSHARE_SLO_MS
+  std::string control_socket;       // GSHARE_CONTROL_SOCKET, "%p" replaced by the pid; "" = off
+  bool control_socket_per_pid = false;  // the variable contained "%p" (a forked child may serve)
+  std::string real_libcuda;         // GSHARE_REAL_LIBCUDA, "" = the loader's libcuda.so.1
+  std::string log_level;            // GSHARE_LOG_LEVEL ("" = off unless GSHARE_LOG_FILE is set)
+  std::string log_file;             // GSHARE_LOG_FILE ("" = stderr when a level is given)
+  // Empty when every variable parsed; otherwise one message per malformed variable, naming it.
+  std::string error;
+};
+
+// Reads the variables through `getenv_fn` (getenv in the shim, a map in unit tests).
+// Thread-safety: pure function of its input.
+Config ParseConfig(const char* (*getenv_fn)(const char* name, void* ctx), void* ctx, int pid);
+
+// ParseConfig over the process environment.
+Config ConfigFromEnvironment();
+
+}  // namespace gshare::preload

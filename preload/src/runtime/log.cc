@@ -1,0 +1,75 @@
+// Logger set-up (see log.h).
+#include "runtime/log.h"
+
+#include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/sinks/null_sink.h>
+#include <spdlog/sinks/stdout_sinks.h>
+
+#include <atomic>
+#include <memory>
+
+namespace gshare::preload {
+namespace {
+
+// Loggers are never destroyed: hooks may log while the process exits.
+std::atomic<spdlog::logger*> g_logger{nullptr};
+
+spdlog::logger* MakeSilent() {
+  auto* logger = new spdlog::logger("gshare", std::make_shared<spdlog::sinks::null_sink_mt>());
+  logger->set_level(spdlog::level::off);
+  return logger;
+}
+
+}  // namespace
+
+std::string InitLog(const std::string& level, const std::string& file) {
+  std::string error;
+  spdlog::level::level_enum lvl = spdlog::level::off;
+  if (!level.empty()) {
+    lvl = spdlog::level::from_str(level);
+    if (lvl == spdlog::level::off && level != "off") {
+      error = "GSHARE_LOG_LEVEL='" + level + "' is not one of trace, debug, info, warn, error, "
+              "critical, off";
+    }
+  } else if (!file.empty()) {
+    lvl = spdlog::level::info;
+  }
+  spdlog::sink_ptr sink;
+  if (lvl != spdlog::level::off) {
+    if (!file.empty()) {
+      // spdlog reports an unwritable file by throwing; keep it inside the library.
+      try {
+        sink = std::make_shared<spdlog::sinks::basic_file_sink_mt>(file, false);
+      } catch (const std::exception& e) {
+        error = "GSHARE_LOG_FILE='" + file + "' cannot be opened: " + e.what();
+        lvl = spdlog::level::off;
+      }
+    } else {
+      sink = std::make_shared<spdlog::sinks::stderr_sink_mt>();
+    }
+  }
+  if (!sink) sink = std::make_shared<spdlog::sinks::null_sink_mt>();
+  auto shared = std::make_shared<spdlog::logger>("gshare", std::move(sink));
+  shared->set_level(lvl);
+  shared->set_pattern("[%Y-%m-%d %H:%M:%S.%e] [gshare %P] [%l] %v");
+  shared->flush_on(spdlog::level::info);
+  // The memory manager logs through spdlog::get("gshare"): the registry inside libgshare.so.
+  spdlog::drop("gshare");
+  spdlog::register_logger(shared);
+  // One reference is leaked on purpose so the logger outlives static destruction.
+  auto* keep = new std::shared_ptr<spdlog::logger>(shared);
+  g_logger.store(keep->get(), std::memory_order_release);
+  return error;
+}
+
+spdlog::logger& Log() {
+  spdlog::logger* logger = g_logger.load(std::memory_order_acquire);
+  if (logger == nullptr) {
+    spdlog::logger* silent = MakeSilent();
+    if (g_logger.compare_exchange_strong(logger, silent)) return *silent;
+    delete silent;
+  }
+  return *logger;
+}
+
+}  // namespace gshare::preload

@@ -1,0 +1,224 @@
+// The shim's per-process state (see runtime.h).
+#include "runtime/runtime.h"
+
+#include <pthread.h>
+
+#include <chrono>
+#include <sstream>
+
+#include "gshare/common/units.h"
+#include "runtime/control_server.h"
+#include "runtime/log.h"
+
+namespace gshare::preload {
+
+std::atomic<Runtime*> Runtime::instance_{nullptr};
+std::mutex Runtime::init_mutex_;
+
+const char* ResultName(CUresult result) {
+  switch (result) {
+    case CUDA_SUCCESS: return "CUDA_SUCCESS";
+    case CUDA_ERROR_INVALID_VALUE: return "CUDA_ERROR_INVALID_VALUE";
+    case CUDA_ERROR_OUT_OF_MEMORY: return "CUDA_ERROR_OUT_OF_MEMORY";
+    case CUDA_ERROR_NOT_INITIALIZED: return "CUDA_ERROR_NOT_INITIALIZED";
+    case CUDA_ERROR_NOT_SUPPORTED: return "CUDA_ERROR_NOT_SUPPORTED";
+    case CUDA_ERROR_NOT_FOUND: return "CUDA_ERROR_NOT_FOUND";
+    case CUDA_ERROR_INVALID_CONTEXT: return "CUDA_ERROR_INVALID_CONTEXT";
+    case CUDA_ERROR_INVALID_DEVICE: return "CUDA_ERROR_INVALID_DEVICE";
+    default: return "CUDA_ERROR_(other)";
+  }
+}
+
+Runtime& Runtime::InitSlow() {
+  std::lock_guard<std::mutex> lock(init_mutex_);
+  Runtime* rt = instance_.load(std::memory_order_acquire);
+  if (rt != nullptr) return *rt;
+  static bool atfork_registered = false;  // inherited by a forked child: registered once
+  if (!atfork_registered) {
+    pthread_atfork(&Runtime::PrepareFork, &Runtime::ParentAfterFork, &Runtime::ChildAfterFork);
+    atfork_registered = true;
+  }
+  rt = new Runtime();  // never destroyed (see runtime.h)
+  rt->Setup();
+  instance_.store(rt, std::memory_order_release);
+  return *rt;
+}
+
+void Runtime::Setup() {
+  config_ = ConfigFromEnvironment();
+  const std::string log_error = InitLog(config_.log_level, config_.log_file);
+  if (!log_error.empty()) Log().error("{}", log_error);
+  if (!config_.error.empty()) {
+    Log().error("invalid configuration: {}; every CUDA call will fail with "
+                "CUDA_ERROR_INVALID_VALUE",
+                config_.error);
+    status_ = CUDA_ERROR_INVALID_VALUE;
+  }
+  const std::string driver_error = LoadRealDriver(config_.real_libcuda, &real_);
+  if (!driver_error.empty()) {
+    Log().error("{}", driver_error);
+    real_ = RealDriver{};
+    if (status_ == CUDA_SUCCESS) status_ = CUDA_ERROR_NOT_INITIALIZED;
+    return;
+  }
+  ctx_synchronize_ = reinterpret_cast<PFN_cuCtxSynchronize_v2000>(real_.Resolve("cuCtxSynchronize"));
+  Log().info("libgshare loaded: driver {}, function '{}', vGPU memory {}", real_.path,
+             config_.function_name,
+             config_.vgpu_memory_bytes ? gshare::FormatByteSize(*config_.vgpu_memory_bytes)
+                                       : std::string("whole device"));
+}
+
+CUresult Runtime::Init(unsigned int flags) {
+  if (status_ != CUDA_SUCCESS) return status_;
+  std::lock_guard<std::mutex> lock(init_call_mutex_);
+  if (initialised_) return init_result_;
+  const CUresult result = real_.cuInit(flags);
+  if (result != CUDA_SUCCESS) return result;  // not memoised: the caller may retry
+  init_result_ = CreateMemory();
+  initialised_ = true;
+  if (init_result_ == CUDA_SUCCESS && !config_.control_socket.empty()) {
+    control_ = new ControlServer();
+    const std::string error = control_->Start(config_.control_socket, [this](const std::string& r) {
+      std::istringstream in(r);
+      std::string verb;
+      in >> verb;
+      memory::SwapStats stats;
+      CUresult res = CUDA_SUCCESS;
+      if (verb == "swap-out") {
+        res = SwapOut(&stats);
+      } else if (verb == "swap-in") {
+        int device = 0;
+        if (!(in >> device)) return std::string("error usage: swap-in <device>");
+        res = SwapIn(device, &stats);
+      } else if (verb == "stats") {
+        return "ok " + StatsLine();
+      } else {
+        return std::string("error unknown command (swap-out | swap-in <device> | stats)");
+      }
+      if (res != CUDA_SUCCESS) return std::string("error ") + ResultName(res);
+      std::ostringstream out;
+      out << "ok bytes=" << stats.bytes << " pieces=" << stats.physical_pieces
+          << " elapsed_ns=" << stats.elapsed.count() << " copy_ns=" << stats.copy_time.count();
+      return out.str();
+    });
+    if (!error.empty()) Log().error("{}", error);
+  }
+  return init_result_;
+}
+
+CUresult Runtime::CreateMemory() {
+  memory::DeviceApi api;
+  std::string missing;
+  const CUresult resolved = memory::ResolveDeviceApi(
+      [](const char* name, void* ctx) { return static_cast<RealDriver*>(ctx)->Resolve(name); },
+      &real_, &api, &missing);
+  if (resolved != CUDA_SUCCESS) {
+    Log().error("the real driver lacks {}: the vGPU memory manager cannot work", missing);
+    return CUDA_ERROR_NOT_SUPPORTED;
+  }
+  memory::VgpuMemoryOptions options;
+  options.device = 0;
+  if (config_.vgpu_memory_bytes) {
+    options.quota_bytes = *config_.vgpu_memory_bytes;
+  } else {
+    size_t total = 0;
+    const CUresult r = real_.cuDeviceTotalMem_v2 != nullptr
+                           ? real_.cuDeviceTotalMem_v2(&total, options.device)
+                           : CUDA_ERROR_NOT_SUPPORTED;
+    if (r != CUDA_SUCCESS) {
+      Log().error("cannot read device {}'s memory size: {}", options.device, ResultName(r));
+      return r;
+    }
+    options.quota_bytes = total;
+  }
+  memory_.store(new memory::VgpuMemory(api, options), std::memory_order_release);
+  Log().info("vGPU memory: {} on device {}", gshare::FormatByteSize(options.quota_bytes),
+             options.device);
+  return CUDA_SUCCESS;
+}
+
+CUresult Runtime::DrainDevice() {
+  // SwapOut calls this with the vGPU's device context current.
+  return ctx_synchronize_ != nullptr ? ctx_synchronize_() : CUDA_ERROR_NOT_SUPPORTED;
+}
+
+CUresult Runtime::AdmitSlow() {
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lock(swap_mutex_);  // waits out a running swap
+      memory::VgpuMemory* mem = memory();
+      if (gate_.closed() && mem != nullptr && !mem->resident()) {
+        Log().info("submission while swapped out: swapping in on device {}", swapped_from_);
+        memory::SwapStats stats;
+        const CUresult r = mem->SwapIn(swapped_from_, &stats);
+        if (r != CUDA_SUCCESS) {
+          Log().error("automatic swap-in failed: {}", ResultName(r));
+          return r;
+        }
+        gate_.Open();
+      }
+    }
+    if (gate_.TryEnter()) return CUDA_SUCCESS;
+    gate_.WaitOpen();
+    if (gate_.TryEnter()) return CUDA_SUCCESS;
+  }
+}
+
+CUresult Runtime::SwapOut(memory::SwapStats* stats) {
+  memory::VgpuMemory* mem = memory();
+  if (mem == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  std::lock_guard<std::mutex> lock(swap_mutex_);
+  if (!mem->resident()) return mem->SwapOut(nullptr, stats);  // already out: zero stats
+  const CUdevice device = mem->counters().device;
+  gate_.Close();
+  const CUresult r = mem->SwapOut([this] { return DrainDevice(); }, stats);
+  if (r != CUDA_SUCCESS) {
+    gate_.Open();
+    Log().error("swap-out failed: {}", ResultName(r));
+    return r;
+  }
+  swapped_from_ = device;
+  Log().info("swapped out {} in {} us", gshare::FormatByteSize(stats ? stats->bytes : 0),
+             stats ? stats->elapsed.count() / 1000 : 0);
+  return CUDA_SUCCESS;
+}
+
+CUresult Runtime::SwapIn(CUdevice device, memory::SwapStats* stats) {
+  memory::VgpuMemory* mem = memory();
+  if (mem == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  std::lock_guard<std::mutex> lock(swap_mutex_);
+  const CUresult r = mem->SwapIn(device, stats);
+  if (r != CUDA_SUCCESS) {
+    Log().error("swap-in to device {} failed: {}", device, ResultName(r));
+    return r;
+  }
+  gate_.Open();
+  return CUDA_SUCCESS;
+}
+
+std::string Runtime::StatsLine() const {
+  memory::VgpuMemory* mem = memory();
+  if (mem == nullptr) return "initialised=0";
+  const memory::VgpuMemoryCounters c = mem->counters();
+  std::ostringstream out;
+  out << "quota=" << c.quota_bytes << " used=" << c.used_bytes << " requested="
+      << c.requested_bytes << " external=" << c.external_bytes << " live=" << c.live_allocations
+      << " resident=" << (c.resident ? 1 : 0) << " device=" << c.device
+      << " swap_outs=" << c.swap_outs << " swap_ins=" << c.swap_ins
+      << " out_of_memory=" << c.out_of_memory;
+  return out.str();
+}
+
+void Runtime::PrepareFork() { init_mutex_.lock(); }
+
+void Runtime::ParentAfterFork() { init_mutex_.unlock(); }
+
+void Runtime::ChildAfterFork() {
+  // The child has only the forking thread; the parent's Runtime (driver objects, control thread,
+  // swap state) does not apply to it. It is leaked, and the child starts afresh.
+  Runtime* old = instance_.exchange(nullptr, std::memory_order_acq_rel);
+  if (old != nullptr && old->control_ != nullptr) old->control_->CloseInherited();
+  init_mutex_.unlock();
+}
+
+}  // namespace gshare::preload

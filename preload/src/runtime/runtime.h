@@ -1,0 +1,97 @@
+// Runtime: the shim's per-process state — configuration, the real driver, the vGPU memory
+// manager, the submission gate and the debug control server — created on the first hooked call
+// (cuGetProcAddress and dlsym may come before cuInit) and re-created in a forked child.
+//
+// Lifetime: process-lifetime, never destroyed (hooks can run while the process exits). After
+// fork() the child drops the parent's Runtime (leaked: its driver objects belong to the parent)
+// and builds a fresh one on its next hooked call.
+//
+// Thread-safety: Get() is lock-free once initialised (one atomic acquire load). Everything else
+// is thread-safe as documented per method.
+#pragma once
+
+#include <cuda.h>
+
+#include <atomic>
+#include <mutex>
+#include <string>
+
+#include "gshare/memory/vgpu_memory.h"
+#include "runtime/config.h"
+#include "runtime/real_driver.h"
+#include "runtime/submission_gate.h"
+
+namespace gshare::preload {
+
+class ControlServer;
+
+class Runtime {
+ public:
+  // The process's Runtime, initialising it on first use. Never null.
+  static Runtime& Get() {
+    Runtime* rt = instance_.load(std::memory_order_acquire);
+    return rt != nullptr ? *rt : InitSlow();
+  }
+
+  [[nodiscard]] const Config& config() const { return config_; }
+  [[nodiscard]] const RealDriver& real() const { return real_; }
+  // CUDA_SUCCESS, or what hooks return instead of calling the driver: CUDA_ERROR_INVALID_VALUE
+  // for a malformed configuration, CUDA_ERROR_NOT_INITIALIZED when the driver is missing.
+  [[nodiscard]] CUresult status() const { return status_; }
+  [[nodiscard]] bool driver_loaded() const { return real_.handle != nullptr; }
+  SubmissionGate& gate() { return gate_; }
+
+  // The cuInit hook: real cuInit, then the vGPU memory manager (quota from GSHARE_VGPU_MEMORY or
+  // the device's size) and the control server. Idempotent; thread-safe.
+  CUresult Init(unsigned int flags);
+
+  // The memory manager; null before a successful Init. Lock-free.
+  [[nodiscard]] memory::VgpuMemory* memory() const {
+    return memory_.load(std::memory_order_acquire);
+  }
+
+  // Slow path of a submission whose TryEnter failed: waits for a running swap to finish and
+  // swaps the vGPU back in (on the device it left) when it is out. Returns CUDA_SUCCESS once the
+  // caller is inside the gate (it must then Exit()), or the swap-in's error.
+  CUresult AdmitSlow();
+
+  // Swap control (the debug control socket and tests; later the arbiter). Serialised by one
+  // mutex. SwapOut closes the gate, drains, and leaves the gate closed on success.
+  CUresult SwapOut(memory::SwapStats* stats);
+  CUresult SwapIn(CUdevice device, memory::SwapStats* stats);
+  // One line of "key=value" counters for the control socket's "stats" command.
+  std::string StatsLine() const;
+
+  // Fork handling (pthread_atfork); not for other callers.
+  static void PrepareFork();
+  static void ParentAfterFork();
+  static void ChildAfterFork();
+
+ private:
+  Runtime() = default;
+  static Runtime& InitSlow();
+  void Setup();
+  CUresult CreateMemory();
+  CUresult DrainDevice();
+
+  static std::atomic<Runtime*> instance_;
+  static std::mutex init_mutex_;
+
+  Config config_;
+  RealDriver real_;
+  CUresult status_ = CUDA_SUCCESS;
+  PFN_cuCtxSynchronize_v2000 ctx_synchronize_ = nullptr;
+  SubmissionGate gate_;
+  std::mutex init_call_mutex_;           // serialises Init
+  bool initialised_ = false;             // guarded by init_call_mutex_
+  CUresult init_result_ = CUDA_SUCCESS;  // guarded by init_call_mutex_
+  std::atomic<memory::VgpuMemory*> memory_{nullptr};
+  mutable std::mutex swap_mutex_;        // serialises swaps and auto swap-in
+  CUdevice swapped_from_ = 0;            // guarded by swap_mutex_
+  ControlServer* control_ = nullptr;     // owned, never destroyed
+};
+
+// CUresult -> its name ("CUDA_ERROR_OUT_OF_MEMORY"), for logs and the control socket.
+const char* ResultName(CUresult result);
+
+}  // namespace gshare::preload

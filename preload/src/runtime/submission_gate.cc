@@ -1,0 +1,30 @@
+// SubmissionGate's slow paths (see submission_gate.h).
+#include "runtime/submission_gate.h"
+
+#include <sched.h>
+
+namespace gshare::preload {
+
+void SubmissionGate::Close() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    closed_.store(true, std::memory_order_seq_cst);
+  }
+  // Submitters inside are in the middle of one driver call: they leave soon.
+  while (active_.load(std::memory_order_acquire) != 0) sched_yield();
+}
+
+void SubmissionGate::Open() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    closed_.store(false, std::memory_order_seq_cst);
+  }
+  opened_.notify_all();
+}
+
+void SubmissionGate::WaitOpen() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  opened_.wait(lock, [this] { return !closed_.load(std::memory_order_acquire); });
+}
+
+}  // namespace gshare::preload
