@@ -20,9 +20,10 @@ class PinnedStaging {
   PinnedStaging(const PinnedStaging&) = delete;
   PinnedStaging& operator=(const PinnedStaging&) = delete;
 
-  // Makes the buffer at least `bytes` long. Growing frees the old buffer first (its contents
-  // are lost). REQUIRES: a context is current. On error the buffer is empty.
-  CUresult EnsureCapacity(uint64_t bytes);
+  // Makes the buffer at least `bytes` long; when it must grow, it is re-pinned with
+  // max(bytes, preferred) bytes. Growing frees the old buffer first (its contents are lost).
+  // REQUIRES: a context is current. On error the buffer is empty.
+  CUresult EnsureCapacity(uint64_t bytes, uint64_t preferred = 0);
   void Release();
 
   [[nodiscard]] uint8_t* data() const { return data_; }

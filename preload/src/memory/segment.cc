@@ -52,6 +52,7 @@ CUresult Segment::Back(size_t i, CUdevice device) {
     return rc;
   }
   pieces_[i].handle = handle;
+  ++present_;
   return CUDA_SUCCESS;
 }
 
@@ -59,6 +60,7 @@ CUresult Segment::Unback(size_t i) {
   CUresult rc = api_.mem_unmap(piece_address(i), piece_size_);
   const CUresult release_rc = api_.mem_release(pieces_[i].handle);
   pieces_[i].handle = 0;
+  --present_;
   return rc != CUDA_SUCCESS ? rc : release_rc;
 }
 

@@ -49,6 +49,8 @@ class Segment {
     return (offset + bytes - 1) / piece_size_;
   }
   [[nodiscard]] bool Contains(CUdeviceptr ptr) const { return ptr >= base_ && ptr - base_ < size_; }
+  // Number of pieces that currently have a handle.
+  [[nodiscard]] size_t present_pieces() const { return present_; }
 
   // Creates a handle on `device`, maps it at piece i and grants `device` read/write access. On
   // failure nothing stays created or mapped. REQUIRES: piece(i).handle == 0.
@@ -65,6 +67,7 @@ class Segment {
   uint64_t size_;
   uint64_t piece_size_;
   std::vector<PieceState> pieces_;
+  size_t present_ = 0;
 };
 
 // The allocation properties the manager uses for device memory on `device`.

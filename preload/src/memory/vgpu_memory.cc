@@ -178,7 +178,8 @@ class VgpuMemory::Impl {
       ScopedDeviceContext context(api_, device_);
       if (context.status() != CUDA_SUCCESS) return context.status();
       const uint64_t total = backed_bytes_;
-      CUresult rc = staging_.EnsureCapacity(total);
+      // Pin with headroom so a growing image does not re-pin (slow) at every swap-out.
+      CUresult rc = staging_.EnsureCapacity(total, std::min(quota_, total + total / 4));
       if (rc != CUDA_SUCCESS) return rc;
       SwapCopier copier(api_, options_.swap_piece_bytes);
       rc = copier.Start(options_.swap_streams);
@@ -454,12 +455,8 @@ class VgpuMemory::Impl {
 
   uint64_t CountHandles() const {
     uint64_t n = 0;
-    for (const auto& arena : arenas_) {
-      for (size_t i = 0; i < arena->segment->piece_count(); ++i) {
-        n += arena->segment->piece(i).handle != 0 ? 1 : 0;
-      }
-    }
-    for (const auto& [base, seg] : dedicated_) n += seg->piece(0).handle != 0 ? 1 : 0;
+    for (const auto& arena : arenas_) n += arena->segment->present_pieces();
+    for (const auto& [base, seg] : dedicated_) n += seg->present_pieces();
     return n;
   }
 
