@@ -1,0 +1,51 @@
+// simcuda's configuration: the simulated devices and the time model, read once from the
+// environment (SIMCUDA_DEVICES or the TOML file named by SIMCUDA_CONFIG, SIMCUDA_LINK_GBPS,
+// SIMCUDA_TIME_SCALE, SIMCUDA_REGISTRY). The syntax is documented in docs/simcuda.md.
+#ifndef SIMCUDA_SRC_CONFIG_H_
+#define SIMCUDA_SRC_CONFIG_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace simcuda {
+
+// One simulated GPU. Defaults describe an H100-like device with a host link slowed to what
+// this kind of machine can copy (see DESIGN.md "Facts measured").
+struct DeviceSpec {
+  std::string name = "simcuda H100-like";
+  uint64_t memory_bytes = 80ull << 30;
+  double flops = 60e12;                 // FLOP/s
+  double memory_bytes_per_s = 3.35e12;  // device memory bandwidth (kernels, DtoD copies, memset)
+  double link_bytes_per_s = 4e9;        // host<->device link; 0 = unlimited (no modelled time)
+  double launch_overhead_ns = 5000;     // added to every kernel's simulated duration
+  int sm_count = 132;
+  int cc_major = 9;
+  int cc_minor = 0;
+  int clock_khz = 1980000;
+};
+
+struct Config {
+  std::vector<DeviceSpec> devices;
+  // Real seconds per simulated second: 0.1 makes simulated time pass 10x faster than real time.
+  double time_scale = 1.0;
+  // Name of the shared-memory device registry ("/simcuda-..."); derived when not configured.
+  std::string registry_name;
+};
+
+// Parses a SIMCUDA_DEVICES value: comma-separated device groups "[N x]SIZE[:key=value]...",
+// e.g. "2x16GiB", "16GiB,8GiB", "80GiB:tflops=60:mem_gbps=3350:link_gbps=4:name=A".
+std::optional<std::vector<DeviceSpec>> ParseDeviceList(std::string_view text, std::string* error);
+
+// Parses a TOML configuration (the contents of the SIMCUDA_CONFIG file) into `config`.
+bool ParseTomlConfig(std::string_view toml_text, Config* config, std::string* error);
+
+// Builds the configuration from the environment. On a malformed value returns nullopt and the
+// reason in `error`.
+std::optional<Config> LoadConfigFromEnvironment(std::string* error);
+
+}  // namespace simcuda
+
+#endif  // SIMCUDA_SRC_CONFIG_H_

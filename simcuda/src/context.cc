@@ -1,0 +1,113 @@
+// Contexts and the per-thread current-context stack (see context.h).
+#include "context.h"
+
+#include <atomic>
+
+#include "allocations.h"
+#include "driver.h"
+#include "handle_set.h"
+#include "stream.h"
+
+namespace simcuda {
+namespace {
+
+std::atomic<unsigned long long> g_next_ctx_id{1};
+
+std::vector<CUctx_st*>& Stack() {
+  thread_local std::vector<CUctx_st*> stack;
+  return stack;
+}
+
+std::vector<CUstream_st*> AllStreams(CUctx_st* ctx) {
+  std::lock_guard<std::mutex> lock(ctx->mu);
+  std::vector<CUstream_st*> all = ctx->streams;
+  for (auto& [tid, s] : ctx->per_thread) all.push_back(s);
+  if (ctx->legacy != nullptr) all.push_back(ctx->legacy);
+  return all;
+}
+
+}  // namespace
+
+void ReleaseContextModules(CUctx_st* ctx);  // module.cc
+
+CUctx_st* NewContext(int dev, unsigned flags, bool primary) {
+  auto* ctx = new CUctx_st();
+  ctx->magic = kContextMagic;
+  ctx->device = dev;
+  ctx->flags = flags;
+  ctx->primary = primary;
+  ctx->id = g_next_ctx_id.fetch_add(1);
+  ctx->legacy = NewStream(ctx, 0, 0, StreamKind::kLegacy);
+  HandleSet<CUctx_st>::Instance().Add(ctx);
+  return ctx;
+}
+
+void TeardownContext(CUctx_st* ctx) {
+  SynchronizeContext(ctx);
+  std::vector<CUstream_st*> streams;
+  {
+    std::lock_guard<std::mutex> lock(ctx->mu);
+    streams = ctx->streams;
+    for (auto& [tid, s] : ctx->per_thread) streams.push_back(s);
+    ctx->streams.clear();
+    ctx->per_thread.clear();
+  }
+  for (CUstream_st* s : streams) DeleteStream(s);
+  FreeContextMemory(ctx);
+  ReleaseContextModules(ctx);
+  if (!ctx->primary) {
+    HandleSet<CUctx_st>::Instance().Remove(ctx);
+    DeleteStream(ctx->legacy);
+    ctx->magic = 0;
+    delete ctx;
+  }
+}
+
+bool IsLiveContext(CUctx_st* ctx) { return HandleSet<CUctx_st>::Instance().Contains(ctx); }
+
+void ForgetContextOnThisThread(CUctx_st* ctx) {
+  auto& stack = Stack();
+  std::erase(stack, ctx);
+}
+
+CUctx_st* CurrentContext() {
+  auto& stack = Stack();
+  return stack.empty() ? nullptr : stack.back();
+}
+
+CUresult GetCurrent(CUctx_st** ctx) {
+  if (Driver() == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  CUctx_st* c = CurrentContext();
+  if (c == nullptr || !IsLiveContext(c)) return CUDA_ERROR_INVALID_CONTEXT;
+  *ctx = c;
+  return CUDA_SUCCESS;
+}
+
+void SetCurrent(CUctx_st* ctx) {
+  auto& stack = Stack();
+  if (ctx == nullptr) {
+    if (!stack.empty()) stack.pop_back();
+    return;
+  }
+  if (stack.empty()) {
+    stack.push_back(ctx);
+  } else {
+    stack.back() = ctx;
+  }
+}
+
+void PushCurrent(CUctx_st* ctx) { Stack().push_back(ctx); }
+
+CUctx_st* PopCurrent() {
+  auto& stack = Stack();
+  if (stack.empty()) return nullptr;
+  CUctx_st* top = stack.back();
+  stack.pop_back();
+  return top;
+}
+
+void SynchronizeContext(CUctx_st* ctx) {
+  for (CUstream_st* s : AllStreams(ctx)) SynchronizeStream(s);
+}
+
+}  // namespace simcuda

@@ -1,0 +1,95 @@
+// Process-wide driver state and cuInit (see driver.h).
+#include "driver.h"
+
+#include <pthread.h>
+
+#include <atomic>
+#include <cstring>
+#include <string>
+
+#include "log.h"
+#include "sim_clock.h"
+
+namespace simcuda {
+namespace {
+
+std::atomic<DriverState*> g_driver{nullptr};
+std::mutex g_init_mu;
+CUresult g_init_result = CUDA_SUCCESS;
+bool g_init_tried = false;
+
+CUuuid MakeUuid(const DeviceSpec& spec, int ordinal) {
+  // Stable across runs: FNV-1a over the device's identity, spread over 16 bytes.
+  std::string key = spec.name + "/" + std::to_string(spec.memory_bytes) + "/" + std::to_string(ordinal);
+  uint64_t h1 = 1469598103934665603ull, h2 = 0x9e3779b97f4a7c15ull;
+  for (unsigned char c : key) {
+    h1 = (h1 ^ c) * 1099511628211ull;
+    h2 = (h2 ^ c) * 0x100000001b3ull + 7;
+  }
+  CUuuid uuid{};
+  std::memcpy(uuid.bytes, &h1, 8);
+  std::memcpy(uuid.bytes + 8, &h2, 8);
+  uuid.bytes[6] = static_cast<char>((uuid.bytes[6] & 0x0f) | 0x40);  // RFC 4122 version 4 layout
+  uuid.bytes[8] = static_cast<char>((uuid.bytes[8] & 0x3f) | 0x80);
+  return uuid;
+}
+
+void AfterForkInChild() {
+  DriverState* d = g_driver.load();
+  if (d != nullptr && d->registry) d->registry->ReattachAfterFork();
+}
+
+}  // namespace
+
+void StartCheckpointService();  // checkpoint_service.cc
+
+DriverState* Driver() { return g_driver.load(std::memory_order_acquire); }
+
+CUresult InitDriver() {
+  if (Driver() != nullptr) return CUDA_SUCCESS;
+  std::lock_guard<std::mutex> lock(g_init_mu);
+  if (g_init_tried) return g_init_result;
+  g_init_tried = true;
+  std::string error;
+  std::optional<Config> config = LoadConfigFromEnvironment(&error);
+  if (!config) {
+    Log(LogLevel::kError, "bad configuration: %s", error.c_str());
+    g_init_result = CUDA_ERROR_INVALID_VALUE;
+    return g_init_result;
+  }
+  auto* state = new DriverState();  // never destroyed
+  state->config = std::move(*config);
+  SetTimeScale(state->config.time_scale);
+  std::vector<uint64_t> capacities;
+  for (size_t i = 0; i < state->config.devices.size(); ++i) {
+    const DeviceSpec& spec = state->config.devices[i];
+    capacities.push_back(spec.memory_bytes);
+    state->devices.push_back({spec, MakeUuid(spec, static_cast<int>(i)), 0x17 + static_cast<int>(i)});
+  }
+  state->registry = Registry::Open(state->config.registry_name, capacities, &error);
+  if (!state->registry) {
+    Log(LogLevel::kError, "%s", error.c_str());
+    g_init_result = CUDA_ERROR_OPERATING_SYSTEM;
+    return g_init_result;
+  }
+  // The creator's sizes win if the registry already existed.
+  for (size_t i = 0; i < state->devices.size() && static_cast<int>(i) < state->registry->device_count(); ++i) {
+    state->devices[i].spec.memory_bytes = state->registry->Capacity(static_cast<int>(i));
+  }
+  state->devices.resize(static_cast<size_t>(state->registry->device_count()));
+  state->primary.resize(state->devices.size());
+  pthread_atfork(nullptr, nullptr, AfterForkInChild);
+  g_driver.store(state, std::memory_order_release);
+  StartCheckpointService();
+  g_init_result = CUDA_SUCCESS;
+  return CUDA_SUCCESS;
+}
+
+CUresult CheckDevice(CUdevice dev) {
+  DriverState* d = Driver();
+  if (d == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  if (dev < 0 || static_cast<size_t>(dev) >= d->devices.size()) return CUDA_ERROR_INVALID_DEVICE;
+  return CUDA_SUCCESS;
+}
+
+}  // namespace simcuda

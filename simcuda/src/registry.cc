@@ -1,0 +1,263 @@
+// The shared-memory device registry (see registry.h for the layout's invariants).
+#include "registry.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstddef>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+
+#include "log.h"
+
+namespace simcuda {
+
+inline constexpr uint64_t kRegistryMagic = 0x3147455253554353ull;  // "SCUSREG1"
+inline constexpr uint32_t kRegistryVersion = 1;
+
+enum SlotState : uint32_t { kFree = 0, kClaiming = 1, kLive = 2, kReclaiming = 3 };
+
+struct alignas(64) SharedDevice {
+  uint64_t capacity;  // written once by the creator before magic is published
+  std::atomic<uint64_t> used;
+  std::atomic<uint64_t> busy_until[kTimelineCount];
+  uint64_t reserved[3];
+};
+
+struct alignas(64) SharedProcess {
+  std::atomic<uint32_t> state;
+  std::atomic<int32_t> pid;
+  std::atomic<uint64_t> start_time;
+  uint64_t reserved[6];
+  std::atomic<uint64_t> used[kMaxDevices];
+};
+
+struct Registry::Shared {
+  std::atomic<uint64_t> magic;  // published (release) after everything else is initialised
+  uint32_t version;
+  uint32_t device_count;
+  uint64_t reserved[6];
+  SharedDevice devices[kMaxDevices];
+  SharedProcess processes[kMaxProcesses];
+};
+
+static_assert(std::atomic<uint64_t>::is_always_lock_free);
+static_assert(std::atomic<uint32_t>::is_always_lock_free);
+static_assert(sizeof(SharedDevice) == 64);
+static_assert(sizeof(SharedProcess) == 192);
+static_assert(offsetof(Registry::Shared, devices) == 64);
+static_assert(offsetof(Registry::Shared, processes) == 64 + 64 * kMaxDevices);
+static_assert(sizeof(Registry::Shared) == 64 + 64 * kMaxDevices + 192 * kMaxProcesses);
+
+uint64_t ProcessStartTime(int pid) {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/stat", pid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  char buf[1024];
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  buf[n] = '\0';
+  const char* p = std::strrchr(buf, ')');
+  if (p == nullptr) return 0;
+  // After ") " come field 3 (state) ... field 22 (starttime).
+  p += 2;
+  if (*p == 'Z' || *p == 'X') return 0;
+  for (int field = 3; field < 22 && *p != '\0'; ++p) {
+    if (*p == ' ') ++field;
+  }
+  return std::strtoull(p, nullptr, 10);
+}
+
+namespace {
+
+bool OwnerAlive(int pid, uint64_t start_time) {
+  if (pid <= 0) return false;
+  if (kill(pid, 0) != 0 && errno == ESRCH) return false;
+  uint64_t now = ProcessStartTime(pid);
+  return now != 0 && now == start_time;
+}
+
+void SleepMs(int ms) {
+  timespec ts{0, ms * 1000000L};
+  nanosleep(&ts, nullptr);
+}
+
+}  // namespace
+
+std::unique_ptr<Registry> Registry::Open(const std::string& name,
+                                         const std::vector<uint64_t>& capacities, std::string* error) {
+  if (capacities.empty() || capacities.size() > kMaxDevices) {
+    *error = "bad device count";
+    return nullptr;
+  }
+  bool creator = false;
+  int fd = -1;
+  for (int attempt = 0; attempt < 2 && fd < 0; ++attempt) {
+    fd = shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+      creator = true;
+      if (ftruncate(fd, sizeof(Shared)) != 0) {
+        *error = std::string("ftruncate registry: ") + std::strerror(errno);
+        close(fd);
+        shm_unlink(name.c_str());
+        return nullptr;
+      }
+    } else if (errno == EEXIST) {
+      fd = shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0600);
+    }
+  }
+  if (fd < 0) {
+    *error = "cannot open device registry " + name + ": " + std::strerror(errno);
+    return nullptr;
+  }
+  // A creator may still be sizing the segment.
+  struct stat st{};
+  for (int i = 0; i < 2000; ++i) {
+    if (fstat(fd, &st) == 0 && static_cast<size_t>(st.st_size) >= sizeof(Shared)) break;
+    SleepMs(1);
+  }
+  if (static_cast<size_t>(st.st_size) < sizeof(Shared)) {
+    *error = "device registry " + name + " has the wrong size (another simcuda version?)";
+    close(fd);
+    return nullptr;
+  }
+  void* mem = mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  if (mem == MAP_FAILED) {
+    *error = std::string("mmap registry: ") + std::strerror(errno);
+    return nullptr;
+  }
+  auto* shared = static_cast<Shared*>(mem);
+  if (creator) {
+    shared->version = kRegistryVersion;
+    shared->device_count = static_cast<uint32_t>(capacities.size());
+    for (size_t d = 0; d < capacities.size(); ++d) shared->devices[d].capacity = capacities[d];
+    shared->magic.store(kRegistryMagic, std::memory_order_release);
+  } else {
+    for (int i = 0; i < 2000 && shared->magic.load(std::memory_order_acquire) != kRegistryMagic; ++i) {
+      SleepMs(1);
+    }
+    if (shared->magic.load(std::memory_order_acquire) != kRegistryMagic ||
+        shared->version != kRegistryVersion) {
+      *error = "device registry " + name + " is not initialised or has another version";
+      munmap(mem, sizeof(Shared));
+      return nullptr;
+    }
+  }
+  std::unique_ptr<Registry> reg(new Registry());
+  reg->shared_ = shared;
+  reg->ReclaimDead();
+  if (!reg->ClaimSlot()) {
+    *error = "device registry " + name + " has no free process slot";
+    return nullptr;
+  }
+  Log(LogLevel::kDebug, "registry %s attached (slot %d, %s)", name.c_str(), reg->slot_,
+      creator ? "created" : "existing");
+  return reg;
+}
+
+Registry::~Registry() {
+  if (shared_ != nullptr) munmap(shared_, sizeof(Shared));
+}
+
+bool Registry::ClaimSlot() {
+  int pid = static_cast<int>(getpid());
+  uint64_t start = ProcessStartTime(pid);
+  for (int pass = 0; pass < 2; ++pass) {
+    for (int i = 0; i < kMaxProcesses; ++i) {
+      SharedProcess& p = shared_->processes[i];
+      uint32_t expected = kFree;
+      if (!p.state.compare_exchange_strong(expected, kClaiming, std::memory_order_acq_rel)) continue;
+      p.pid.store(pid, std::memory_order_relaxed);
+      p.start_time.store(start, std::memory_order_relaxed);
+      for (auto& u : p.used) u.store(0, std::memory_order_relaxed);
+      p.state.store(kLive, std::memory_order_release);
+      slot_ = i;
+      return true;
+    }
+    ReclaimDead();
+  }
+  return false;
+}
+
+void Registry::ReattachAfterFork() {
+  slot_ = -1;
+  ClaimSlot();
+}
+
+int Registry::ReclaimDead() {
+  int reclaimed = 0;
+  for (int i = 0; i < kMaxProcesses; ++i) {
+    if (i == slot_) continue;
+    SharedProcess& p = shared_->processes[i];
+    if (p.state.load(std::memory_order_acquire) != kLive) continue;
+    if (OwnerAlive(p.pid.load(std::memory_order_relaxed), p.start_time.load(std::memory_order_relaxed))) {
+      continue;
+    }
+    uint32_t expected = kLive;
+    if (!p.state.compare_exchange_strong(expected, kReclaiming, std::memory_order_acq_rel)) continue;
+    // Re-check: the slot may have been freed and re-claimed by a live process in between.
+    if (OwnerAlive(p.pid.load(std::memory_order_relaxed), p.start_time.load(std::memory_order_relaxed))) {
+      p.state.store(kLive, std::memory_order_release);
+      continue;
+    }
+    for (uint32_t d = 0; d < shared_->device_count; ++d) {
+      uint64_t bytes = p.used[d].exchange(0, std::memory_order_acq_rel);
+      if (bytes != 0) shared_->devices[d].used.fetch_sub(bytes, std::memory_order_acq_rel);
+    }
+    Log(LogLevel::kInfo, "reclaimed the device memory of dead process %d", p.pid.load());
+    p.state.store(kFree, std::memory_order_release);
+    ++reclaimed;
+  }
+  return reclaimed;
+}
+
+int Registry::device_count() const { return static_cast<int>(shared_->device_count); }
+uint64_t Registry::Capacity(int dev) const { return shared_->devices[dev].capacity; }
+uint64_t Registry::Used(int dev) const {
+  return shared_->devices[dev].used.load(std::memory_order_acquire);
+}
+uint64_t Registry::UsedByThisProcess(int dev) const {
+  return slot_ < 0 ? 0 : shared_->processes[slot_].used[dev].load(std::memory_order_acquire);
+}
+
+bool Registry::Reserve(int dev, uint64_t bytes) {
+  SharedDevice& d = shared_->devices[dev];
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    uint64_t used = d.used.load(std::memory_order_acquire);
+    while (used + bytes <= d.capacity && used + bytes >= used) {
+      if (d.used.compare_exchange_weak(used, used + bytes, std::memory_order_acq_rel)) {
+        if (slot_ >= 0) shared_->processes[slot_].used[dev].fetch_add(bytes, std::memory_order_acq_rel);
+        return true;
+      }
+    }
+    if (attempt == 0 && ReclaimDead() == 0) break;
+  }
+  return false;
+}
+
+void Registry::Release(int dev, uint64_t bytes) {
+  if (slot_ >= 0) shared_->processes[slot_].used[dev].fetch_sub(bytes, std::memory_order_acq_rel);
+  shared_->devices[dev].used.fetch_sub(bytes, std::memory_order_acq_rel);
+}
+
+SimInterval Registry::ReserveInterval(int dev, Timeline timeline, uint64_t earliest_ns,
+                                      uint64_t duration_ns) {
+  std::atomic<uint64_t>& busy = shared_->devices[dev].busy_until[timeline];
+  uint64_t current = busy.load(std::memory_order_acquire);
+  while (true) {
+    if (duration_ns == 0) return {earliest_ns, earliest_ns};
+    uint64_t start = current > earliest_ns ? current : earliest_ns;
+    uint64_t end = start + duration_ns;
+    if (busy.compare_exchange_weak(current, end, std::memory_order_acq_rel)) return {start, end};
+  }
+}
+
+}  // namespace simcuda

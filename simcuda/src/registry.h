@@ -1,0 +1,87 @@
+// The device registry: one shared-memory segment per set of simulated GPUs, shared by every
+// process that uses them. It accounts device memory across processes and holds each device's
+// simulated timelines (compute, host->device link, device->host link).
+//
+// Layout (static_asserts in registry.cc): a header, kMaxDevices SharedDevice records and
+// kMaxProcesses SharedProcess slots. Invariants:
+//  1. SharedDevice::used == sum over live slots of SharedProcess::used[dev], except for a
+//     reservation in flight (added to the device first, then to the slot) — a process killed
+//     in that window leaks that one reservation.
+//  2. A slot's used[] counters are written only by its owner while state == kLive, and by the
+//     one process that moved state from kLive to kReclaiming after seeing the owner dead
+//     (pid gone, zombie, or a different process start time: pid reuse is detected).
+//  3. busy_until[t] only grows; a launch reserves [max(earliest, busy_until), +duration) with a
+//     CAS, so no lock exists that a dead process could hold.
+// Thread-safety: all methods are thread-safe and process-safe.
+#ifndef SIMCUDA_SRC_REGISTRY_H_
+#define SIMCUDA_SRC_REGISTRY_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace simcuda {
+
+inline constexpr int kMaxDevices = 16;
+inline constexpr int kMaxProcesses = 1024;
+
+enum Timeline : int { kComputeTimeline = 0, kHostToDeviceTimeline = 1, kDeviceToHostTimeline = 2,
+                      kTimelineCount = 3 };
+
+struct SimInterval {
+  uint64_t start_ns;
+  uint64_t end_ns;
+};
+
+class Registry {
+ public:
+  // Opens (creating if needed) the registry `name` (a POSIX shm name, "/..."), whose devices
+  // have `capacities` bytes when this process creates it (otherwise the creator's sizes win),
+  // reclaims the slots of dead processes and claims a slot for this process.
+  // Returns nullptr and sets `error` on failure.
+  static std::unique_ptr<Registry> Open(const std::string& name,
+                                        const std::vector<uint64_t>& capacities, std::string* error);
+  ~Registry();
+  Registry(const Registry&) = delete;
+  Registry& operator=(const Registry&) = delete;
+
+  int device_count() const;
+  uint64_t Capacity(int dev) const;
+  uint64_t Used(int dev) const;
+  // Bytes this process holds on `dev`.
+  uint64_t UsedByThisProcess(int dev) const;
+
+  // Atomically reserves `bytes` on `dev`; on shortage reclaims dead processes' memory and tries
+  // once more. False = out of memory (nothing reserved).
+  bool Reserve(int dev, uint64_t bytes);
+  // Returns a reservation made by Reserve. REQUIRES: bytes were reserved by this process.
+  void Release(int dev, uint64_t bytes);
+  // Frees the slots (and memory) of processes that are gone; returns how many.
+  int ReclaimDead();
+
+  // Reserves `duration_ns` of simulated time on a device timeline, starting no earlier than
+  // `earliest_ns`.
+  SimInterval ReserveInterval(int dev, Timeline timeline, uint64_t earliest_ns, uint64_t duration_ns);
+
+  // Re-claims a fresh slot after fork() (the child must not share its parent's slot).
+  void ReattachAfterFork();
+
+  struct Shared;
+
+ private:
+  Registry() = default;
+  bool ClaimSlot();
+
+  Shared* shared_ = nullptr;
+  int slot_ = -1;
+};
+
+// The start time of process `pid` (clock ticks since boot, /proc/<pid>/stat field 22), or 0 if
+// it does not exist or is a zombie.
+uint64_t ProcessStartTime(int pid);
+
+}  // namespace simcuda
+
+#endif  // SIMCUDA_SRC_REGISTRY_H_

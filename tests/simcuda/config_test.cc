@@ -1,0 +1,65 @@
+// Unit tests of simcuda's configuration parsing (SIMCUDA_DEVICES syntax and TOML).
+#include <gtest/gtest.h>
+
+#include "config.h"
+
+namespace simcuda {
+namespace {
+
+TEST(DeviceList, CountTimesSize) {
+  std::string error;
+  auto devices = ParseDeviceList("2x16GiB", &error);
+  ASSERT_TRUE(devices) << error;
+  ASSERT_EQ(devices->size(), 2u);
+  EXPECT_EQ((*devices)[1].memory_bytes, 16ull << 30);
+}
+
+TEST(DeviceList, PerDeviceSizesAndAttributes) {
+  std::string error;
+  auto devices = ParseDeviceList("16GiB, 8GiB:tflops=10:mem_gbps=900:link_gbps=0:name=small", &error);
+  ASSERT_TRUE(devices) << error;
+  ASSERT_EQ(devices->size(), 2u);
+  EXPECT_EQ((*devices)[0].memory_bytes, 16ull << 30);
+  EXPECT_EQ((*devices)[0].link_bytes_per_s, 4e9);  // default
+  const DeviceSpec& d = (*devices)[1];
+  EXPECT_EQ(d.memory_bytes, 8ull << 30);
+  EXPECT_DOUBLE_EQ(d.flops, 10e12);
+  EXPECT_DOUBLE_EQ(d.memory_bytes_per_s, 900e9);
+  EXPECT_DOUBLE_EQ(d.link_bytes_per_s, 0);
+  EXPECT_EQ(d.name, "small");
+}
+
+TEST(DeviceList, Errors) {
+  std::string error;
+  EXPECT_FALSE(ParseDeviceList("", &error));
+  EXPECT_FALSE(ParseDeviceList("lots", &error));
+  EXPECT_FALSE(ParseDeviceList("1GiB:speed=3", &error));
+  EXPECT_NE(error.find("speed"), std::string::npos);
+  EXPECT_FALSE(ParseDeviceList("1GiB:tflops=abc", &error));
+  EXPECT_FALSE(ParseDeviceList("17x1GiB", &error));
+}
+
+TEST(Toml, DevicesAndTimeScale) {
+  Config config;
+  std::string error;
+  ASSERT_TRUE(ParseTomlConfig(R"(
+time_scale = 0.5
+[[device]]
+memory = "4GiB"
+count = 2
+link_gbps = 2.5
+[[device]]
+memory = "1GiB"
+name = "tiny"
+)", &config, &error)) << error;
+  EXPECT_DOUBLE_EQ(config.time_scale, 0.5);
+  ASSERT_EQ(config.devices.size(), 3u);
+  EXPECT_EQ(config.devices[0].memory_bytes, 4ull << 30);
+  EXPECT_DOUBLE_EQ(config.devices[1].link_bytes_per_s, 2.5e9);
+  EXPECT_EQ(config.devices[2].name, "tiny");
+  EXPECT_FALSE(ParseTomlConfig("[[device]]\nmemory = \"x\"\n", &config, &error));
+  EXPECT_FALSE(ParseTomlConfig("not toml = = 3", &config, &error));
+}
+
+}  // namespace
+}  // namespace simcuda

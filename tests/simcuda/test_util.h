@@ -1,0 +1,52 @@
+// Shared helpers for simcuda's tests: CUresult assertions, a fixture with a current primary
+// context, and running the helper program (simcuda_test_helper) as a child process.
+#ifndef TESTS_SIMCUDA_TEST_UTIL_H_
+#define TESTS_SIMCUDA_TEST_UTIL_H_
+
+#include <cuda.h>
+#include <gtest/gtest.h>
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+namespace simcuda_test {
+
+inline std::string CuName(CUresult r) {
+  const char* name = nullptr;
+  if (cuGetErrorName(r, &name) != CUDA_SUCCESS || name == nullptr) return std::to_string(static_cast<int>(r));
+  return name;
+}
+
+#define ASSERT_CU(expr) ASSERT_EQ(simcuda_test::CuName(expr), "CUDA_SUCCESS") << #expr
+#define EXPECT_CU(expr) EXPECT_EQ(simcuda_test::CuName(expr), "CUDA_SUCCESS") << #expr
+#define EXPECT_CU_ERR(expr, code) EXPECT_EQ(simcuda_test::CuName(expr), simcuda_test::CuName(code)) << #expr
+
+// cuInit + primary context of device 0 made current; released in TearDown.
+class DriverTest : public ::testing::Test {
+ protected:
+  void SetUp() override;
+  void TearDown() override;
+  CUcontext ctx_ = nullptr;
+  CUdevice dev_ = 0;
+};
+
+// A running helper process whose stdout is readable line by line.
+struct Child {
+  pid_t pid = -1;
+  int out_fd = -1;
+  // Reads one line (without '\n'); empty on EOF.
+  std::string ReadLine();
+  // Waits for exit; returns the raw wait status.
+  int Wait();
+  void Kill(int sig);
+};
+
+// Starts simcuda_test_helper with `args` (environment inherited, plus `extra_env` "K=V" pairs).
+Child SpawnHelper(const std::vector<std::string>& args, const std::vector<std::string>& extra_env = {});
+// Runs the helper to completion; returns its exit code (or 128 + signal).
+int RunHelper(const std::vector<std::string>& args, const std::vector<std::string>& extra_env = {});
+
+}  // namespace simcuda_test
+
+#endif  // TESTS_SIMCUDA_TEST_UTIL_H_
