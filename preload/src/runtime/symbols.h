@@ -25,12 +25,16 @@ struct DriverVariant {
 // Every variant of every hooked base, sorted by (base, kind, version).
 std::span<const DriverVariant> HookedBaseVariants();
 
-// The shim's own function for the exported name `name`, or null when it is not hooked.
-void* HookedExport(std::string_view name);
+// True when the shim defines (and exports) the driver symbol `name`.
+bool IsHookedExport(std::string_view name);
 
 // Number of hooked exports, and the i-th name (sorted), for tests and docs.
 size_t HookedExportCount();
 const char* HookedExportName(size_t i);
+
+// The shim's own function for the exported name `name`, or null when it is not hooked.
+// Defined in libgshare.so only (hooks/hook_addresses.cc), next to the hooks themselves.
+void* HookedExport(std::string_view name);
 
 // The variant the driver returns for cuGetProcAddress(base, cudaVersion, flags): the highest ABI
 // version <= cuda_version, of the per-thread-stream form when `per_thread` and one exists.

@@ -1,0 +1,60 @@
+// The shim's environment parsing: sizes with units, malformed values named in the error.
+#include <map>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "runtime/config.h"
+
+namespace gshare::preload {
+namespace {
+
+Config Parse(const std::map<std::string, std::string>& env, int pid = 1234) {
+  return ParseConfig(
+      [](const char* name, void* ctx) -> const char* {
+        const auto& m = *static_cast<const std::map<std::string, std::string>*>(ctx);
+        const auto it = m.find(name);
+        return it == m.end() ? nullptr : it->second.c_str();
+      },
+      const_cast<std::map<std::string, std::string>*>(&env), pid);
+}
+
+TEST(Config, EmptyEnvironmentMeansWholeDevice) {
+  const Config c = Parse({});
+  EXPECT_TRUE(c.error.empty());
+  EXPECT_FALSE(c.vgpu_memory_bytes.has_value());
+  EXPECT_TRUE(c.control_socket.empty());
+}
+
+TEST(Config, SizesWithUnits) {
+  EXPECT_EQ(Parse({{"GSHARE_VGPU_MEMORY", "1536MiB"}}).vgpu_memory_bytes, 1536ull << 20);
+  EXPECT_EQ(Parse({{"GSHARE_VGPU_MEMORY", "2GiB"}}).vgpu_memory_bytes, 2ull << 30);
+  const Config c = Parse({{"GSHARE_FUNCTION", "resnet"}, {"GSHARE_SLO_MS", "250"}});
+  EXPECT_EQ(c.function_name, "resnet");
+  EXPECT_EQ(c.slo_ms, 250u);
+}
+
+TEST(Config, MalformedValuesAreNamed) {
+  for (const char* bad : {"12XB", "lots", "-1GiB", "0", "1.5.2MiB"}) {
+    const Config c = Parse({{"GSHARE_VGPU_MEMORY", bad}});
+    EXPECT_NE(c.error.find("GSHARE_VGPU_MEMORY"), std::string::npos) << bad << ": " << c.error;
+    EXPECT_FALSE(c.vgpu_memory_bytes.has_value()) << bad;
+  }
+  for (const char* bad : {"abc", "0", "12ms", "-5"}) {
+    const Config c = Parse({{"GSHARE_SLO_MS", bad}});
+    EXPECT_NE(c.error.find("GSHARE_SLO_MS"), std::string::npos) << bad;
+  }
+  const Config both = Parse({{"GSHARE_VGPU_MEMORY", "x"}, {"GSHARE_SLO_MS", "y"}});
+  EXPECT_NE(both.error.find("GSHARE_VGPU_MEMORY"), std::string::npos);
+  EXPECT_NE(both.error.find("GSHARE_SLO_MS"), std::string::npos);
+}
+
+TEST(Config, ControlSocketExpandsPid) {
+  const Config c = Parse({{"GSHARE_CONTROL_SOCKET", "/tmp/gshare-%p.sock"}}, 42);
+  EXPECT_EQ(c.control_socket, "/tmp/gshare-42.sock");
+  EXPECT_TRUE(c.control_socket_per_pid);
+  EXPECT_FALSE(Parse({{"GSHARE_CONTROL_SOCKET", "/tmp/x"}}).control_socket_per_pid);
+}
+
+}  // namespace
+}  // namespace gshare::preload

@@ -1,0 +1,86 @@
+// Parity of the generated hook table with the CUDA headers and the toolkit's libcuda: every
+// hooked export is a real driver symbol, and cuGetProcAddress variant selection picks what the
+// headers say each (cudaVersion, per-thread-stream) caller gets. docs/hooks.md is up to date.
+#include <dlfcn.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "runtime/symbols.h"
+
+namespace gshare::preload {
+namespace {
+
+std::string Select(const char* base, int version, bool per_thread) {
+  const DriverVariant* v = SelectVariant(base, version, per_thread);
+  return v == nullptr ? "none" : v->export_name;
+}
+
+TEST(HookTable, VersionedVariantsFollowTheHeaders) {
+  EXPECT_EQ(Select("cuMemAlloc", 13000, false), "cuMemAlloc_v2");
+  EXPECT_EQ(Select("cuMemAlloc", 12000, false), "cuMemAlloc_v2");
+  EXPECT_EQ(Select("cuMemAlloc", 3020, false), "cuMemAlloc_v2");
+  EXPECT_EQ(Select("cuMemAlloc", 3010, false), "cuMemAlloc");
+  EXPECT_EQ(Select("cuMemAlloc", 1000, false), "none");
+  EXPECT_EQ(Select("cuGetProcAddress", 11030, false), "cuGetProcAddress");
+  EXPECT_EQ(Select("cuGetProcAddress", 12000, false), "cuGetProcAddress_v2");
+  EXPECT_EQ(Select("cuStreamWaitValue32", 11000, false), "cuStreamWaitValue32");
+  EXPECT_EQ(Select("cuStreamWaitValue32", 12000, false), "cuStreamWaitValue32_v2");
+  EXPECT_EQ(Select("cuMemGetInfo", 12000, false), "cuMemGetInfo_v2");
+  EXPECT_EQ(Select("cuCtxCreate", 12000, false), "none");  // not hooked: passes through
+}
+
+TEST(HookTable, PerThreadStreamVariants) {
+  EXPECT_EQ(Select("cuMemcpyHtoDAsync", 13000, true), "cuMemcpyHtoDAsync_v2_ptsz");
+  EXPECT_EQ(Select("cuMemcpyHtoDAsync", 13000, false), "cuMemcpyHtoDAsync_v2");
+  EXPECT_EQ(Select("cuMemcpyHtoD", 12000, true), "cuMemcpyHtoD_v2_ptds");
+  EXPECT_EQ(Select("cuLaunchKernel", 12000, true), "cuLaunchKernel_ptsz");
+  EXPECT_EQ(Select("cuLaunchKernel", 12000, false), "cuLaunchKernel");
+  EXPECT_EQ(Select("cuStreamWaitValue32", 12000, true), "cuStreamWaitValue32_v2_ptsz");
+  EXPECT_EQ(Select("cuMemAllocAsync", 12000, true), "cuMemAllocAsync_ptsz");
+  // No per-thread form: the plain variant.
+  EXPECT_EQ(Select("cuMemAlloc", 12000, true), "cuMemAlloc_v2");
+  // The per-thread form appeared later than the plain one.
+  EXPECT_EQ(Select("cuMemcpyHtoDAsync", 6000, true), "cuMemcpyHtoDAsync_v2");
+}
+
+TEST(HookTable, EveryHookedExportIsADriverSymbol) {
+  void* stub = dlopen(GSHARE_CUDA_STUB, RTLD_LAZY | RTLD_LOCAL);
+  ASSERT_NE(stub, nullptr) << dlerror();
+  ASSERT_GT(HookedExportCount(), 100u);
+  for (size_t i = 0; i < HookedExportCount(); ++i) {
+    const char* name = HookedExportName(i);
+    EXPECT_NE(dlsym(stub, name), nullptr) << name << " is not exported by " << GSHARE_CUDA_STUB;
+    EXPECT_TRUE(IsHookedExport(name));
+  }
+  EXPECT_FALSE(IsHookedExport("cuGetExportTable"));  // passed through untouched
+  EXPECT_FALSE(IsHookedExport("cuCtxCreate_v4"));
+  dlclose(stub);
+}
+
+TEST(HookTable, VariantRowsAreSortedAndKnown) {
+  const auto variants = HookedBaseVariants();
+  ASSERT_FALSE(variants.empty());
+  for (size_t i = 1; i < variants.size(); ++i) {
+    EXPECT_LE(std::string_view(variants[i - 1].base), std::string_view(variants[i].base));
+  }
+  for (const DriverVariant& v : variants) {
+    EXPECT_EQ(v.hooked, IsHookedExport(v.export_name)) << v.export_name;
+  }
+}
+
+TEST(HookTable, DocsListMatchesTheBuild) {
+  std::ifstream generated(GSHARE_HOOKS_MD), checked_in(GSHARE_DOCS_HOOKS_MD);
+  ASSERT_TRUE(generated.good()) << GSHARE_HOOKS_MD;
+  ASSERT_TRUE(checked_in.good()) << GSHARE_DOCS_HOOKS_MD;
+  std::stringstream a, b;
+  a << generated.rdbuf();
+  b << checked_in.rdbuf();
+  EXPECT_EQ(a.str(), b.str()) << "docs/hooks.md is stale: copy " << GSHARE_HOOKS_MD;
+}
+
+}  // namespace
+}  // namespace gshare::preload

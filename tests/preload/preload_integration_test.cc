@@ -1,0 +1,229 @@
+// libgshare.so in real processes on simcuda: every way of reaching the driver gets the hooks
+// (quota, totals, free-memory movement), malformed configuration, fork, same-address swap
+// through the control socket, and sample kernels identical with and without the shim.
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "child_process.h"
+
+namespace gshare::test {
+namespace {
+
+constexpr uint64_t kMiB = 1ull << 20;
+constexpr uint64_t kGiB = 1ull << 30;
+
+// Per-test simcuda registry and scratch directory, removed afterwards.
+class ShimTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    static std::atomic<int> counter{0};
+    tag_ = std::to_string(getpid()) + "-" + std::to_string(counter++);
+    registry_ = "/gshare-preload-test-" + tag_;
+    dir_ = std::filesystem::temp_directory_path() / ("gshare-preload-" + tag_);
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override {
+    shm_unlink(registry_.c_str());
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+  // The environment of a probe on one simulated device of `device` bytes.
+  std::map<std::string, std::string> Env(bool shim, const std::string& quota = "1GiB",
+                                         const std::string& device = "4GiB") const {
+    std::map<std::string, std::string> env = {
+        {"LD_LIBRARY_PATH", GSHARE_SIMCUDA_DIR},
+        {"SIMCUDA_DEVICES", "1x" + device},
+        {"SIMCUDA_REGISTRY", registry_},
+        {"SIMCUDA_KERNELS", GSHARE_SIMCUDA_KERNELS},
+        {"SIMCUDA_LINK_GBPS", "0"},
+        {"GSHARE_VGPU_MEMORY", quota},
+        {"GSHARE_LOG_LEVEL", ""},
+        {"GSHARE_LOG_FILE", ""},
+        {"GSHARE_CONTROL_SOCKET", ""},
+        {"LD_PRELOAD", shim ? GSHARE_PRELOAD_LIB : ""},
+    };
+    return env;
+  }
+  std::string tag_;
+  std::string registry_;
+  std::filesystem::path dir_;
+};
+
+uint64_t U(const std::map<std::string, std::string>& kv, const std::string& key) {
+  const auto it = kv.find(key);
+  return it == kv.end() ? ~0ull : std::stoull(it->second);
+}
+
+std::string S(const std::map<std::string, std::string>& kv, const std::string& key) {
+  const auto it = kv.find(key);
+  return it == kv.end() ? "<missing>" : it->second;
+}
+
+class ReachDriver : public ShimTest, public ::testing::WithParamInterface<const char*> {};
+
+TEST_P(ReachDriver, QuotaTotalsAndFreeMovement) {
+  std::string err;
+  const auto kv = RunKeyValues({GSHARE_PROBE, "totals", GetParam(), "64"}, Env(true), &err);
+  ASSERT_EQ(S(kv, "exit"), "0") << S(kv, "error") << "\n" << err;
+  EXPECT_EQ(err, "") << "the shim must stay silent unless asked";
+  EXPECT_EQ(U(kv, "total"), kGiB);
+  EXPECT_EQ(U(kv, "device_total"), kGiB);
+  EXPECT_EQ(U(kv, "free_start"), kGiB);
+  EXPECT_EQ(U(kv, "free_after_first"), kGiB - 64 * kMiB);
+  EXPECT_EQ(U(kv, "allocations"), 16u);  // 16 x 64 MiB fill the 1 GiB quota exactly
+  EXPECT_EQ(U(kv, "refusal"), static_cast<uint64_t>(CUDA_ERROR_OUT_OF_MEMORY));
+  EXPECT_EQ(U(kv, "free_at_refusal"), 0u);
+  EXPECT_EQ(U(kv, "free_monotonic"), 1u);
+  EXPECT_EQ(U(kv, "free_end"), kGiB);
+  EXPECT_EQ(S(kv, "mem_alloc_fn").rfind("libgshare.so:cuMemAlloc_v2", 0), 0u)
+      << S(kv, "mem_alloc_fn");
+  const std::string how = GetParam();
+  const bool ptds = how == "procaddr-ptds";
+  EXPECT_EQ(S(kv, "memcpy_htod_async_fn"),
+            ptds ? "libgshare.so:cuMemcpyHtoDAsync_v2_ptsz" : "libgshare.so:cuMemcpyHtoDAsync_v2");
+  EXPECT_EQ(S(kv, "launch_kernel_fn"),
+            ptds ? "libgshare.so:cuLaunchKernel_ptsz" : "libgshare.so:cuLaunchKernel");
+}
+
+INSTANTIATE_TEST_SUITE_P(Ways, ReachDriver,
+                         ::testing::Values("linked", "dlsym", "procaddr", "procaddr-ptds"),
+                         [](const auto& info) {
+                           std::string n = info.param;
+                           for (char& c : n) {
+                             if (c == '-') c = '_';
+                           }
+                           return n;
+                         });
+
+TEST_F(ShimTest, WithoutTheShimTheProbeSeesTheDevice) {
+  const auto kv = RunKeyValues({GSHARE_PROBE, "totals", "procaddr", "1024"}, Env(false));
+  ASSERT_EQ(S(kv, "exit"), "0") << S(kv, "error");
+  EXPECT_EQ(U(kv, "total"), 4 * kGiB);
+  EXPECT_EQ(S(kv, "mem_alloc_fn").find("libgshare"), std::string::npos);
+}
+
+TEST_F(ShimTest, SmallQuotaWithUnits) {
+  const auto kv = RunKeyValues({GSHARE_PROBE, "totals", "linked", "96"}, Env(true, "1536MiB"));
+  ASSERT_EQ(S(kv, "exit"), "0") << S(kv, "error");
+  EXPECT_EQ(U(kv, "total"), 1536 * kMiB);
+  EXPECT_EQ(U(kv, "allocations"), 16u);  // 16 x 96 MiB = 1536 MiB
+  EXPECT_EQ(U(kv, "refusal"), static_cast<uint64_t>(CUDA_ERROR_OUT_OF_MEMORY));
+}
+
+TEST_F(ShimTest, MalformedQuotaFailsCuInitSilently) {
+  auto env = Env(true, "12XB");
+  std::string err;
+  const auto kv = RunKeyValues({GSHARE_PROBE, "init"}, env, &err);
+  ASSERT_EQ(S(kv, "exit"), "0");
+  EXPECT_EQ(U(kv, "init"), static_cast<uint64_t>(CUDA_ERROR_INVALID_VALUE));
+  EXPECT_EQ(U(kv, "alloc"), static_cast<uint64_t>(CUDA_ERROR_INVALID_VALUE));
+  EXPECT_EQ(err, "");
+}
+
+TEST_F(ShimTest, MalformedConfigurationIsLoggedWhenAsked) {
+  auto env = Env(true, "lots");
+  env["GSHARE_SLO_MS"] = "soon";
+  const std::string log = (dir_ / "shim.log").string();
+  env["GSHARE_LOG_FILE"] = log;
+  const auto kv = RunKeyValues({GSHARE_PROBE, "init"}, env);
+  EXPECT_EQ(U(kv, "init"), static_cast<uint64_t>(CUDA_ERROR_INVALID_VALUE));
+  std::ifstream in(log);
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_NE(text.str().find("GSHARE_VGPU_MEMORY='lots'"), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find("GSHARE_SLO_MS='soon'"), std::string::npos) << text.str();
+}
+
+TEST_F(ShimTest, ForkedChildGetsItsOwnVgpu) {
+  const auto kv = RunKeyValues({GSHARE_PROBE, "fork"}, Env(true));
+  ASSERT_EQ(S(kv, "exit"), "0") << S(kv, "error");
+  EXPECT_EQ(U(kv, "parent_free"), kGiB - 256 * kMiB);
+  EXPECT_EQ(U(kv, "child_exit"), 0u);
+  EXPECT_EQ(U(kv, "child_init"), 0u);
+  EXPECT_EQ(U(kv, "child_total"), kGiB);
+  EXPECT_EQ(U(kv, "child_free"), kGiB);
+  EXPECT_EQ(U(kv, "child_alloc"), 0u);
+  EXPECT_EQ(U(kv, "parent_free_after"), kGiB - 256 * kMiB);
+}
+
+TEST_F(ShimTest, SampleKernelsIdenticalWithAndWithoutTheShim) {
+  const auto plain = RunKeyValues({GSHARE_PROBE, "kernels"}, Env(false));
+  const auto shim = RunKeyValues({GSHARE_PROBE, "kernels"}, Env(true));
+  ASSERT_EQ(S(plain, "exit"), "0") << S(plain, "error");
+  ASSERT_EQ(S(shim, "exit"), "0") << S(shim, "error");
+  EXPECT_EQ(S(plain, "vector_saxpy"), S(shim, "vector_saxpy"));
+  EXPECT_EQ(S(plain, "sgemm"), S(shim, "sgemm"));
+  EXPECT_EQ(S(plain, "c1"), S(shim, "c1"));
+  EXPECT_NE(S(plain, "c1"), "0");
+}
+
+// Reads "ptr=..." lines up to "end".
+std::vector<std::string> ReadPointers(ChildProcess* probe) {
+  std::vector<std::string> ptrs;
+  std::string line;
+  while (probe->ReadLine(&line) && line != "end") ptrs.push_back(line);
+  return ptrs;
+}
+
+TEST_F(ShimTest, SwapOutAndInThroughTheControlSocket) {
+  // Device 1536 MiB; the probe holds a 512 MiB block plus random ones (bytes .. 256 MiB).
+  auto env = Env(true, "1GiB", "1536MiB");
+  const std::string socket = (dir_ / "control-%p.sock").string();
+  env["GSHARE_CONTROL_SOCKET"] = socket;
+  ChildProcess probe({GSHARE_PROBE, "swap", "7", "10", "512"}, env);
+  ASSERT_TRUE(probe.started());
+  std::string line;
+  ASSERT_TRUE(probe.ReadLine(&line)) << "probe did not get ready";
+  ASSERT_EQ(line.rfind("ready", 0), 0u) << line;
+  const std::vector<std::string> before = ReadPointers(&probe);
+  ASSERT_FALSE(before.empty());
+  std::string path = socket;
+  path.replace(path.find("%p"), 2, std::to_string(probe.pid()));
+
+  // While resident, another process cannot take 1280 MiB of the 1536 MiB device.
+  const auto blocked = RunKeyValues({GSHARE_PROBE, "alloc", "1280"}, Env(false, "", "1536MiB"));
+  EXPECT_EQ(U(blocked, "alloc"), static_cast<uint64_t>(CUDA_ERROR_OUT_OF_MEMORY));
+
+  const std::string out = UnixRequest(path, "swap-out");
+  ASSERT_EQ(out.rfind("ok bytes=", 0), 0u) << out;
+  EXPECT_NE(UnixRequest(path, "stats").find("resident=0"), std::string::npos);
+
+  // Swapped out: the capacity is really released.
+  const auto fits = RunKeyValues({GSHARE_PROBE, "alloc", "1280"}, Env(false, "", "1536MiB"));
+  EXPECT_EQ(U(fits, "alloc"), 0u) << S(fits, "error");
+
+  const std::string in = UnixRequest(path, "swap-in 0");
+  ASSERT_EQ(in.rfind("ok bytes=", 0), 0u) << in;
+  EXPECT_NE(UnixRequest(path, "stats").find("resident=1"), std::string::npos);
+
+  ASSERT_TRUE(probe.WriteLine("verify"));
+  ASSERT_TRUE(probe.ReadLine(&line));
+  EXPECT_NE(line.find(" bad=0 "), std::string::npos) << line;
+  EXPECT_NE(line.find("kernel_bad=0"), std::string::npos) << line;
+  EXPECT_EQ(ReadPointers(&probe), before) << "application pointers must not change";
+
+  // A second round trip, then the application touches its memory while swapped out: the
+  // submission gate swaps it back in by itself.
+  ASSERT_EQ(UnixRequest(path, "swap-out").rfind("ok", 0), 0u);
+  ASSERT_TRUE(probe.WriteLine("verify"));
+  ASSERT_TRUE(probe.ReadLine(&line));
+  EXPECT_NE(line.find(" bad=0 "), std::string::npos) << line;
+  EXPECT_EQ(ReadPointers(&probe), before);
+  EXPECT_NE(UnixRequest(path, "stats").find("resident=1"), std::string::npos);
+  probe.WriteLine("quit");
+  EXPECT_EQ(probe.Wait(), 0) << probe.err();
+}
+
+}  // namespace
+}  // namespace gshare::test

@@ -1,0 +1,435 @@
+// preload_probe: an unmodified CUDA driver-API program (it knows nothing of gshare) that the
+// shim's tests run under LD_PRELOAD=libgshare.so on simcuda. It reaches the driver one of three
+// ways and prints what it observes as "key=value" lines on stdout.
+//
+//   preload_probe totals <linked|dlsym|procaddr|procaddr-ptds> [chunk_mib]
+//       totals, free-memory movement and quota enforcement (allocates chunk_mib until refused)
+//   preload_probe init                 cuInit's result (malformed configuration tests)
+//   preload_probe fork                 allocation state across fork(): the child's own view
+//   preload_probe swap <seed> <count> <big_mib>
+//                                      one big_mib block plus <count> random allocations (bytes
+//                                      to 256 MiB, interleaved frees), a checksum each; waits for
+//                                      stdin commands: "verify" (re-read, compare, run a kernel
+//                                      on the data), "free-half", "quit"
+//   preload_probe kernels              runs the sample kernels and prints their result checksums
+//   preload_probe alloc <mib>          allocates mib MiB (no shim expected), prints the result
+#include <cuda.h>
+#include <cudaTypedefs.h>
+#include <dlfcn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "simcuda/kernels/kernels.h"
+#include "simcuda/kernels/ptx.h"
+
+namespace {
+
+// The entry points a probe uses, however they were found.
+struct Api {
+  PFN_cuInit_v2000 init = nullptr;
+  PFN_cuDeviceGet_v2000 device_get = nullptr;
+  PFN_cuDevicePrimaryCtxRetain_v7000 primary_retain = nullptr;
+  PFN_cuCtxSetCurrent_v4000 ctx_set_current = nullptr;
+  PFN_cuMemGetInfo_v3020 mem_get_info = nullptr;
+  PFN_cuDeviceTotalMem_v3020 device_total_mem = nullptr;
+  PFN_cuMemAlloc_v3020 mem_alloc = nullptr;
+  PFN_cuMemFree_v3020 mem_free = nullptr;
+  void* memcpy_htod_async = nullptr;  // only inspected: which function did we get?
+  void* launch_kernel = nullptr;
+};
+
+std::string WhereIs(void* fn) {
+  Dl_info info{};
+  if (fn == nullptr || dladdr(fn, &info) == 0) return "none";
+  std::string file = info.dli_fname != nullptr ? info.dli_fname : "?";
+  file = file.substr(file.find_last_of('/') + 1);
+  return file + ":" + (info.dli_sname != nullptr ? info.dli_sname : "?");
+}
+
+bool LoadLinked(Api* api) {
+  api->init = &cuInit;
+  api->device_get = &cuDeviceGet;
+  api->primary_retain = &cuDevicePrimaryCtxRetain;
+  api->ctx_set_current = &cuCtxSetCurrent;
+  api->mem_get_info = &cuMemGetInfo;
+  api->device_total_mem = &cuDeviceTotalMem;
+  api->mem_alloc = &cuMemAlloc;
+  api->mem_free = &cuMemFree;
+  api->memcpy_htod_async = reinterpret_cast<void*>(&cuMemcpyHtoDAsync);
+  api->launch_kernel = reinterpret_cast<void*>(&cuLaunchKernel);
+  return true;
+}
+
+template <typename T>
+void Dlsym(void* handle, const char* name, T* out) {
+  *out = reinterpret_cast<T>(dlsym(handle, name));
+}
+
+bool LoadDlsym(Api* api) {
+  void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (h == nullptr) return false;
+  Dlsym(h, "cuInit", &api->init);
+  Dlsym(h, "cuDeviceGet", &api->device_get);
+  Dlsym(h, "cuDevicePrimaryCtxRetain", &api->primary_retain);
+  Dlsym(h, "cuCtxSetCurrent", &api->ctx_set_current);
+  Dlsym(h, "cuMemGetInfo_v2", &api->mem_get_info);
+  Dlsym(h, "cuDeviceTotalMem_v2", &api->device_total_mem);
+  Dlsym(h, "cuMemAlloc_v2", &api->mem_alloc);
+  Dlsym(h, "cuMemFree_v2", &api->mem_free);
+  Dlsym(h, "cuMemcpyHtoDAsync_v2", &api->memcpy_htod_async);
+  Dlsym(h, "cuLaunchKernel", &api->launch_kernel);
+  return api->init != nullptr;
+}
+
+// As cudart does: dlopen the driver, find cuGetProcAddress_v2, ask it for every base name.
+bool LoadProcAddress(Api* api, bool per_thread) {
+  void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (h == nullptr) return false;
+  PFN_cuGetProcAddress_v12000 get = nullptr;
+  Dlsym(h, "cuGetProcAddress_v2", &get);
+  if (get == nullptr) return false;
+  const cuuint64_t flags =
+      per_thread ? CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM : CU_GET_PROC_ADDRESS_DEFAULT;
+  auto ask = [&](const char* name, auto* out) {
+    void* fn = nullptr;
+    CUdriverProcAddressQueryResult status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    // Before cuInit, as cudart does.
+    if (get(name, &fn, CUDA_VERSION, flags, &status) != CUDA_SUCCESS ||
+        status != CU_GET_PROC_ADDRESS_SUCCESS) {
+      fn = nullptr;
+    }
+    *out = reinterpret_cast<std::remove_reference_t<decltype(*out)>>(fn);
+  };
+  ask("cuInit", &api->init);
+  ask("cuDeviceGet", &api->device_get);
+  ask("cuDevicePrimaryCtxRetain", &api->primary_retain);
+  ask("cuCtxSetCurrent", &api->ctx_set_current);
+  ask("cuMemGetInfo", &api->mem_get_info);
+  ask("cuDeviceTotalMem", &api->device_total_mem);
+  ask("cuMemAlloc", &api->mem_alloc);
+  ask("cuMemFree", &api->mem_free);
+  ask("cuMemcpyHtoDAsync", &api->memcpy_htod_async);
+  ask("cuLaunchKernel", &api->launch_kernel);
+  return api->init != nullptr;
+}
+
+int Fail(const char* what, CUresult r) {
+  std::printf("error=%s:%d\n", what, static_cast<int>(r));
+  return 1;
+}
+
+CUresult SetUpContext(const Api& api) {
+  if (CUresult r = api.init(0); r != CUDA_SUCCESS) return r;
+  CUdevice dev = 0;
+  if (CUresult r = api.device_get(&dev, 0); r != CUDA_SUCCESS) return r;
+  CUcontext ctx = nullptr;
+  if (CUresult r = api.primary_retain(&ctx, dev); r != CUDA_SUCCESS) return r;
+  return api.ctx_set_current(ctx);
+}
+
+int Totals(const std::string& how, uint64_t chunk_mib) {
+  Api api;
+  bool ok = false;
+  if (how == "linked") ok = LoadLinked(&api);
+  if (how == "dlsym") ok = LoadDlsym(&api);
+  if (how == "procaddr") ok = LoadProcAddress(&api, false);
+  if (how == "procaddr-ptds") ok = LoadProcAddress(&api, true);
+  if (!ok || api.mem_alloc == nullptr || api.mem_get_info == nullptr) {
+    return Fail("load", CUDA_ERROR_NOT_FOUND);
+  }
+  std::printf("mem_alloc_fn=%s\n", WhereIs(reinterpret_cast<void*>(api.mem_alloc)).c_str());
+  std::printf("memcpy_htod_async_fn=%s\n", WhereIs(api.memcpy_htod_async).c_str());
+  std::printf("launch_kernel_fn=%s\n", WhereIs(api.launch_kernel).c_str());
+  if (CUresult r = SetUpContext(api); r != CUDA_SUCCESS) return Fail("context", r);
+  size_t free0 = 0, total0 = 0, device_total = 0;
+  if (CUresult r = api.mem_get_info(&free0, &total0); r != CUDA_SUCCESS) return Fail("info", r);
+  if (CUresult r = api.device_total_mem(&device_total, 0); r != CUDA_SUCCESS) {
+    return Fail("total", r);
+  }
+  std::printf("total=%zu\nfree_start=%zu\ndevice_total=%zu\n", total0, free0, device_total);
+  std::vector<CUdeviceptr> ptrs;
+  size_t last_free = free0;
+  bool monotonic = true;
+  CUresult last = CUDA_SUCCESS;
+  for (int i = 0; i < 4096; ++i) {
+    CUdeviceptr p = 0;
+    last = api.mem_alloc(&p, chunk_mib << 20);
+    if (last != CUDA_SUCCESS) break;
+    ptrs.push_back(p);
+    size_t f = 0, t = 0;
+    (void)api.mem_get_info(&f, &t);
+    if (ptrs.size() == 1) std::printf("free_after_first=%zu\n", f);
+    if (f >= last_free) monotonic = false;
+    last_free = f;
+  }
+  std::printf("allocations=%zu\nrefusal=%d\nfree_at_refusal=%zu\nfree_monotonic=%d\n",
+              ptrs.size(), static_cast<int>(last), last_free, monotonic ? 1 : 0);
+  for (CUdeviceptr p : ptrs) {
+    if (CUresult r = api.mem_free(p); r != CUDA_SUCCESS) return Fail("free", r);
+  }
+  size_t free_end = 0, total_end = 0;
+  (void)api.mem_get_info(&free_end, &total_end);
+  std::printf("free_end=%zu\n", free_end);
+  return 0;
+}
+
+int Init() {
+  const CUresult r = cuInit(0);
+  std::printf("init=%d\n", static_cast<int>(r));
+  CUdeviceptr p = 0;
+  std::printf("alloc=%d\n", static_cast<int>(cuMemAlloc(&p, 1 << 20)));
+  return 0;
+}
+
+int Fork() {
+  Api api;
+  LoadLinked(&api);
+  if (CUresult r = SetUpContext(api); r != CUDA_SUCCESS) return Fail("context", r);
+  CUdeviceptr p = 0;
+  if (CUresult r = cuMemAlloc(&p, 256u << 20); r != CUDA_SUCCESS) return Fail("alloc", r);
+  size_t free_parent = 0, total = 0;
+  (void)cuMemGetInfo(&free_parent, &total);
+  std::printf("parent_free=%zu\n", free_parent);
+  std::fflush(stdout);
+  const pid_t child = fork();
+  if (child == 0) {
+    // A fresh process as far as the vGPU is concerned: re-initialise and look.
+    CUresult r = SetUpContext(api);
+    size_t f = 0, t = 0;
+    if (r == CUDA_SUCCESS) r = cuMemGetInfo(&f, &t);
+    CUdeviceptr q = 0;
+    const CUresult a = r == CUDA_SUCCESS ? cuMemAlloc(&q, 64u << 20) : r;
+    std::printf("child_init=%d\nchild_free=%zu\nchild_total=%zu\nchild_alloc=%d\n",
+                static_cast<int>(r), f, t, static_cast<int>(a));
+    std::fflush(stdout);
+    _exit(0);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  size_t free_after = 0;
+  (void)cuMemGetInfo(&free_after, &total);
+  std::printf("child_exit=%d\nparent_free_after=%zu\n",
+              WIFEXITED(status) ? WEXITSTATUS(status) : -1, free_after);
+  return 0;
+}
+
+uint64_t Checksum(const std::vector<uint8_t>& data) {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a
+  for (uint8_t b : data) h = (h ^ b) * 1099511628211ull;
+  return h;
+}
+
+struct Block {
+  CUdeviceptr ptr = 0;
+  size_t size = 0;
+  uint64_t sum = 0;
+  uint32_t seed = 0;
+};
+
+// Runs fill_u32 + checksum kernels over a block; returns the kernel's checksum.
+bool KernelChecksum(CUmodule module, const Block& b, CUdeviceptr out, uint64_t* sum) {
+  CUfunction checksum = nullptr;
+  if (cuModuleGetFunction(&checksum, module, "checksum") != CUDA_SUCCESS) return false;
+  unsigned long long zero = 0;
+  if (cuMemcpyHtoD(out, &zero, sizeof(zero)) != CUDA_SUCCESS) return false;
+  CUdeviceptr p = b.ptr;
+  unsigned long long n = b.size;
+  void* params[] = {&p, &n, &out};
+  const unsigned grid = simcuda::kernels::ElementwiseGrid(n);
+  if (cuLaunchKernel(checksum, grid, 1, 1, simcuda::kernels::kElementwiseBlock, 1, 1, 0, nullptr,
+                     params, nullptr) != CUDA_SUCCESS) {
+    return false;
+  }
+  unsigned long long result = 0;
+  if (cuMemcpyDtoH(&result, out, sizeof(result)) != CUDA_SUCCESS) return false;
+  *sum = result;
+  return true;
+}
+
+// Deterministic bytes, fast enough for hundreds of MiB.
+void FillBytes(std::vector<uint8_t>* data, uint64_t seed) {
+  uint64_t x = seed;
+  for (size_t i = 0; i < data->size(); i += 8) {
+    x += 0x9e3779b97f4a7c15ull;
+    uint64_t z = x;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    std::memcpy(data->data() + i, &z, std::min<size_t>(8, data->size() - i));
+  }
+}
+
+int Swap(uint32_t seed, int count, uint64_t big_mib) {
+  Api api;
+  LoadLinked(&api);
+  if (CUresult r = SetUpContext(api); r != CUDA_SUCCESS) return Fail("context", r);
+  CUmodule module = nullptr;
+  const bool have_kernels = cuModuleLoadData(&module, basic_kernels_ptx) == CUDA_SUCCESS;
+  CUdeviceptr out = 0;
+  if (CUresult r = cuMemAlloc(&out, 8); r != CUDA_SUCCESS) return Fail("alloc-out", r);
+  std::mt19937 rng(seed);
+  // Sizes from bytes to hundreds of MiB (log-uniform), with interleaved frees.
+  std::uniform_real_distribution<double> log_size(0.0, 28.0);
+  std::vector<Block> blocks;
+  for (int i = -1; i < count; ++i) {
+    Block b;
+    b.size = i < 0 ? big_mib << 20 : std::max<size_t>(1, static_cast<size_t>(std::exp2(log_size(rng))));
+    if (b.size == 0) continue;
+    if (CUresult r = cuMemAlloc(&b.ptr, b.size); r != CUDA_SUCCESS) return Fail("alloc", r);
+    std::vector<uint8_t> data(b.size);
+    FillBytes(&data, rng());
+    if (CUresult r = cuMemcpyHtoD(b.ptr, data.data(), b.size); r != CUDA_SUCCESS) {
+      return Fail("htod", r);
+    }
+    b.sum = Checksum(data);
+    blocks.push_back(b);
+    if (rng() % 3 == 0 && blocks.size() > 2) {  // interleaved free (never the big block)
+      const size_t victim = 1 + rng() % (blocks.size() - 2);
+      if (CUresult r = cuMemFree(blocks[victim].ptr); r != CUDA_SUCCESS) return Fail("free", r);
+      blocks.erase(blocks.begin() + static_cast<long>(victim));
+    }
+  }
+  if (CUresult r = cuCtxSynchronize(); r != CUDA_SUCCESS) return Fail("sync", r);
+  std::vector<uint64_t> kernel_sums(blocks.size());
+  for (size_t i = 0; i < blocks.size() && have_kernels; ++i) {
+    if (!KernelChecksum(module, blocks[i], out, &kernel_sums[i])) return Fail("kernel", CUDA_ERROR_UNKNOWN);
+  }
+  size_t bytes = 0;
+  for (const Block& b : blocks) bytes += b.size;
+  std::printf("ready blocks=%zu bytes=%zu kernels=%d\n", blocks.size(), bytes, have_kernels ? 1 : 0);
+  for (const Block& b : blocks) std::printf("ptr=%llx\n", static_cast<unsigned long long>(b.ptr));
+  std::printf("end\n");
+  std::fflush(stdout);
+  std::string command;
+  while (std::getline(std::cin, command)) {
+    if (command == "quit") break;
+    if (command == "verify") {
+      size_t bad = 0, kernel_bad = 0;
+      for (size_t i = 0; i < blocks.size(); ++i) {
+        const Block& b = blocks[i];
+        std::vector<uint8_t> data(b.size);
+        if (cuMemcpyDtoH(data.data(), b.ptr, b.size) != CUDA_SUCCESS || Checksum(data) != b.sum) {
+          ++bad;
+        }
+        uint64_t k = 0;
+        if (have_kernels && (!KernelChecksum(module, b, out, &k) || k != kernel_sums[i])) {
+          ++kernel_bad;
+        }
+      }
+      std::printf("verified blocks=%zu bad=%zu kernel_bad=%zu\n", blocks.size(), bad, kernel_bad);
+      for (const Block& b : blocks) {
+        std::printf("ptr=%llx\n", static_cast<unsigned long long>(b.ptr));
+      }
+      std::printf("end\n");
+      std::fflush(stdout);
+    }
+  }
+  return 0;
+}
+
+int Kernels() {
+  Api api;
+  LoadLinked(&api);
+  if (CUresult r = SetUpContext(api); r != CUDA_SUCCESS) return Fail("context", r);
+  CUmodule basic = nullptr, gemm = nullptr;
+  if (CUresult r = cuModuleLoadData(&basic, basic_kernels_ptx); r != CUDA_SUCCESS) {
+    return Fail("module", r);
+  }
+  if (CUresult r = cuModuleLoadData(&gemm, gemm_ptx); r != CUDA_SUCCESS) return Fail("module", r);
+  const unsigned n = 1 << 16;
+  std::vector<float> a(n), b(n);
+  for (unsigned i = 0; i < n; ++i) {
+    a[i] = static_cast<float>(i % 97) * 0.5f;
+    b[i] = static_cast<float>(i % 31) * -0.25f;
+  }
+  CUdeviceptr da = 0, db = 0, dc = 0;
+  if (cuMemAlloc(&da, n * 4) != CUDA_SUCCESS || cuMemAlloc(&db, n * 4) != CUDA_SUCCESS ||
+      cuMemAlloc(&dc, n * 4) != CUDA_SUCCESS) {
+    return Fail("alloc", CUDA_ERROR_OUT_OF_MEMORY);
+  }
+  CUstream stream = nullptr;
+  (void)cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING);
+  (void)cuMemcpyHtoDAsync(da, a.data(), n * 4, stream);
+  (void)cuMemcpyHtoDAsync(db, b.data(), n * 4, stream);
+  CUfunction add = nullptr, saxpy = nullptr, sgemm = nullptr;
+  (void)cuModuleGetFunction(&add, basic, "vector_add");
+  (void)cuModuleGetFunction(&saxpy, basic, "saxpy");
+  (void)cuModuleGetFunction(&sgemm, gemm, "sgemm");
+  unsigned long long nn = n;
+  void* add_params[] = {&da, &db, &dc, &nn};
+  const unsigned grid = simcuda::kernels::ElementwiseGrid(n);
+  const unsigned block = simcuda::kernels::kElementwiseBlock;
+  if (CUresult r = cuLaunchKernel(add, grid, 1, 1, block, 1, 1, 0, stream, add_params, nullptr);
+      r != CUDA_SUCCESS) {
+    return Fail("vector_add", r);
+  }
+  float alpha = 1.5f;
+  void* saxpy_params[] = {&alpha, &da, &dc, &nn};
+  if (CUresult r = cuLaunchKernel(saxpy, grid, 1, 1, block, 1, 1, 0, stream, saxpy_params, nullptr);
+      r != CUDA_SUCCESS) {
+    return Fail("saxpy", r);
+  }
+  // sgemm: C(64x64) = A(64x128) * B(128x64), A and B taken from the vectors above.
+  unsigned M = 64, N = 64, K = 128;
+  float one = 1.0f, zero = 0.0f;
+  CUdeviceptr dC = 0;
+  if (cuMemAlloc(&dC, M * N * 4) != CUDA_SUCCESS) return Fail("alloc", CUDA_ERROR_OUT_OF_MEMORY);
+  void* gemm_params[] = {&M, &N, &K, &one, &da, &db, &zero, &dC};
+  const unsigned tile = simcuda::kernels::kGemmTile;
+  if (CUresult r = cuLaunchKernel(sgemm, (N + tile - 1) / tile, (M + tile - 1) / tile, 1, tile,
+                                  tile, 1, 0, stream, gemm_params, nullptr);
+      r != CUDA_SUCCESS) {
+    return Fail("sgemm", r);
+  }
+  std::vector<float> c(n), C(M * N);
+  (void)cuMemcpyDtoHAsync(c.data(), dc, n * 4, stream);
+  (void)cuMemcpyDtoHAsync(C.data(), dC, M * N * 4, stream);
+  if (CUresult r = cuStreamSynchronize(stream); r != CUDA_SUCCESS) return Fail("sync", r);
+  std::vector<uint8_t> bytes(reinterpret_cast<uint8_t*>(c.data()),
+                             reinterpret_cast<uint8_t*>(c.data()) + c.size() * 4);
+  std::printf("vector_saxpy=%016llx\n", static_cast<unsigned long long>(Checksum(bytes)));
+  bytes.assign(reinterpret_cast<uint8_t*>(C.data()),
+               reinterpret_cast<uint8_t*>(C.data()) + C.size() * 4);
+  std::printf("sgemm=%016llx\n", static_cast<unsigned long long>(Checksum(bytes)));
+  std::printf("c1=%g\n", static_cast<double>(c[1]));
+  return 0;
+}
+
+int Alloc(uint64_t mib) {
+  Api api;
+  LoadLinked(&api);
+  if (CUresult r = SetUpContext(api); r != CUDA_SUCCESS) return Fail("context", r);
+  CUdeviceptr p = 0;
+  std::printf("alloc=%d\n", static_cast<int>(cuMemAlloc(&p, mib << 20)));
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string mode = argc > 1 ? argv[1] : "";
+  if (mode == "totals" && argc > 2) {
+    return Totals(argv[2], argc > 3 ? std::strtoull(argv[3], nullptr, 10) : 64);
+  }
+  if (mode == "init") return Init();
+  if (mode == "fork") return Fork();
+  if (mode == "swap" && argc > 4) {
+    return Swap(static_cast<uint32_t>(std::strtoul(argv[2], nullptr, 10)), std::atoi(argv[3]),
+                std::strtoull(argv[4], nullptr, 10));
+  }
+  if (mode == "kernels") return Kernels();
+  if (mode == "alloc" && argc > 2) return Alloc(std::strtoull(argv[2], nullptr, 10));
+  std::fprintf(stderr, "usage: see the comment at the top of preload_probe.cc\n");
+  return 2;
+}
