@@ -7,6 +7,7 @@
 #include "kernel_registry.h"
 
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -122,11 +123,25 @@ std::vector<std::string> KernelRegistry::Names() const {
   return names;
 }
 
+std::string DefaultKernelPluginPath() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&DefaultKernelPluginPath), &info) == 0 ||
+      info.dli_fname == nullptr) {
+    return {};
+  }
+  std::string self = info.dli_fname;
+  size_t slash = self.rfind('/');
+  if (slash == std::string::npos) return {};
+  std::string candidate = self.substr(0, slash) + "/../lib/libsimcuda_kernels.so";
+  return access(candidate.c_str(), R_OK) == 0 ? candidate : std::string();
+}
+
 namespace {
 const KernelRegistry& ProcessRegistry() {
   static const KernelRegistry* registry = [] {
     const char* env = std::getenv("SIMCUDA_KERNELS");
-    auto* r = new KernelRegistry(env != nullptr ? env : "");  // never destroyed
+    const std::string paths = env != nullptr ? std::string(env) : DefaultKernelPluginPath();
+    auto* r = new KernelRegistry(paths);  // never destroyed
     if (!r->error().empty()) LogError(r->error());
     return r;
   }();

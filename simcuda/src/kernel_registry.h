@@ -15,7 +15,8 @@ namespace simcuda {
 
 // Loads the plugins named in SIMCUDA_KERNELS once (thread-safe); nullptr if no plugin has `name`.
 // The first call in the process loads every plugin (a ':'-separated list of paths; empty
-// elements are ignored); later changes to the environment are not seen. A plugin that cannot be
+// elements are ignored); later changes to the environment are not seen. When SIMCUDA_KERNELS is
+// unset (not merely empty), DefaultKernelPluginPath() is loaded if it exists. A plugin that cannot be
 // opened, lacks SIMCUDA_PLUGIN_ENTRY, reports another ABI version or a malformed table is
 // skipped (its kernels are not found) and the reason is kept for KernelRegistryError(). When two
 // plugins (or one plugin twice) define the same name, the first one loaded wins and the
@@ -26,6 +27,11 @@ const SimcudaKernelDesc* FindKernel(std::string_view name);
 // The message explaining why plugins failed to load, if any (empty otherwise). Loads the plugins
 // first if that has not happened yet. Several problems are joined with "; ".
 std::string KernelRegistryError();
+
+// The kernel set built with simcuda, if present: "<dir>/../lib/libsimcuda_kernels.so" where <dir>
+// holds the binary this code is part of (build/simcuda-lib/libcuda.so.1 -> build/lib/...).
+// Empty if that file does not exist.
+std::string DefaultKernelPluginPath();
 
 // An independent set of plugins, for tests and for tools that load plugins explicitly.
 // Thread-safe after construction (lookups are read-only); movable, not copyable.

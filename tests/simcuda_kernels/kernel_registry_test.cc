@@ -82,6 +82,16 @@ TEST(KernelRegistryTest, DuplicateNameIsAnErrorAndFirstWins) {
   EXPECT_EQ(dup_first.Find("test_a"), dup_first.Find("test_a"));
 }
 
+TEST(KernelRegistryTest, DefaultPluginIsTheKernelSetBesideTheBinary) {
+  // This test binary is in build/bin, so the default is build/bin/../lib/libsimcuda_kernels.so.
+  std::string path = DefaultKernelPluginPath();
+  ASSERT_NE(path, "");
+  EXPECT_TRUE(path.ends_with("/bin/../lib/libsimcuda_kernels.so")) << path;
+  KernelRegistry r(path);
+  EXPECT_EQ(r.error(), "");
+  EXPECT_NE(r.Find("vector_add"), nullptr);
+}
+
 TEST(KernelRegistryTest, ProcessRegistryIsSafeUnderConcurrentFirstUse) {
   std::string list = Plugin("good") + ":" + Plugin("wrong_abi");
   ASSERT_EQ(setenv("SIMCUDA_KERNELS", list.c_str(), 1), 0);
