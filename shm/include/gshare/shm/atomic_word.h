@@ -1,0 +1,48 @@
+// Atomic access to plain integer fields of shared-memory layouts. The layouts (channel, event
+// ring) are declared with plain uint32_t/uint64_t members so their offsets can be checked with
+// offsetof/static_assert; every access to a field that another process may touch concurrently
+// goes through these helpers (GCC/Clang __atomic builtins, lock-free for naturally aligned 4-
+// and 8-byte words, which the layouts static_assert). Thread- and process-safe by construction.
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+namespace gshare::shm {
+
+template <typename T>
+concept SharedWord = std::is_same_v<T, uint32_t> || std::is_same_v<T, uint64_t>;
+
+static_assert(__atomic_always_lock_free(sizeof(uint32_t), nullptr));
+static_assert(__atomic_always_lock_free(sizeof(uint64_t), nullptr));
+
+template <SharedWord T>
+inline T LoadAcquire(const T* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+template <SharedWord T>
+inline T LoadRelaxed(const T* p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
+template <SharedWord T>
+inline T LoadSeqCst(const T* p) { return __atomic_load_n(p, __ATOMIC_SEQ_CST); }
+template <SharedWord T>
+inline void StoreRelease(T* p, T v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+template <SharedWord T>
+inline void StoreRelaxed(T* p, T v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
+template <SharedWord T>
+inline void StoreSeqCst(T* p, T v) { __atomic_store_n(p, v, __ATOMIC_SEQ_CST); }
+template <SharedWord T>
+inline T FetchAdd(T* p, T v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
+template <SharedWord T>
+inline T FetchSub(T* p, T v) { return __atomic_fetch_sub(p, v, __ATOMIC_SEQ_CST); }
+inline void FenceAcquire() { __atomic_thread_fence(__ATOMIC_ACQUIRE); }
+inline void FenceRelease() { __atomic_thread_fence(__ATOMIC_RELEASE); }
+inline void FenceSeqCst() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+
+// A hint to the CPU inside spin loops.
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield" ::: "memory");
+#endif
+}
+
+}  // namespace gshare::shm

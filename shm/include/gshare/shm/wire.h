@@ -1,0 +1,131 @@
+// Registration wire format (docs/protocol.md, "Registration messages"): fixed-size, versioned
+// binary messages exchanged over the arbiter's SOCK_SEQPACKET Unix socket, one message per
+// packet, in host byte order (both ends run on the same node). Every message starts with a
+// WireHeader {magic, abi version, type, length}. Decoding is strict: a wrong magic, version,
+// type or length, a non-zero reserved field, an unterminated or non-printable string or an
+// absurd value is rejected with a Status naming the problem; nothing is ever read out of bounds.
+// Pure functions; thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include "gshare/shm/status.h"
+
+namespace gshare::shm {
+
+inline constexpr uint32_t kWireMagic = 0x52485347;  // "GSHR" read as little-endian bytes
+inline constexpr uint16_t kWireAbiVersion = 1;
+
+enum class MessageType : uint16_t {
+  kRegisterRequest = 1,  // client -> arbiter
+  kRegisterReply = 2,    // arbiter -> client (+ channel and doorbell fds when accepted)
+  kGoodbye = 3,          // either way: "I am going away", with a reason (e.g. arbiter SIGTERM)
+};
+
+// Limits that make a value "absurd" (rejected by the decoder).
+inline constexpr uint64_t kMaxQuotaBytes = uint64_t{1} << 44;  // 16 TiB
+inline constexpr uint32_t kMaxSloMs = 3'600'000;               // one hour
+inline constexpr uint32_t kMaxGpus = 1024;
+inline constexpr size_t kFunctionNameSize = 128;  // bytes including the terminating NUL
+inline constexpr size_t kReasonSize = 192;        // bytes including the terminating NUL
+
+// Request flags.
+inline constexpr uint32_t kFlagReRegister = 1U << 0;  // the client ran before (arbiter restart)
+inline constexpr uint32_t kFlagResident = 1U << 1;    // re-registering client is resident on gpu
+inline constexpr uint32_t kKnownRequestFlags = kFlagReRegister | kFlagResident;
+inline constexpr uint32_t kNoGpu = 0xFFFFFFFF;
+
+#pragma pack(push, 1)
+struct WireHeader {
+  uint32_t magic;        // kWireMagic
+  uint16_t abi_version;  // kWireAbiVersion
+  uint16_t type;         // MessageType
+  uint32_t length;       // total message bytes, header included
+  uint32_t reserved;     // must be 0
+};
+
+struct RegisterRequestWire {
+  WireHeader header;
+  uint64_t quota_bytes;   // vGPU memory quota; 1 .. kMaxQuotaBytes
+  uint32_t slo_ms;        // latency target; 1 .. kMaxSloMs
+  uint32_t flags;         // kFlag*; unknown bits rejected
+  uint32_t previous_client_id;  // with kFlagReRegister: the id the old arbiter gave, else 0
+  uint32_t current_gpu;   // with kFlagResident: the GPU it is resident on, else kNoGpu
+  uint64_t resident_bytes;  // with kFlagReRegister: device bytes it holds now (<= quota)
+  char function_name[kFunctionNameSize];  // printable ASCII, NUL-terminated, zero-padded
+};
+
+struct RegisterReplyWire {
+  WireHeader header;
+  uint32_t accepted;      // 1 accepted (2 fds attached), 0 refused (no fds)
+  uint32_t gpu;           // assigned GPU (< kMaxGpus) if accepted, else kNoGpu
+  uint32_t client_id;     // non-zero if accepted, else 0
+  uint32_t channel_size;  // bytes of the channel memfd if accepted, else 0
+  uint64_t quota_bytes;   // granted quota if accepted, else 0
+  uint64_t arbiter_epoch; // changes on every arbiter start; non-zero
+  char reason[kReasonSize];  // why refused (non-empty), or an optional note; NUL-terminated
+};
+
+struct GoodbyeWire {
+  WireHeader header;
+  char reason[kReasonSize];
+};
+#pragma pack(pop)
+
+static_assert(sizeof(WireHeader) == 16);
+static_assert(sizeof(RegisterRequestWire) == 16 + 32 + kFunctionNameSize);
+static_assert(offsetof(RegisterRequestWire, function_name) == 48);
+static_assert(sizeof(RegisterReplyWire) == 16 + 32 + kReasonSize);
+static_assert(offsetof(RegisterReplyWire, reason) == 48);
+static_assert(sizeof(GoodbyeWire) == 16 + kReasonSize);
+static_assert(std::is_trivially_copyable_v<RegisterRequestWire>);
+static_assert(std::is_trivially_copyable_v<RegisterReplyWire>);
+inline constexpr size_t kMaxMessageSize = sizeof(RegisterRequestWire) > sizeof(RegisterReplyWire)
+                                              ? sizeof(RegisterRequestWire)
+                                              : sizeof(RegisterReplyWire);
+
+// Decoded, validated forms.
+struct RegisterRequest {
+  uint64_t quota_bytes = 0;
+  uint32_t slo_ms = 0;
+  uint32_t flags = 0;
+  uint32_t previous_client_id = 0;
+  uint32_t current_gpu = kNoGpu;
+  uint64_t resident_bytes = 0;
+  std::string function_name;  // may be empty
+};
+
+struct RegisterReply {
+  bool accepted = false;
+  uint32_t gpu = kNoGpu;
+  uint32_t client_id = 0;
+  uint32_t channel_size = 0;
+  uint64_t quota_bytes = 0;
+  uint64_t arbiter_epoch = 0;
+  std::string reason;
+};
+
+struct Goodbye {
+  std::string reason;
+};
+
+// Encoders validate too (so a bug on our side never puts a bad message on the wire).
+Result<std::vector<std::byte>> EncodeRequest(const RegisterRequest& request);
+Result<std::vector<std::byte>> EncodeReply(const RegisterReply& reply);
+Result<std::vector<std::byte>> EncodeGoodbye(const Goodbye& goodbye);
+
+// Reads and checks the header only (magic, version, reserved, length == bytes.size(), known
+// type). kVersionMismatch for another ABI version, kMalformed for everything else.
+Result<MessageType> PeekMessageType(std::span<const std::byte> bytes);
+
+Result<RegisterRequest> DecodeRequest(std::span<const std::byte> bytes);
+Result<RegisterReply> DecodeReply(std::span<const std::byte> bytes);
+Result<Goodbye> DecodeGoodbye(std::span<const std::byte> bytes);
+
+}  // namespace gshare::shm

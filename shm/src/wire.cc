@@ -1,0 +1,235 @@
+// Registration messages: strict encode/decode of the fixed-size wire structs.
+#include "gshare/shm/wire.h"
+
+#include <cstring>
+
+namespace gshare::shm {
+namespace {
+
+Status Malformed(std::string what) { return Status(StatusCode::kMalformed, std::move(what)); }
+
+WireHeader MakeHeader(MessageType type, size_t length) {
+  WireHeader h{};
+  h.magic = kWireMagic;
+  h.abi_version = kWireAbiVersion;
+  h.type = static_cast<uint16_t>(type);
+  h.length = static_cast<uint32_t>(length);
+  h.reserved = 0;
+  return h;
+}
+
+template <typename Wire>
+std::vector<std::byte> ToBytes(const Wire& wire) {
+  std::vector<std::byte> out(sizeof(Wire));
+  std::memcpy(out.data(), &wire, sizeof(Wire));
+  return out;
+}
+
+// Checks a fixed char field: NUL-terminated within the field, printable ASCII before the NUL,
+// zeros after it. Returns the string or an error naming `field`.
+Result<std::string> ReadFixedString(const char* data, size_t size, std::string_view field,
+                                    bool allow_empty) {
+  const void* nul = std::memchr(data, '\0', size);
+  if (nul == nullptr) return Malformed(std::string(field) + " is not NUL-terminated");
+  const size_t len = static_cast<size_t>(static_cast<const char*>(nul) - data);
+  for (size_t i = 0; i < len; ++i) {
+    const auto c = static_cast<unsigned char>(data[i]);
+    if (c < 0x20 || c > 0x7e) return Malformed(std::string(field) + " has a non-printable byte");
+  }
+  for (size_t i = len; i < size; ++i) {
+    if (data[i] != '\0') return Malformed(std::string(field) + " has bytes after its NUL");
+  }
+  if (len == 0 && !allow_empty) return Malformed(std::string(field) + " is empty");
+  return std::string(data, len);
+}
+
+Status WriteFixedString(std::string_view value, char* data, size_t size, std::string_view field) {
+  if (value.size() >= size) {
+    return Status(StatusCode::kInvalidArgument,
+                  std::string(field) + " is longer than " + std::to_string(size - 1) + " bytes");
+  }
+  for (char ch : value) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c < 0x20 || c > 0x7e) {
+      return Status(StatusCode::kInvalidArgument, std::string(field) + " must be printable ASCII");
+    }
+  }
+  std::memset(data, 0, size);
+  std::memcpy(data, value.data(), value.size());
+  return {};
+}
+
+Status ValidateRequest(const RegisterRequest& r, StatusCode code) {
+  auto bad = [code](std::string what) { return Status(code, std::move(what)); };
+  if (r.quota_bytes == 0) return bad("quota_bytes is 0");
+  if (r.quota_bytes > kMaxQuotaBytes) {
+    return bad("quota_bytes " + std::to_string(r.quota_bytes) + " exceeds the 16 TiB limit");
+  }
+  if (r.slo_ms == 0) return bad("slo_ms is 0");
+  if (r.slo_ms > kMaxSloMs) return bad("slo_ms " + std::to_string(r.slo_ms) + " exceeds one hour");
+  if ((r.flags & ~kKnownRequestFlags) != 0) return bad("flags has unknown bits");
+  const bool rereg = (r.flags & kFlagReRegister) != 0;
+  const bool resident = (r.flags & kFlagResident) != 0;
+  if (resident && !rereg) return bad("resident flag without re-register flag");
+  if (!rereg && (r.previous_client_id != 0 || r.resident_bytes != 0)) {
+    return bad("previous_client_id/resident_bytes set without re-register flag");
+  }
+  if (rereg && r.previous_client_id == 0) return bad("re-register without previous_client_id");
+  if (r.resident_bytes > r.quota_bytes) return bad("resident_bytes exceeds quota_bytes");
+  if (resident ? r.current_gpu >= kMaxGpus : r.current_gpu != kNoGpu) {
+    return bad("current_gpu inconsistent with the resident flag");
+  }
+  return {};
+}
+
+Status ValidateReply(const RegisterReply& r, StatusCode code) {
+  auto bad = [code](std::string what) { return Status(code, std::move(what)); };
+  if (r.arbiter_epoch == 0) return bad("arbiter_epoch is 0");
+  if (r.accepted) {
+    if (r.gpu >= kMaxGpus) return bad("gpu " + std::to_string(r.gpu) + " out of range");
+    if (r.client_id == 0) return bad("accepted reply with client_id 0");
+    if (r.channel_size == 0 || r.channel_size > (1U << 24) || (r.channel_size % 4096) != 0) {
+      return bad("channel_size " + std::to_string(r.channel_size) + " is not a sane page multiple");
+    }
+    if (r.quota_bytes == 0 || r.quota_bytes > kMaxQuotaBytes) return bad("quota_bytes out of range");
+  } else {
+    if (r.gpu != kNoGpu || r.client_id != 0 || r.channel_size != 0 || r.quota_bytes != 0) {
+      return bad("refusal carries assignment fields");
+    }
+    if (r.reason.empty()) return bad("refusal without a reason");
+  }
+  return {};
+}
+
+template <typename Wire>
+Result<Wire> ReadWire(std::span<const std::byte> bytes, MessageType expected) {
+  auto type = PeekMessageType(bytes);
+  if (!type.ok()) return type.status();
+  if (*type != expected) {
+    return Malformed("unexpected message type " + std::to_string(static_cast<int>(*type)));
+  }
+  if (bytes.size() != sizeof(Wire)) {
+    return Malformed("length " + std::to_string(bytes.size()) + " does not match the type (" +
+                     std::to_string(sizeof(Wire)) + ")");
+  }
+  Wire wire;
+  std::memcpy(&wire, bytes.data(), sizeof(Wire));
+  return wire;
+}
+
+}  // namespace
+
+Result<MessageType> PeekMessageType(std::span<const std::byte> bytes) {
+  if (bytes.size() < sizeof(WireHeader)) {
+    return Malformed("message of " + std::to_string(bytes.size()) + " bytes is shorter than a header");
+  }
+  WireHeader h;
+  std::memcpy(&h, bytes.data(), sizeof(h));
+  if (h.magic != kWireMagic) return Malformed("bad magic (not a gshare message)");
+  if (h.abi_version != kWireAbiVersion) {
+    return Status(StatusCode::kVersionMismatch,
+                  "peer speaks protocol ABI version " + std::to_string(h.abi_version) +
+                      ", this side speaks " + std::to_string(kWireAbiVersion));
+  }
+  if (h.reserved != 0) return Malformed("reserved header field is not 0");
+  if (h.length != bytes.size()) {
+    return Malformed("header length " + std::to_string(h.length) + " but packet has " +
+                     std::to_string(bytes.size()) + " bytes");
+  }
+  switch (static_cast<MessageType>(h.type)) {
+    case MessageType::kRegisterRequest:
+    case MessageType::kRegisterReply:
+    case MessageType::kGoodbye:
+      return static_cast<MessageType>(h.type);
+  }
+  return Malformed("unknown message type " + std::to_string(h.type));
+}
+
+Result<std::vector<std::byte>> EncodeRequest(const RegisterRequest& request) {
+  if (Status s = ValidateRequest(request, StatusCode::kInvalidArgument); !s.ok()) return s;
+  RegisterRequestWire w{};
+  w.header = MakeHeader(MessageType::kRegisterRequest, sizeof(w));
+  w.quota_bytes = request.quota_bytes;
+  w.slo_ms = request.slo_ms;
+  w.flags = request.flags;
+  w.previous_client_id = request.previous_client_id;
+  w.current_gpu = request.current_gpu;
+  w.resident_bytes = request.resident_bytes;
+  if (Status s = WriteFixedString(request.function_name, w.function_name, sizeof(w.function_name),
+                                  "function_name");
+      !s.ok()) {
+    return s;
+  }
+  return ToBytes(w);
+}
+
+Result<std::vector<std::byte>> EncodeReply(const RegisterReply& reply) {
+  if (Status s = ValidateReply(reply, StatusCode::kInvalidArgument); !s.ok()) return s;
+  RegisterReplyWire w{};
+  w.header = MakeHeader(MessageType::kRegisterReply, sizeof(w));
+  w.accepted = reply.accepted ? 1 : 0;
+  w.gpu = reply.gpu;
+  w.client_id = reply.client_id;
+  w.channel_size = reply.channel_size;
+  w.quota_bytes = reply.quota_bytes;
+  w.arbiter_epoch = reply.arbiter_epoch;
+  if (Status s = WriteFixedString(reply.reason, w.reason, sizeof(w.reason), "reason"); !s.ok()) {
+    return s;
+  }
+  return ToBytes(w);
+}
+
+Result<std::vector<std::byte>> EncodeGoodbye(const Goodbye& goodbye) {
+  GoodbyeWire w{};
+  w.header = MakeHeader(MessageType::kGoodbye, sizeof(w));
+  if (Status s = WriteFixedString(goodbye.reason, w.reason, sizeof(w.reason), "reason"); !s.ok()) {
+    return s;
+  }
+  return ToBytes(w);
+}
+
+Result<RegisterRequest> DecodeRequest(std::span<const std::byte> bytes) {
+  auto wire = ReadWire<RegisterRequestWire>(bytes, MessageType::kRegisterRequest);
+  if (!wire.ok()) return wire.status();
+  RegisterRequest r;
+  r.quota_bytes = wire->quota_bytes;
+  r.slo_ms = wire->slo_ms;
+  r.flags = wire->flags;
+  r.previous_client_id = wire->previous_client_id;
+  r.current_gpu = wire->current_gpu;
+  r.resident_bytes = wire->resident_bytes;
+  auto name = ReadFixedString(wire->function_name, sizeof(wire->function_name), "function_name",
+                              /*allow_empty=*/true);
+  if (!name.ok()) return name.status();
+  r.function_name = std::move(name).value();
+  if (Status s = ValidateRequest(r, StatusCode::kMalformed); !s.ok()) return s;
+  return r;
+}
+
+Result<RegisterReply> DecodeReply(std::span<const std::byte> bytes) {
+  auto wire = ReadWire<RegisterReplyWire>(bytes, MessageType::kRegisterReply);
+  if (!wire.ok()) return wire.status();
+  if (wire->accepted > 1) return Malformed("accepted is neither 0 nor 1");
+  RegisterReply r;
+  r.accepted = wire->accepted == 1;
+  r.gpu = wire->gpu;
+  r.client_id = wire->client_id;
+  r.channel_size = wire->channel_size;
+  r.quota_bytes = wire->quota_bytes;
+  r.arbiter_epoch = wire->arbiter_epoch;
+  auto reason = ReadFixedString(wire->reason, sizeof(wire->reason), "reason", /*allow_empty=*/true);
+  if (!reason.ok()) return reason.status();
+  r.reason = std::move(reason).value();
+  if (Status s = ValidateReply(r, StatusCode::kMalformed); !s.ok()) return s;
+  return r;
+}
+
+Result<Goodbye> DecodeGoodbye(std::span<const std::byte> bytes) {
+  auto wire = ReadWire<GoodbyeWire>(bytes, MessageType::kGoodbye);
+  if (!wire.ok()) return wire.status();
+  auto reason = ReadFixedString(wire->reason, sizeof(wire->reason), "reason", /*allow_empty=*/true);
+  if (!reason.ok()) return reason.status();
+  return Goodbye{std::move(reason).value()};
+}
+
+}  // namespace gshare::shm

@@ -1,0 +1,217 @@
+// Registration wire format: round trips and every class of malformed message.
+#include "gshare/shm/wire.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+
+namespace gshare::shm {
+namespace {
+
+RegisterRequest ValidRequest() {
+  RegisterRequest r;
+  r.quota_bytes = 1536ULL << 20;
+  r.slo_ms = 100;
+  r.function_name = "resnet50-infer";
+  return r;
+}
+
+RegisterReply ValidReply() {
+  RegisterReply r;
+  r.accepted = true;
+  r.gpu = 3;
+  r.client_id = 42;
+  r.channel_size = 4096;
+  r.quota_bytes = 1536ULL << 20;
+  r.arbiter_epoch = 7;
+  return r;
+}
+
+std::vector<std::byte> Bytes(const RegisterRequest& r) {
+  auto b = EncodeRequest(r);
+  EXPECT_TRUE(b.ok()) << b.status().ToString();
+  return b.ok() ? b.value() : std::vector<std::byte>{};
+}
+
+// Overwrites `size` bytes at `offset` of an encoded message.
+template <typename T>
+std::vector<std::byte> Patch(std::vector<std::byte> bytes, size_t offset, T value) {
+  if (offset + sizeof(T) > bytes.size()) {
+    ADD_FAILURE() << "patch outside the message";
+    return bytes;
+  }
+  std::memcpy(bytes.data() + offset, &value, sizeof(T));
+  return bytes;
+}
+
+void ExpectMalformed(const Status& s, const std::string& needle) {
+  EXPECT_EQ(s.code(), StatusCode::kMalformed) << s.ToString();
+  EXPECT_NE(s.message().find(needle), std::string::npos) << s.ToString();
+}
+
+TEST(WireTest, RequestRoundTrip) {
+  RegisterRequest r = ValidRequest();
+  r.flags = kFlagReRegister | kFlagResident;
+  r.previous_client_id = 9;
+  r.current_gpu = 1;
+  r.resident_bytes = 1ULL << 20;
+  auto bytes = Bytes(r);
+  ASSERT_EQ(bytes.size(), sizeof(RegisterRequestWire));
+  auto d = DecodeRequest(bytes);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->quota_bytes, r.quota_bytes);
+  EXPECT_EQ(d->slo_ms, 100U);
+  EXPECT_EQ(d->flags, r.flags);
+  EXPECT_EQ(d->previous_client_id, 9U);
+  EXPECT_EQ(d->current_gpu, 1U);
+  EXPECT_EQ(d->resident_bytes, 1ULL << 20);
+  EXPECT_EQ(d->function_name, "resnet50-infer");
+}
+
+TEST(WireTest, ReplyAndGoodbyeRoundTrip) {
+  auto bytes = EncodeReply(ValidReply());
+  ASSERT_TRUE(bytes.ok());
+  auto d = DecodeReply(*bytes);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_TRUE(d->accepted);
+  EXPECT_EQ(d->gpu, 3U);
+  EXPECT_EQ(d->client_id, 42U);
+  EXPECT_EQ(d->arbiter_epoch, 7U);
+
+  RegisterReply refuse;
+  refuse.reason = "quota 64 GiB exceeds every GPU";
+  refuse.arbiter_epoch = 7;
+  auto rb = EncodeReply(refuse);
+  ASSERT_TRUE(rb.ok());
+  auto rd = DecodeReply(*rb);
+  ASSERT_TRUE(rd.ok());
+  EXPECT_FALSE(rd->accepted);
+  EXPECT_EQ(rd->reason, refuse.reason);
+
+  auto gb = EncodeGoodbye(Goodbye{"arbiter shutting down"});
+  ASSERT_TRUE(gb.ok());
+  auto gd = DecodeGoodbye(*gb);
+  ASSERT_TRUE(gd.ok());
+  EXPECT_EQ(gd->reason, "arbiter shutting down");
+  EXPECT_EQ(*PeekMessageType(*gb), MessageType::kGoodbye);
+}
+
+TEST(WireTest, HeaderErrors) {
+  const auto good = Bytes(ValidRequest());
+  ExpectMalformed(DecodeRequest(std::span(good).first(10)).status(), "shorter than a header");
+  ExpectMalformed(DecodeRequest({}).status(), "shorter than a header");
+  ExpectMalformed(DecodeRequest(Patch<uint32_t>(good, 0, 0xdeadbeef)).status(), "magic");
+  auto version = DecodeRequest(Patch<uint16_t>(good, 4, 2));
+  EXPECT_EQ(version.status().code(), StatusCode::kVersionMismatch);
+  EXPECT_NE(version.status().message().find("version 2"), std::string::npos);
+  ExpectMalformed(DecodeRequest(Patch<uint16_t>(good, 6, 99)).status(), "unknown message type");
+  ExpectMalformed(DecodeRequest(Patch<uint32_t>(good, 8, 100)).status(), "header length");
+  ExpectMalformed(DecodeRequest(Patch<uint32_t>(good, 12, 1)).status(), "reserved");
+  // A valid reply handed to the request decoder.
+  auto reply = EncodeReply(ValidReply());
+  ExpectMalformed(DecodeRequest(*reply).status(), "unexpected message type");
+  // Right type, wrong size (header length consistent with the packet).
+  auto longer = good;
+  longer.resize(good.size() + 8);
+  longer = Patch<uint32_t>(longer, 8, static_cast<uint32_t>(longer.size()));
+  ExpectMalformed(DecodeRequest(longer).status(), "does not match the type");
+}
+
+TEST(WireTest, StringErrors) {
+  const auto good = Bytes(ValidRequest());
+  const size_t name = offsetof(RegisterRequestWire, function_name);
+  auto unterminated = good;
+  std::memset(unterminated.data() + name, 'a', kFunctionNameSize);
+  ExpectMalformed(DecodeRequest(unterminated).status(), "not NUL-terminated");
+  ExpectMalformed(DecodeRequest(Patch<char>(good, name + 2, '\n')).status(), "non-printable");
+  ExpectMalformed(DecodeRequest(Patch<char>(good, name + 100, 'x')).status(), "after its NUL");
+
+  auto refuse_bytes = EncodeReply([] {
+    RegisterReply r;
+    r.reason = "no";
+    r.arbiter_epoch = 1;
+    return r;
+  }());
+  ASSERT_TRUE(refuse_bytes.ok());
+  ExpectMalformed(DecodeReply(Patch<uint16_t>(*refuse_bytes, offsetof(RegisterReplyWire, reason), 0)).status(),
+                  "without a reason");
+}
+
+TEST(WireTest, AbsurdValues) {
+  const auto good = Bytes(ValidRequest());
+  const size_t quota = offsetof(RegisterRequestWire, quota_bytes);
+  const size_t slo = offsetof(RegisterRequestWire, slo_ms);
+  const size_t flags = offsetof(RegisterRequestWire, flags);
+  ExpectMalformed(DecodeRequest(Patch<uint64_t>(good, quota, 0)).status(), "quota_bytes is 0");
+  ExpectMalformed(DecodeRequest(Patch<uint64_t>(good, quota, ~0ULL)).status(), "16 TiB");
+  ExpectMalformed(DecodeRequest(Patch<uint32_t>(good, slo, 0)).status(), "slo_ms is 0");
+  ExpectMalformed(DecodeRequest(Patch<uint32_t>(good, slo, 4'000'000)).status(), "one hour");
+  ExpectMalformed(DecodeRequest(Patch<uint32_t>(good, flags, 0x80)).status(), "unknown bits");
+  ExpectMalformed(DecodeRequest(Patch<uint32_t>(good, flags, kFlagResident)).status(), "resident flag");
+  ExpectMalformed(DecodeRequest(Patch<uint32_t>(good, flags, kFlagReRegister)).status(),
+                  "previous_client_id");
+  ExpectMalformed(
+      DecodeRequest(Patch<uint32_t>(good, offsetof(RegisterRequestWire, current_gpu), 2)).status(),
+      "current_gpu");
+
+  auto reply = EncodeReply(ValidReply());
+  ASSERT_TRUE(reply.ok());
+  ExpectMalformed(DecodeReply(Patch<uint32_t>(*reply, offsetof(RegisterReplyWire, accepted), 2)).status(),
+                  "neither 0 nor 1");
+  ExpectMalformed(DecodeReply(Patch<uint32_t>(*reply, offsetof(RegisterReplyWire, gpu), 5000)).status(),
+                  "out of range");
+  ExpectMalformed(DecodeReply(Patch<uint32_t>(*reply, offsetof(RegisterReplyWire, client_id), 0)).status(),
+                  "client_id 0");
+  ExpectMalformed(
+      DecodeReply(Patch<uint32_t>(*reply, offsetof(RegisterReplyWire, channel_size), 100)).status(),
+      "channel_size");
+  ExpectMalformed(
+      DecodeReply(Patch<uint64_t>(*reply, offsetof(RegisterReplyWire, arbiter_epoch), 0)).status(),
+      "arbiter_epoch");
+}
+
+TEST(WireTest, EncoderRejectsBadInput) {
+  RegisterRequest r = ValidRequest();
+  r.function_name = std::string(200, 'x');
+  EXPECT_EQ(EncodeRequest(r).status().code(), StatusCode::kInvalidArgument);
+  r.function_name = "bad\tname";
+  EXPECT_EQ(EncodeRequest(r).status().code(), StatusCode::kInvalidArgument);
+  r = ValidRequest();
+  r.quota_bytes = 0;
+  EXPECT_EQ(EncodeRequest(r).status().code(), StatusCode::kInvalidArgument);
+  RegisterReply refuse;
+  refuse.arbiter_epoch = 1;
+  EXPECT_EQ(EncodeReply(refuse).status().code(), StatusCode::kInvalidArgument);  // no reason
+}
+
+// Random garbage and single-byte mutations of valid messages must decode to OK or an error,
+// never crash (run under the sanitizer build for UB).
+TEST(WireTest, FuzzNeverCrashes) {
+  std::mt19937_64 rng(12345);
+  const auto good = Bytes(ValidRequest());
+  int accepted = 0;
+  for (int i = 0; i < 20000; ++i) {
+    std::vector<std::byte> bytes;
+    if (i % 2 == 0) {
+      bytes.resize(rng() % 400);
+      for (auto& b : bytes) b = static_cast<std::byte>(rng());
+      if (bytes.size() >= 8 && i % 4 == 0) {  // plausible header to get past the magic
+        bytes = Patch<uint32_t>(bytes, 0, kWireMagic);
+        bytes = Patch<uint16_t>(bytes, 4, kWireAbiVersion);
+        bytes = Patch<uint16_t>(bytes, 6, static_cast<uint16_t>(1 + rng() % 3));
+      }
+    } else {
+      bytes = good;
+      bytes[rng() % bytes.size()] = static_cast<std::byte>(rng());
+    }
+    auto req = DecodeRequest(bytes);
+    (void)DecodeReply(bytes);
+    (void)DecodeGoodbye(bytes);
+    if (req.ok()) ++accepted;
+  }
+  EXPECT_GT(accepted, 0);  // some mutations (e.g. of the name) stay valid
+}
+
+}  // namespace
+}  // namespace gshare::shm
