@@ -7,6 +7,7 @@
 #include "driver.h"
 #include "event.h"
 #include "handle_set.h"
+#include "sim_clock.h"
 #include "stream.h"
 
 namespace {
@@ -73,7 +74,8 @@ CUresult HostFunc(CUstream h, CUhostFn fn, void* data, bool pt) {
   if (CUresult r = Resolve(h, pt, &s); r != CUDA_SUCCESS) return r;
   return simcuda::Submit(s, [fn, data](uint64_t start) {
     fn(data);
-    return start;
+    uint64_t now = simcuda::SimNowNs();  // host work takes real time
+    return now > start ? now : start;
   });
 }
 
@@ -84,7 +86,8 @@ CUresult AddCallback(CUstream h, CUstreamCallback cb, void* data, unsigned flags
   CUstream handle = h;
   return simcuda::Submit(s, [cb, data, handle](uint64_t start) {
     cb(handle, CUDA_SUCCESS, data);
-    return start;
+    uint64_t now = simcuda::SimNowNs();
+    return now > start ? now : start;
   });
 }
 
