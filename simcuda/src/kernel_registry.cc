@@ -9,11 +9,12 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
-#include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <map>
 #include <string>
+
+#include "log.h"
 
 namespace simcuda {
 
@@ -29,11 +30,6 @@ struct KernelRegistry::Index {
 };
 
 namespace {
-
-// Errors are reported on stderr once, at load time, prefixed so they are easy to find.
-void LogError(const std::string& message) {
-  std::fprintf(stderr, "simcuda: kernel plugins: %s\n", message.c_str());
-}
 
 std::string ValidateDesc(const SimcudaKernelDesc& d) {
   if (d.name == nullptr || d.name[0] == '\0') return "a descriptor has no name";
@@ -142,7 +138,7 @@ const KernelRegistry& ProcessRegistry() {
     const char* env = std::getenv("SIMCUDA_KERNELS");
     const std::string paths = env != nullptr ? std::string(env) : DefaultKernelPluginPath();
     auto* r = new KernelRegistry(paths);  // never destroyed
-    if (!r->error().empty()) LogError(r->error());
+    if (!r->error().empty()) Log(LogLevel::kError, "kernel plugins: %s", r->error().c_str());
     return r;
   }();
   return *registry;
