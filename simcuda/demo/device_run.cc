@@ -82,11 +82,15 @@ Error RunOnDevice(int ordinal, const DemoOptions& o, DeviceReport* report) {
              f_checksum = nullptr;
   if (!cu.Ok(cuModuleLoadData(basic.out(), basic_kernels_ptx), "cuModuleLoadData(basic)") ||
       !cu.Ok(cuModuleLoadData(gemm.out(), gemm_ptx), "cuModuleLoadData(gemm)") ||
-      !cu.Ok(cuModuleGetFunction(&f_add, basic.get(), "vector_add"), "cuModuleGetFunction") ||
-      !cu.Ok(cuModuleGetFunction(&f_saxpy, basic.get(), "saxpy"), "cuModuleGetFunction") ||
-      !cu.Ok(cuModuleGetFunction(&f_fill, basic.get(), "fill_u32"), "cuModuleGetFunction") ||
-      !cu.Ok(cuModuleGetFunction(&f_checksum, basic.get(), "checksum"), "cuModuleGetFunction") ||
-      !cu.Ok(cuModuleGetFunction(&f_gemm, gemm.get(), "sgemm"), "cuModuleGetFunction")) {
+      !cu.Ok(cuModuleGetFunction(&f_add, basic.get(), "vector_add"),
+                 "cuModuleGetFunction(vector_add)") ||
+      !cu.Ok(cuModuleGetFunction(&f_saxpy, basic.get(), "saxpy"),
+                 "cuModuleGetFunction(saxpy)") ||
+      !cu.Ok(cuModuleGetFunction(&f_fill, basic.get(), "fill_u32"),
+                 "cuModuleGetFunction(fill_u32)") ||
+      !cu.Ok(cuModuleGetFunction(&f_checksum, basic.get(), "checksum"),
+                 "cuModuleGetFunction(checksum)") ||
+      !cu.Ok(cuModuleGetFunction(&f_gemm, gemm.get(), "sgemm"), "cuModuleGetFunction(sgemm)")) {
     return cu.error();
   }
 
