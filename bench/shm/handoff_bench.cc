@@ -24,6 +24,7 @@
 #include "gshare/shm/atomic_word.h"
 #include "gshare/shm/channel.h"
 #include "gshare/shm/futex.h"
+#include "gshare/shm/spin.h"
 
 namespace gshare::shm {
 namespace {
@@ -180,8 +181,7 @@ void BM_ChannelHandoff(benchmark::State& state) {
       });
       if (next_spins) next.SetNextHint(true, kSpinBudgetNs);
       if (arbiter_spins) {
-        const uint64_t t0 = MonotonicNowNs();
-        while (!h.Released() && MonotonicNowNs() - t0 < 2'000'000) CpuRelax();
+        (void)SpinUntil([&] { return h.Released(); }, 2'000'000);
       }
       SleepUntil(h, [&] { return h.Released(); });
       next.Grant(0, 0);
@@ -221,7 +221,7 @@ void FutexPeer(Shared* sh, void* arg) {
 void SpinPeer(Shared* sh, void* arg) {
   const uint32_t me = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(arg));
   for (int k = 0; k < kHandoffs; ++k) {
-    while (LoadAcquire(&sh->word) != me) CpuRelax();
+    (void)SpinUntil([&] { return LoadAcquire(&sh->word) == me; }, UINT64_MAX);
     Record(sh, MonotonicNowNs() - LoadAcquire(&sh->release_ns));
     StoreRelease(&sh->release_ns, MonotonicNowNs());
     StoreRelease(&sh->word, 1 - me);

@@ -3,6 +3,7 @@
 
 #include "gshare/shm/channel.h"
 #include "gshare/shm/futex.h"
+#include "gshare/shm/spin.h"
 #include "gshare/shm/wire.h"
 
 namespace gshare::shm {
@@ -87,11 +88,9 @@ Result<GrantInfo> ClientChannel::WaitForGrant(std::chrono::nanoseconds timeout) 
       uint64_t budget = LoadRelaxed(&l->control.spin_budget_ns);
       if (budget > kMaxSpinBudgetNs) budget = kMaxSpinBudgetNs;
       if (budget > limit - waited) budget = limit - waited;
-      const uint64_t spin_start = MonotonicNowNs();
-      while (LoadAcquire(&l->grant.token) == token && Elapsed(spin_start) < budget &&
-             LoadRelaxed(&l->control.next_hint) != 0) {
-        CpuRelax();
-      }
+      (void)SpinUntil(
+          [&] { return LoadAcquire(&l->grant.token) != token || LoadRelaxed(&l->control.next_hint) == 0; },
+          budget);
       continue;
     }
     // Sleep. The waiter count is published before the final checks of the words (Dekker with
