@@ -44,6 +44,7 @@ struct State {
   std::set<CUstream> dtoh_streams;
   std::set<CUstream> htod_streams;
   bool has_context = true;
+  std::vector<CUcontext> pushed;  // contexts pushed on top of the (fake) current one
   uint64_t host_allocs = 0;
   uintptr_t next_stream = 0x1000;
 };
@@ -224,17 +225,24 @@ CUresult EventSynchronize(CUevent event) {
 }
 
 CUresult CtxGetCurrent(CUcontext* ctx) {
-  *ctx = S().has_context ? FakeContext() : nullptr;
+  State& s = S();
+  *ctx = !s.pushed.empty() ? s.pushed.back() : s.has_context ? FakeContext() : nullptr;
   return CUDA_SUCCESS;
 }
 CUresult CtxGetDevice(CUdevice* device) {
-  if (!S().has_context) return CUDA_ERROR_INVALID_CONTEXT;
+  if (!S().has_context && S().pushed.empty()) return CUDA_ERROR_INVALID_CONTEXT;
   *device = 0;
   return CUDA_SUCCESS;
 }
-CUresult CtxPush(CUcontext /*ctx*/) { return CUDA_SUCCESS; }
+CUresult CtxPush(CUcontext ctx) {
+  S().pushed.push_back(ctx);
+  return CUDA_SUCCESS;
+}
 CUresult CtxPop(CUcontext* ctx) {
-  if (ctx != nullptr) *ctx = FakeContext();
+  State& s = S();
+  if (s.pushed.empty()) return CUDA_ERROR_INVALID_CONTEXT;
+  if (ctx != nullptr) *ctx = s.pushed.back();
+  s.pushed.pop_back();
   return CUDA_SUCCESS;
 }
 CUresult PrimaryRetain(CUcontext* ctx, CUdevice device) {
@@ -255,6 +263,7 @@ void FakeDriver::Reset(uint64_t device_capacity_bytes) {
   s.dtoh_streams.clear();
   s.htod_streams.clear();
   s.has_context = true;
+  s.pushed.clear();
 }
 
 DeviceApi FakeDriver::Api() {
@@ -316,6 +325,11 @@ void FakeDriver::ReleaseStream(CUstream stream) {
   }
 }
 void FakeDriver::SetHasCurrentContext(bool has) { S().has_context = has; }
+bool FakeDriver::HasCurrentContext() {
+  CUcontext ctx = nullptr;
+  (void)CtxGetCurrent(&ctx);
+  return ctx != nullptr;
+}
 std::set<CUstream> FakeDriver::DtoHStreams() { return S().dtoh_streams; }
 std::set<CUstream> FakeDriver::HtoDStreams() { return S().htod_streams; }
 uint64_t FakeDriver::HostAllocCalls() { return S().host_allocs; }

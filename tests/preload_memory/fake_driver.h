@@ -40,6 +40,8 @@ class FakeDriver {
   static void ReleaseStream(CUstream stream);
   // Whether cuCtxGetCurrent reports a context (default true).
   static void SetHasCurrentContext(bool has);
+  // Whether a context is current now (the application's or one pushed by cuCtxPushCurrent).
+  static bool HasCurrentContext();
   // Distinct streams used by async copies since Reset, per direction.
   static std::set<CUstream> DtoHStreams();
   static std::set<CUstream> HtoDStreams();

@@ -121,6 +121,23 @@ TEST_F(SwapFakeTest, DrainRunsBeforeCopiesAndItsFailureAbortsTheSwap) {
   FreeAll(mem);
 }
 
+TEST_F(SwapFakeTest, DrainRunsWithAContextEvenWhenTheCallerHasNone) {
+  VgpuMemory mem(api_, options_);
+  AllocFilled(mem, 5 * kMiB, 5);
+  FakeDriver::SetHasCurrentContext(false);  // e.g. the shim's control thread
+  bool had_context = false;
+  ASSERT_EQ(mem.SwapOut([&] { had_context = FakeDriver::HasCurrentContext(); return CUDA_SUCCESS; },
+                        nullptr),
+            CUDA_SUCCESS);
+  EXPECT_TRUE(had_context);
+  EXPECT_FALSE(FakeDriver::HasCurrentContext());  // the pushed primary context was popped
+  ASSERT_EQ(mem.SwapIn(0, nullptr), CUDA_SUCCESS);
+  EXPECT_FALSE(FakeDriver::HasCurrentContext());
+  FakeDriver::SetHasCurrentContext(true);
+  ExpectAllIntact();
+  FreeAll(mem);
+}
+
 TEST_F(SwapFakeTest, PendingStreamOrderedFreesCompleteBeforeSwapOut) {
   VgpuMemory mem(api_, options_);
   const CUstream stream = FakeDriver::AppStream(2);

@@ -168,6 +168,9 @@ class VgpuMemory::Impl {
     std::lock_guard<std::mutex> lock(mu_);
     if (!resident_) return Report(CUDA_SUCCESS, result, stats);
     Reclaim(/*wait=*/false);
+    // The drain and the copies run with a context of the vGPU's device current.
+    ScopedDeviceContext context(api_, device_);
+    if (context.status() != CUDA_SUCCESS) return context.status();
     if (drain) {
       const CUresult rc = drain();
       if (rc != CUDA_SUCCESS) return rc;
@@ -175,8 +178,6 @@ class VgpuMemory::Impl {
     Reclaim(/*wait=*/true);
     const std::vector<PieceRef> pieces = PiecesWithUsers();
     if (!pieces.empty()) {
-      ScopedDeviceContext context(api_, device_);
-      if (context.status() != CUDA_SUCCESS) return context.status();
       const uint64_t total = backed_bytes_;
       // Pin with headroom so a growing image does not re-pin (slow) at every swap-out.
       CUresult rc = staging_.EnsureCapacity(total, std::min(quota_, total + total / 4));

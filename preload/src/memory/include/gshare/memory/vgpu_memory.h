@@ -100,8 +100,10 @@ struct VgpuMemoryCounters {
 class VgpuMemory {
  public:
   // Waits until the process's in-flight GPU work that may touch vGPU memory has finished (the
-  // shim's gate drains its streams). Called by SwapOut with the manager's lock held: it must not
-  // call back into this VgpuMemory. A non-success result aborts the swap-out unchanged.
+  // shim's gate drains its streams). Called by SwapOut with the manager's lock held and a
+  // context of the vGPU's device current on the calling thread (the caller's own context when it
+  // is on that device, else the device's primary context): it must not call back into this
+  // VgpuMemory. A non-success result aborts the swap-out unchanged.
   using DrainCallback = std::function<CUresult()>;
 
   // Does not call the driver (the first allocation queries the granularity).
@@ -167,8 +169,9 @@ class VgpuMemory {
   // Swaps every resident byte out to pinned host staging (allocated on first use, grown when
   // needed, reused afterwards), then unmaps and releases the physical memory; the VA ranges stay
   // reserved so pointers stay valid for SwapIn. Order: take the lock (stops allocations and
-  // frees), reclaim completed stream-ordered frees, call `drain` (may be empty), synchronise the
-  // events of pending stream-ordered frees, copy device->host pipelined over several streams,
+  // frees), reclaim completed stream-ordered frees, make a context of the vGPU's device current
+  // (see DrainCallback), call `drain` (may be empty), synchronise the events of pending
+  // stream-ordered frees, copy device->host pipelined over several streams,
   // release. On any error before release, nothing is released and the vGPU stays resident.
   // Already swapped out: CUDA_SUCCESS with zero stats. `stats` may be null.
   [[nodiscard]] CUresult SwapOut(const DrainCallback& drain, SwapStats* stats);
