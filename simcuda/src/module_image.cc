@@ -90,13 +90,19 @@ bool Fail(std::string* error, std::string message) {
 
 // --- PTX ---
 
-// Copies the text with comments replaced by spaces.
+// Copies the text with comments replaced by spaces. String literals (file names in .file
+// directives) are copied as they are, so a "//" or "/*" inside one starts no comment.
 std::string StripPtxComments(std::string_view text) {
   std::string out;
   out.reserve(text.size());
   size_t i = 0;
   while (i < text.size()) {
-    if (text.compare(i, 2, "//") == 0) {
+    if (text[i] == '"') {
+      size_t end = text.find_first_of("\"\n", i + 1);
+      end = end == std::string_view::npos ? text.size() : end + 1;
+      out.append(text.substr(i, end - i));
+      i = end;
+    } else if (text.compare(i, 2, "//") == 0) {
       size_t end = text.find('\n', i);
       i = end == std::string_view::npos ? text.size() : end;
       out.push_back(' ');

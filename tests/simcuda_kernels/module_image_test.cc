@@ -87,11 +87,13 @@ TEST(ModuleImageTest, PtxCommentsAndSpacingAreHandled) {
       ".visible .entry   spaced_name (\n.param .u64 p)\n{ ret; }\n"
       ".entry\tplain(){ ret; }\n"
       ".weak .entry weak_one(){ ret; }\n"
-      ".func not_an_entry(){ ret; }\n";
+      ".func not_an_entry(){ ret; }\n"
+      ".file 1 \"/src//dir/*odd*/k.cu\"\n"
+      ".entry after_file(){ ret; }\n";
   std::string error;
   auto info = ScanModuleImage(ptx, &error);
   ASSERT_TRUE(info) << error;
-  EXPECT_EQ(info->entries, (Names{"plain", "spaced_name", "weak_one"}));
+  EXPECT_EQ(info->entries, (Names{"after_file", "plain", "spaced_name", "weak_one"}));
 }
 
 TEST(ModuleImageTest, PtxWithoutEntriesIsValid) {
