@@ -1,0 +1,91 @@
+// The exact offline scheduler used to grade the online policies on small instances, never in
+// the live loop. The model is discretised in time steps:
+//  - request r of function f may start on GPU g at step s with arrival_r <= s and
+//    s + exec_r <= deadline_r (every request must meet its SLO);
+//  - a GPU runs one request at a time;
+//  - f must be resident on g while its request runs; becoming resident takes load_f steps of
+//    loading (from the host; loads may start any time from step 0: the solver is clairvoyant,
+//    and loads on one link may overlap: both make the optimum a lower bound for the simulator);
+//  - while loading or resident, f holds bytes_f of g's memory (<= memory per GPU);
+//  - a GPU is active at a step if any function is loading or resident on it;
+//  - objective: minimise active GPU-steps.
+// Backends: brute force (tiny instances, always available) and an integer program solved with
+// CBC (coinor-libcbc-dev; only when built with GSHARE_HAVE_CBC).
+//
+// Thread-safety: solvers hold no state between Solve() calls; distinct solvers are independent.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gshare/policy/types.h"
+
+namespace gshare::policy {
+
+struct ExactFunction {
+  uint64_t bytes = 0;  // memory while loading or resident
+  int load = 0;        // steps to load from the host
+};
+
+struct ExactRequest {
+  int function = 0;
+  int arrival = 0;   // first step it may start
+  int deadline = 0;  // it must end by this step
+  int exec = 1;      // steps of execution (>= 1)
+};
+
+struct ExactInstance {
+  std::vector<ExactFunction> functions;
+  std::vector<ExactRequest> requests;
+  int gpus = 1;
+  uint64_t gpu_memory = 0;
+  int horizon = 0;     // steps 0..horizon-1 (>= every deadline)
+  Duration step = 1000;
+};
+
+struct ExactSolution {
+  bool feasible = false;
+  int64_t cost = 0;             // active GPU-steps
+  std::vector<int> gpu, start;  // per request
+  double solve_seconds = 0;
+  std::string error;            // a backend failure (not infeasibility)
+};
+
+class ExactSolver {
+ public:
+  virtual ~ExactSolver() = default;
+  virtual const char* name() const = 0;
+  // Minimises the active GPU-steps of `instance`. REQUIRES: a well-formed instance (every
+  // function index valid, exec >= 1, deadlines <= horizon).
+  virtual ExactSolution Solve(const ExactInstance& instance) = 0;
+};
+
+// Always available; exponential: meant for instances of up to about 6 requests.
+std::unique_ptr<ExactSolver> MakeBruteForceSolver();
+// The CBC integer program; nullptr when gshare was built without CBC.
+std::unique_ptr<ExactSolver> MakeCbcSolver();
+
+// One request of a continuous-time workload for Discretize().
+struct TimedRequest {
+  Time arrival = 0;
+  FunctionId function = 0;
+  Duration exec = 1;
+};
+
+// Builds an instance from continuous times: arrivals round up, deadlines (arrival + slo) round
+// down, execution and load times (SwapInCost from the host on `gpu`) round up, all in steps of
+// `step` microseconds relative to the first arrival.
+ExactInstance Discretize(const std::vector<FunctionSpec>& functions,
+                         const std::vector<TimedRequest>& requests, int gpus, const GpuSpec& gpu,
+                         Duration step);
+
+// The active GPU-steps of a given assignment (gpu[r], start[r]), choosing optimally for each
+// function whether to stay resident between its uses on a GPU; -1 if the assignment breaks a
+// constraint. Exponential in the number of gaps between uses; used by the brute-force solver
+// and by tests to check other backends' answers.
+int64_t EvaluateAssignment(const ExactInstance& instance, const std::vector<int>& gpu,
+                           const std::vector<int>& start);
+
+}  // namespace gshare::policy

@@ -1,0 +1,175 @@
+// THE POLICY INTERFACE: the contract between a scheduling policy and whoever drives it — the
+// live arbiter daemon (arbiter/) and the trace-driven simulator (tools/sim/) drive it the same
+// way. Events go in with the current time; actions come out. The policy owns no threads, reads
+// no clock, does no I/O, and is deterministic: the same event sequence yields the same actions.
+//
+// Protocol (the "environment" is the arbiter or the simulator):
+//  1. Create with Make(name, config). Send Started once, then FunctionRegistered for each
+//     function before any other event that names it.
+//  2. Deliver every event in non-decreasing `now` order. After each Handle() call, execute the
+//     returned actions in order, then call NextWakeup() and deliver a Timer event at (or soon
+//     after) that time if nothing else arrives first. Timers may be delivered late or spuriously;
+//     policies treat them as "look at the clock".
+//  3. Every action that takes time is answered by exactly one completion event:
+//       SwapIn, SwapOut, DeepEvict  ->  SwapDone (same function, same kind)
+//       Grant                       ->  BurstEnd (the burst finished) or SliceExpired (the slice
+//                                       ran out, or a Preempt was honoured, with work left)
+//     ActivateGpu, ReleaseGpu, Preempt (answered through the grant's event) and KeepResident
+//     take effect at once.
+//  4. Bursts: a BurstStart means one request arrived for the function (one unit of work, served
+//     in arrival order per function). The environment queues it until the policy grants the
+//     function a GPU; one Grant runs the function's oldest outstanding burst.
+//
+// Action preconditions the policy guarantees (an environment may check them and treat a
+// violation as a policy bug):
+//  - ActivateGpu g: g is inactive.  ReleaseGpu g: g is active and holds no function state.
+//  - SwapIn f,g: g is active; f is not kResident and no transfer of f is in flight; after the
+//    swap-in the footprints on g (counting transfers in flight) fit in g's memory. If f is
+//    kParked on another GPU its context there is dropped (a migration).
+//  - SwapOut f: f is kResident, not running, no transfer in flight; f becomes kParked on the
+//    same GPU (weights freed at once: the host keeps a snapshot; takes no link time).
+//  - DeepEvict f: f is kParked or kResident, not running, no transfer in flight; f becomes
+//    kHost and its GPU memory is freed at once (the checkpoint copy occupies the link).
+//  - Grant f,g,slice: f is kResident on g, has an outstanding burst, and g runs no other tenant.
+//    slice = 0 means "until the burst ends".
+//  - Preempt f,g: f currently holds g.
+//  Memory counts at issue time; link transfers on one GPU are serialised in issue order, so a
+//  swap-in issued after an eviction never overlaps the memory it frees.
+//
+// Thread-safety: a Policy is not thread-safe; drive it from one thread (the arbiter's event
+// loop). Distinct Policy objects are independent.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "gshare/policy/types.h"
+
+namespace gshare::policy {
+
+// ---- Events (in) ---------------------------------------------------------------------------
+
+struct Started {};  // the node starts; GPUs are as in PolicyConfig::gpus, all inactive
+struct FunctionRegistered {
+  FunctionId function;
+  FunctionSpec spec;
+};
+struct BurstStart {  // a request for `function` arrived (deadline = now + spec.slo)
+  FunctionId function;
+};
+struct BurstEnd {  // the granted burst finished; the function has released the GPU
+  FunctionId function;
+  GpuId gpu;
+  Duration gpu_time;  // GPU execution time of the whole burst (all of its slices)
+};
+struct SliceExpired {  // the grant's slice ran out (or a Preempt was honoured); work remains
+  FunctionId function;
+  GpuId gpu;
+};
+struct Idle {  // the function has had no work for the environment's idle threshold
+  FunctionId function;
+};
+enum class SwapKind : uint8_t { kIn, kOut, kDeepEvict };
+struct SwapDone {
+  FunctionId function;
+  GpuId gpu;  // the GPU swapped onto (kIn) or off (kOut, kDeepEvict)
+  SwapKind kind;
+  uint64_t bytes;  // bytes that crossed the link
+  Duration took;   // time the transfer occupied the link (excluding waiting for it)
+};
+struct Timer {};  // the wakeup asked for through NextWakeup()
+struct MemoryPressure {  // the environment needs `bytes` freed on `gpu` (e.g. a tenant grew)
+  GpuId gpu;
+  uint64_t bytes;
+};
+struct FunctionGone {  // the client died or deregistered; its state on GPUs is already gone
+  FunctionId function;
+};
+
+using EventBody = std::variant<Started, FunctionRegistered, BurstStart, BurstEnd, SliceExpired,
+                               Idle, SwapDone, Timer, MemoryPressure, FunctionGone>;
+struct Event {
+  Time now;
+  EventBody body;
+};
+
+// ---- Actions (out) -------------------------------------------------------------------------
+
+enum class ActionKind : uint8_t {
+  kActivateGpu,   // gpu: power on / start accounting GPU time
+  kReleaseGpu,    // gpu: power off / stop accounting GPU time
+  kSwapIn,        // function -> gpu
+  kSwapOut,       // function: weights off, context stays (kParked)
+  kDeepEvict,     // function: everything off (kHost)
+  kGrant,         // function may run its oldest burst on gpu for `slice` (0: to the end)
+  kPreempt,       // ask function to yield gpu
+  kKeepResident,  // function: `pin` says whether the environment must never evict it on its own
+};
+const char* ActionKindName(ActionKind kind);
+
+struct Action {
+  ActionKind kind;
+  FunctionId function = kNoFunction;
+  GpuId gpu = kNoGpu;
+  Duration slice = 0;
+  bool pin = false;
+};
+using ActionList = std::vector<Action>;
+
+// ---- Configuration and the factory ---------------------------------------------------------
+
+struct PolicyConfig {
+  std::vector<GpuSpec> gpus;  // the node's GPUs, indexed by GpuId; at least one
+  // keepalive: a function keeps its dedicated GPU while it had a request this recently.
+  Duration keepalive_ttl = 15 * 60 * kUsPerSecond;
+  // dual-queue: predicted execution = learned p90 * (1 + padding).
+  double padding = 0.40;
+  // Slice length for time-shared grants (0: run each burst to its end).
+  Duration slice = 0;
+};
+
+// A scheduling policy. See the protocol above.
+class Policy {
+ public:
+  virtual ~Policy() = default;
+  Policy(const Policy&) = delete;
+  Policy& operator=(const Policy&) = delete;
+
+  // The name it was made with (including any ablation suffixes).
+  virtual std::string_view name() const = 0;
+
+  // Handles one event and appends the resulting actions to `out` (not cleared). Cost:
+  // microseconds, independent of the number of registered functions except where noted.
+  // REQUIRES: event.now >= the previous event's now; the protocol above.
+  virtual void Handle(const Event& event, ActionList& out) = 0;
+
+  // When the policy next wants a Timer event; kNever if it does not.
+  virtual Time NextWakeup() const = 0;
+
+ protected:
+  Policy() = default;
+};
+
+// Result of Make(): a policy, or a message saying why none was made.
+struct MakeResult {
+  std::unique_ptr<Policy> policy;
+  std::string error;
+  bool ok() const { return policy != nullptr; }
+};
+
+// Makes the policy called `name`:
+//   "keepalive", "proxy-swap", "fifo", "dual-queue", "aggressive" (the default), and
+//   aggressive with ideas turned off for ablations: "aggressive-no-<idea>[-no-<idea>...]" with
+//   <idea> one of learned, residency, prefetch, deep-evict, release, scale, eager, interference,
+//   edf (docs/scheduling.md explains each).
+// Errors: unknown name or idea, or a config without GPUs.
+MakeResult Make(std::string_view name, const PolicyConfig& config);
+
+// The names Make() accepts without ablation suffixes, in a stable order.
+const std::vector<std::string>& PolicyNames();
+
+}  // namespace gshare::policy

@@ -1,0 +1,79 @@
+// Online predictors learned from observed bursts: per-function execution time (a sliding
+// window of recent bursts, read as a quantile with a padding rule), per-function inter-arrival
+// times (to recognise periodic functions and predict their next arrival), and per-GPU host-link
+// bandwidth (from completed transfers). Each starts from a prior and adapts.
+//
+// Thread-safety: plain values; not thread-safe. Every method is O(window) or better.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include "gshare/policy/types.h"
+
+namespace gshare::policy {
+
+// How a predicted execution time is derived from the learned window.
+struct PaddingRule {
+  double quantile = 0.9;  // quantile of the window
+  double pad = 0.4;       // multiply by (1 + pad)
+};
+
+// Execution-time predictor for one function. Until `kMinSamples` bursts have been seen it
+// answers from the prior (FunctionSpec's p50/p90, read as a log-normal).
+class ExecPredictor {
+ public:
+  static constexpr int kWindow = 32;
+  static constexpr int kMinSamples = 4;
+
+  ExecPredictor() = default;
+  explicit ExecPredictor(const FunctionSpec& prior);
+
+  void Observe(Duration exec);
+  // The predicted execution time under `rule`; always >= 1.
+  Duration Predict(const PaddingRule& rule) const;
+  // The rule's quantile of the learned window (or of the prior).
+  Duration Quantile(double q) const;
+  int samples() const { return count_ < kWindow ? count_ : kWindow; }
+
+ private:
+  std::array<Duration, kWindow> window_{};
+  int count_ = 0;  // total observed (the window holds the last min(count_, kWindow))
+  Duration prior_p50_ = 1000;
+  Duration prior_p90_ = 1000;
+};
+
+// Inter-arrival model of one function: the last kWindow gaps.
+class ArrivalPredictor {
+ public:
+  static constexpr int kWindow = 8;
+
+  void Observe(Time arrival);
+  Time last() const { return last_; }
+  int gaps() const { return count_ < kWindow ? count_ : kWindow; }
+  double MeanGap() const;   // 0 without gaps
+  double GapCv() const;     // coefficient of variation; 0 with fewer than 2 gaps
+  // True when at least kWindow/2 gaps were seen and their CV is below `max_cv` (a timer).
+  bool Periodic(double max_cv = 0.1) const;
+  // last() + mean gap; kNever without gaps.
+  Time NextArrival() const;
+
+ private:
+  std::array<Duration, kWindow> gaps_{};
+  int count_ = 0;
+  Time last_ = -1;
+};
+
+// Effective host-link bandwidth of one GPU, as an exponentially weighted mean of completed
+// transfers (bytes / time on the link). Starts at the configured GpuSpec bandwidth.
+class BandwidthPredictor {
+ public:
+  explicit BandwidthPredictor(double prior_bytes_per_us = 24'000.0) : bytes_per_us_(prior_bytes_per_us) {}
+  void Observe(uint64_t bytes, Duration link_time);
+  double bytes_per_us() const { return bytes_per_us_; }
+
+ private:
+  double bytes_per_us_;
+};
+
+}  // namespace gshare::policy

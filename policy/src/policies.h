@@ -1,0 +1,30 @@
+// Constructors of the concrete policies, for the factory (policy.cc). Internal header.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "gshare/policy/policy.h"
+
+namespace gshare::policy::internal {
+
+// The ideas of the SLO-aware slack scheduler; dual-queue is all of them off, aggressive all on.
+struct SlackOptions {
+  bool learned = true;     // predict with a high quantile of the learned window (else p90 * 1.4)
+  bool residency = true;   // choose GPUs by residency, swap cost and packing (else first fit)
+  bool prefetch = true;    // swap periodic functions in ahead of their predicted arrival
+  bool deep_evict = true;  // park idle functions (context stays), deep-evict long-idle ones
+  bool release = true;     // release a GPU as soon as it empties (else after a minute)
+  bool scale = true;       // drain and release lightly used GPUs when the rest can take the load
+  bool eager = true;       // place at once when an active GPU meets the deadline (else lazily)
+  bool interference = true;  // co-locate only functions whose bursts fit each other's slack
+  bool edf = true;         // run the ready function with the least slack first (else FIFO)
+};
+
+std::unique_ptr<Policy> MakeKeepAlive(const std::string& name, const PolicyConfig& config);
+std::unique_ptr<Policy> MakeProxySwap(const std::string& name, const PolicyConfig& config);
+std::unique_ptr<Policy> MakeFifo(const std::string& name, const PolicyConfig& config);
+std::unique_ptr<Policy> MakeSlackScheduler(const std::string& name, const PolicyConfig& config,
+                                           const SlackOptions& options);
+
+}  // namespace gshare::policy::internal

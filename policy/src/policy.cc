@@ -1,0 +1,97 @@
+// The policy factory (Make), the list of policy names, and names of enum values.
+#include "gshare/policy/policy.h"
+
+#include <string>
+
+#include "policies.h"
+
+namespace gshare::policy {
+
+const char* ActionKindName(ActionKind kind) {
+  switch (kind) {
+    case ActionKind::kActivateGpu: return "activate";
+    case ActionKind::kReleaseGpu: return "release";
+    case ActionKind::kSwapIn: return "swap-in";
+    case ActionKind::kSwapOut: return "swap-out";
+    case ActionKind::kDeepEvict: return "deep-evict";
+    case ActionKind::kGrant: return "grant";
+    case ActionKind::kPreempt: return "preempt";
+    case ActionKind::kKeepResident: return "keep-resident";
+  }
+  return "?";
+}
+
+const std::vector<std::string>& PolicyNames() {
+  static const auto* names = new std::vector<std::string>{"keepalive", "proxy-swap", "fifo",
+                                                          "dual-queue", "aggressive"};
+  return *names;
+}
+
+namespace {
+
+// Parses "-no-<idea>" suffixes after "aggressive"; returns an error message or "".
+std::string ParseAblations(std::string_view rest, internal::SlackOptions& options) {
+  constexpr std::string_view kNo = "-no-";
+  static constexpr std::string_view kIdeas[] = {"learned", "residency", "prefetch",
+                                                "deep-evict", "release", "scale",
+                                                "eager", "interference", "edf"};
+  while (!rest.empty()) {
+    if (rest.substr(0, kNo.size()) != kNo) return "expected -no-<idea> in '" + std::string(rest) + "'";
+    rest.remove_prefix(kNo.size());
+    bool matched = false;
+    for (std::string_view idea : kIdeas) {
+      if (rest.substr(0, idea.size()) == idea &&
+          (rest.size() == idea.size() || rest.substr(idea.size(), kNo.size()) == kNo)) {
+        if (idea == "learned") options.learned = false;
+        if (idea == "residency") options.residency = false;
+        if (idea == "prefetch") options.prefetch = false;
+        if (idea == "deep-evict") options.deep_evict = false;
+        if (idea == "release") options.release = false;
+        if (idea == "scale") options.scale = false;
+        if (idea == "eager") options.eager = false;
+        if (idea == "interference") options.interference = false;
+        if (idea == "edf") options.edf = false;
+        rest.remove_prefix(idea.size());
+        matched = true;
+        break;
+      }
+    }
+    if (!matched) {
+      return "unknown idea '" + std::string(rest) +
+             "' (known: learned, residency, prefetch, deep-evict, release, scale, eager, "
+             "interference, edf)";
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+MakeResult Make(std::string_view name, const PolicyConfig& config) {
+  MakeResult result;
+  if (config.gpus.empty()) {
+    result.error = "the policy needs at least one GPU";
+    return result;
+  }
+  const std::string n(name);
+  if (n == "keepalive") {
+    result.policy = internal::MakeKeepAlive(n, config);
+  } else if (n == "proxy-swap") {
+    result.policy = internal::MakeProxySwap(n, config);
+  } else if (n == "fifo") {
+    result.policy = internal::MakeFifo(n, config);
+  } else if (n == "dual-queue") {
+    internal::SlackOptions off{false, false, false, false, false, false, false, false, false};
+    result.policy = internal::MakeSlackScheduler(n, config, off);
+  } else if (name.substr(0, 10) == "aggressive") {
+    internal::SlackOptions options;
+    result.error = ParseAblations(name.substr(10), options);
+    if (result.error.empty()) result.policy = internal::MakeSlackScheduler(n, config, options);
+  } else {
+    result.error = "unknown policy '" + n +
+                   "' (known: keepalive, proxy-swap, fifo, dual-queue, aggressive[-no-<idea>...])";
+  }
+  return result;
+}
+
+}  // namespace gshare::policy

@@ -1,0 +1,410 @@
+// Shared bookkeeping of every policy: the node model, event dispatch, actions, LRU eviction,
+// wakeups (see policy_base.h for the invariants).
+#include "policy_base.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+
+namespace gshare::policy::internal {
+
+namespace {
+template <class... Ts>
+struct Overloaded : Ts... {
+  using Ts::operator()...;
+};
+template <class... Ts>
+Overloaded(Ts...) -> Overloaded<Ts...>;
+}  // namespace
+
+PolicyBase::PolicyBase(std::string name, const PolicyConfig& config)
+    : name_(std::move(name)), config_(config) {
+  gpus_.resize(config.gpus.size());
+  gpu_empty_seen_.assign(config.gpus.size(), false);
+  for (size_t g = 0; g < gpus_.size(); ++g) {
+    gpus_[g].spec = config.gpus[g];
+    gpus_[g].bw = BandwidthPredictor(config.gpus[g].link_bytes_per_us);
+  }
+}
+
+Time PolicyBase::NextWakeup() const { return wakes_.empty() ? kNever : wakes_.top().at; }
+
+void PolicyBase::Handle(const Event& event, ActionList& out) {
+  out_ = &out;
+  const Time now = event.now;
+  std::visit(
+      Overloaded{
+          [&](const Started&) { OnStarted(now); },
+          [&](const FunctionRegistered& e) {
+            if (fns_.size() <= e.function) fns_.resize(static_cast<size_t>(e.function) + 1);
+            Fn& fn = fns_[e.function];
+            fn = Fn{};
+            fn.spec = e.spec;
+            fn.registered = true;
+            fn.exec = ExecPredictor(e.spec);
+            OnRegistered(now, e.function);
+          },
+          [&](const BurstStart& e) { HandleArrival(now, e.function); },
+          [&](const BurstEnd& e) { HandleBurstEnd(now, e); },
+          [&](const SliceExpired& e) {
+            Fn& fn = fns_[e.function];
+            fn.running = false;
+            gpus_[e.gpu].tenant = kNoFunction;
+            Enqueue(now, e.function, e.gpu);
+          },
+          [&](const Idle&) {},
+          [&](const SwapDone& e) { HandleSwapDone(now, e); },
+          [&](const Timer&) {},
+          [&](const MemoryPressure& e) {
+            (void)MakeRoom(now, e.gpu, gpus_[e.gpu].free() + e.bytes, Evict::kDeep);
+          },
+          [&](const FunctionGone& e) { HandleGone(now, e.function); },
+      },
+      event.body);
+  FireTimers(now);
+  for (GpuId g = 0; g < gpus_.size(); ++g) {
+    Gpu& gpu = gpus_[g];
+    if (gpu.active && gpu.empty()) {
+      if (!gpu_empty_seen_[g]) {
+        gpu_empty_seen_[g] = true;
+        OnGpuEmpty(now, g);
+      }
+    } else {
+      gpu_empty_seen_[g] = false;
+    }
+  }
+  out_ = nullptr;
+}
+
+void PolicyBase::Emit(ActionKind kind, FunctionId f, GpuId g, Duration slice, bool pin) {
+  out_->push_back(Action{kind, f, g, slice, pin});
+}
+
+void PolicyBase::AddMember(FunctionId f, GpuId g) {
+  fns_[f].member_pos = gpus_[g].members.size();
+  gpus_[g].members.push_back(f);
+}
+
+void PolicyBase::RemoveMember(FunctionId f) {
+  Fn& fn = fns_[f];
+  auto& members = gpus_[fn.gpu].members;
+  const FunctionId last = members.back();
+  members[fn.member_pos] = last;
+  fns_[last].member_pos = fn.member_pos;
+  members.pop_back();
+}
+
+void PolicyBase::Activate(Time now, GpuId g) {
+  assert(!gpus_[g].active);
+  gpus_[g].active = true;
+  gpus_[g].activated_at = now;
+  gpus_[g].link_free = now;
+  ++active_count_;
+  Emit(ActionKind::kActivateGpu, kNoFunction, g);
+}
+
+void PolicyBase::Release(GpuId g) {
+  assert(gpus_[g].active && gpus_[g].empty());
+  gpus_[g].active = false;
+  --active_count_;
+  Emit(ActionKind::kReleaseGpu, kNoFunction, g);
+}
+
+Time PolicyBase::SwapIn(Time now, FunctionId f, GpuId g) {
+  Fn& fn = fns_[f];
+  Gpu& gpu = gpus_[g];
+  assert(gpu.active && !fn.transfer && fn.where != Residency::kResident);
+  const Transfer t = SwapInCost(fn.spec, fn.where, fn.gpu, g, gpu.spec);
+  const Duration link_time = SwapTime(f, g, t);
+  fn.swap_from_parked = fn.where == Residency::kParked && fn.gpu == g;
+  if (fn.where != Residency::kHost) {
+    gpus_[fn.gpu].used -= FootprintBytes(fn.spec, fn.where);
+    RemoveMember(f);
+  }
+  gpu.used += FootprintBytes(fn.spec, Residency::kResident);
+  assert(gpu.used <= gpu.spec.memory_bytes);
+  fn.where = Residency::kResident;
+  fn.gpu = g;
+  AddMember(f, g);
+  fn.transfer = true;
+  gpu.link_free = std::max(now, gpu.link_free) + link_time;
+  Emit(ActionKind::kSwapIn, f, g);
+  return gpu.link_free;
+}
+
+void PolicyBase::SwapOut(FunctionId f) {
+  Fn& fn = fns_[f];
+  assert(fn.where == Residency::kResident && !fn.running && !fn.transfer);
+  gpus_[fn.gpu].used -= fn.spec.weights_bytes;
+  fn.where = Residency::kParked;
+  Emit(ActionKind::kSwapOut, f, fn.gpu);
+}
+
+void PolicyBase::DeepEvict(Time now, FunctionId f) {
+  Fn& fn = fns_[f];
+  assert(fn.where != Residency::kHost && !fn.running && !fn.transfer);
+  Gpu& gpu = gpus_[fn.gpu];
+  const Transfer t = DeepEvictCost(fn.spec, fn.where, gpu.spec);
+  gpu.used -= FootprintBytes(fn.spec, fn.where);
+  gpu.link_free = std::max(now, gpu.link_free) + t.time;
+  ++gpu.evictions_in_flight;
+  Emit(ActionKind::kDeepEvict, f, fn.gpu);
+  RemoveMember(f);
+  if (fn.pinned) Pin(f, false);
+  fn.where = Residency::kHost;
+  fn.evicting_from = fn.gpu;
+  fn.gpu = kNoGpu;
+  fn.transfer = true;
+}
+
+void PolicyBase::Pin(FunctionId f, bool pin) {
+  if (fns_[f].pinned == pin) return;
+  fns_[f].pinned = pin;
+  Emit(ActionKind::kKeepResident, f, fns_[f].gpu, 0, pin);
+}
+
+void PolicyBase::Enqueue(Time now, FunctionId f, GpuId g) {
+  Fn& fn = fns_[f];
+  assert(!fn.queued && !fn.pending.empty());
+  fn.queued = true;
+  const Duration pred = Predict(f);
+  gpus_[g].ready.push_back({f, pred});
+  gpus_[g].ready_work += pred;
+  Dispatch(now, g);
+}
+
+void PolicyBase::Grant(Time now, FunctionId f, GpuId g) {
+  Fn& fn = fns_[f];
+  fn.running = true;
+  fn.grant_time = now;
+  fn.grant_pred = Predict(f);
+  gpus_[g].tenant = f;
+  gpus_[g].tenant_end = now + fn.grant_pred;
+  Emit(ActionKind::kGrant, f, g, config_.slice);
+}
+
+void PolicyBase::TakeReady(GpuId g, size_t i) {
+  Gpu& gpu = gpus_[g];
+  fns_[gpu.ready[i].first].queued = false;
+  gpu.ready_work -= gpu.ready[i].second;
+  gpu.ready.erase(gpu.ready.begin() + static_cast<long>(i));
+}
+
+size_t PolicyBase::PickReady(Time /*now*/, GpuId /*g*/) const { return 0; }
+
+void PolicyBase::Dispatch(Time now, GpuId g) {
+  Gpu& gpu = gpus_[g];
+  while (gpu.tenant == kNoFunction && !gpu.ready.empty()) {
+    const size_t i = PickReady(now, g);
+    const auto [f, pred] = gpu.ready[i];
+    Fn& fn = fns_[f];
+    if (fn.where != Residency::kResident || fn.gpu != g) {
+      if (fn.where == Residency::kResident || fn.transfer) {
+        // Resident (or arriving) elsewhere: serve it there instead.
+        TakeReady(g, i);
+        if (!fn.transfer) Enqueue(now, f, fn.gpu);
+        continue;
+      }
+      // Load at dispatch: make room, swap in, and hold the GPU for it.
+      const uint64_t need = FootprintBytes(fn.spec, Residency::kResident) -
+                            (fn.gpu == g ? FootprintBytes(fn.spec, fn.where) : 0);
+      if (!MakeRoom(now, g, need, evict_mode())) {
+        // No room while the GPU's memory is held by functions queued behind f: run the first
+        // of those now rather than deadlock; f is retried when something frees.
+        for (size_t j = 0; j < gpu.ready.size(); ++j) {
+          const FunctionId other = gpu.ready[j].first;
+          const Fn& o = fns_[other];
+          if (o.where == Residency::kResident && o.gpu == g && !o.transfer && !o.pending.empty()) {
+            TakeReady(g, j);
+            Grant(now, other, g);
+            return;
+          }
+        }
+        return;
+      }
+      TakeReady(g, i);
+      const Time done = SwapIn(now, f, g);
+      gpu.tenant = f;
+      gpu.tenant_end = done + pred;
+      return;
+    }
+    TakeReady(g, i);
+    if (fn.pending.empty()) continue;
+    Grant(now, f, g);
+  }
+}
+
+void PolicyBase::HandleArrival(Time now, FunctionId f) {
+  Fn& fn = fns_[f];
+  if (!fn.registered) return;
+  fn.pending.push_back(now);
+  fn.arrivals.Observe(now);
+  fn.last_use = now;
+  OnArrival(now, f);
+  if (fn.running || fn.queued || fn.waiting || fn.transfer) return;
+  if (fn.gpu != kNoGpu && gpus_[fn.gpu].tenant == f) return;
+  if (fn.where == Residency::kResident) {
+    Enqueue(now, f, fn.gpu);
+  } else {
+    Place(now, f);
+  }
+}
+
+void PolicyBase::HandleBurstEnd(Time now, const BurstEnd& e) {
+  Fn& fn = fns_[e.function];
+  Gpu& gpu = gpus_[e.gpu];
+  fn.exec.Observe(e.gpu_time);
+  if (!fn.pending.empty()) fn.pending.pop_front();
+  fn.running = false;
+  fn.last_use = now;
+  if (gpu.tenant == e.function) gpu.tenant = kNoFunction;
+  if (!fn.pending.empty()) Enqueue(now, e.function, e.gpu);
+  Dispatch(now, e.gpu);
+  OnBurstDone(now, e.function, e.gpu);
+  if (gpu.tenant == kNoFunction && gpu.ready.empty()) OnGpuIdle(now, e.gpu);
+}
+
+void PolicyBase::HandleSwapDone(Time now, const SwapDone& e) {
+  Fn& fn = fns_[e.function];
+  switch (e.kind) {
+    case SwapKind::kIn: {
+      fn.transfer = false;
+      Gpu& gpu = gpus_[e.gpu];
+      if (fn.swap_from_parked && e.took > 0) gpu.bw.Observe(e.bytes, e.took);
+      if (gpu.tenant == e.function && !fn.running) {
+        if (fn.pending.empty()) {
+          gpu.tenant = kNoFunction;
+          Dispatch(now, e.gpu);
+        } else {
+          Grant(now, e.function, e.gpu);
+        }
+      } else if (!fn.pending.empty() && !fn.queued) {
+        Enqueue(now, e.function, e.gpu);
+      } else if (fn.pending.empty()) {
+        OnPrefetched(now, e.function);
+      }
+      break;
+    }
+    case SwapKind::kOut:
+      break;
+    case SwapKind::kDeepEvict: {
+      fn.transfer = false;
+      if (fn.evicting_from != kNoGpu) --gpus_[fn.evicting_from].evictions_in_flight;
+      fn.evicting_from = kNoGpu;
+      if (!fn.pending.empty() && !fn.waiting && !fn.queued && fn.registered) Place(now, e.function);
+      break;
+    }
+  }
+}
+
+void PolicyBase::HandleGone(Time now, FunctionId f) {
+  Fn& fn = fns_[f];
+  if (!fn.registered) return;
+  if (fn.gpu != kNoGpu) {
+    Gpu& gpu = gpus_[fn.gpu];
+    if (gpu.tenant == f) gpu.tenant = kNoFunction;
+    gpu.used -= FootprintBytes(fn.spec, fn.where);
+    RemoveMember(f);
+  }
+  if (fn.evicting_from != kNoGpu) --gpus_[fn.evicting_from].evictions_in_flight;
+  for (Gpu& gpu : gpus_) {
+    for (auto it = gpu.ready.begin(); it != gpu.ready.end();) {
+      if (it->first == f) {
+        gpu.ready_work -= it->second;
+        it = gpu.ready.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  const GpuId was = fn.gpu;
+  fn = Fn{};
+  if (was != kNoGpu) Dispatch(now, was);
+}
+
+std::vector<FunctionId> PolicyBase::EvictionOrder(GpuId g, Residency state) const {
+  std::vector<FunctionId> order;
+  for (FunctionId f : gpus_[g].members) {
+    const Fn& fn = fns_[f];
+    if (fn.where == state && fn.idle() && !fn.pinned && !fn.queued && !fn.waiting &&
+        gpus_[g].tenant != f) {
+      order.push_back(f);
+    }
+  }
+  std::sort(order.begin(), order.end(), [this](FunctionId a, FunctionId b) {
+    return fns_[a].last_use != fns_[b].last_use ? fns_[a].last_use < fns_[b].last_use : a < b;
+  });
+  return order;
+}
+
+uint64_t PolicyBase::Reclaimable(GpuId g, Evict /*mode*/) const {
+  uint64_t bytes = gpus_[g].free();
+  for (FunctionId f : gpus_[g].members) {
+    const Fn& fn = fns_[f];
+    if (fn.idle() && !fn.pinned && !fn.queued && !fn.waiting && gpus_[g].tenant != f) {
+      bytes += FootprintBytes(fn.spec, fn.where);
+    }
+  }
+  return bytes;
+}
+
+bool PolicyBase::MakeRoom(Time now, GpuId g, uint64_t need, Evict mode) {
+  Gpu& gpu = gpus_[g];
+  if (gpu.free() >= need) return true;
+  if (Reclaimable(g, mode) < need) return false;
+  if (mode == Evict::kParkFirst) {
+    for (FunctionId f : EvictionOrder(g, Residency::kResident)) {
+      if (gpu.free() >= need) return true;
+      SwapOut(f);
+    }
+  } else {
+    for (FunctionId f : EvictionOrder(g, Residency::kResident)) {
+      if (gpu.free() >= need) return true;
+      DeepEvict(now, f);
+    }
+  }
+  for (FunctionId f : EvictionOrder(g, Residency::kParked)) {
+    if (gpu.free() >= need) return true;
+    DeepEvict(now, f);
+  }
+  return gpu.free() >= need;
+}
+
+void PolicyBase::WakeAt(Time t, FunctionId f, uint32_t tag) { wakes_.push(Wake{t, f, tag}); }
+
+void PolicyBase::FireTimers(Time now) {
+  while (!wakes_.empty() && wakes_.top().at <= now) {
+    const Wake w = wakes_.top();
+    wakes_.pop();
+    OnWake(now, w.f, w.tag);
+  }
+}
+
+Duration PolicyBase::SwapTime(FunctionId f, GpuId g, const Transfer& t) const {
+  const Fn& fn = fns_[f];
+  const Gpu& gpu = gpus_[g];
+  const Duration overhead =
+      (fn.where == Residency::kParked && fn.gpu == g) ? 0 : gpu.spec.restore_overhead;
+  const double copy = static_cast<double>(t.bytes) / gpu.bw.bytes_per_us();
+  return overhead + static_cast<Duration>(std::ceil(copy));
+}
+
+Duration PolicyBase::SwapTime(FunctionId f, GpuId g) const {
+  const Fn& fn = fns_[f];
+  if (fn.where == Residency::kResident && fn.gpu == g) return 0;
+  return SwapTime(f, g, SwapInCost(fn.spec, fn.where, fn.gpu, g, gpus_[g].spec));
+}
+
+Time PolicyBase::GpuFreeAt(Time now, GpuId g) const {
+  const Gpu& gpu = gpus_[g];
+  const Time base = gpu.tenant != kNoFunction ? std::max(now, gpu.tenant_end) : now;
+  return base + gpu.ready_work;
+}
+
+Time PolicyBase::PredictedStart(Time now, FunctionId f, GpuId g) const {
+  const Duration swap = SwapTime(f, g);
+  const Time swap_end = swap == 0 ? now : std::max(now, gpus_[g].link_free) + swap;
+  return std::max(swap_end, GpuFreeAt(now, g));
+}
+
+}  // namespace gshare::policy::internal

@@ -1,0 +1,160 @@
+// PolicyBase: the bookkeeping every policy shares — its own model of the node (per-function
+// residency, outstanding bursts, predictors; per-GPU memory, tenant, ready queue, link), event
+// dispatch, action emission that keeps the model consistent with what the environment will do,
+// LRU eviction, and a wakeup heap. Concrete policies (keepalive.cc, proxy_swap.cc, fifo.cc,
+// slack_scheduler.cc) decide only where and when functions go, through the hooks below.
+//
+// Invariants (between Handle() calls):
+//  1. Gpu::used == sum of FootprintBytes over functions whose state is on that GPU (a swap-in
+//     in flight counts at its target), and used <= memory for every GPU.
+//  2. A function is in at most one place: a GPU's ready queue (queued), a policy's own wait
+//     structure (waiting), running as a GPU's tenant, or reserved as a GPU's tenant while its
+//     swap-in completes (Gpu::tenant == f && !running).
+//  3. A GPU's ready queue holds only functions with outstanding bursts.
+//
+// Thread-safety: none (see policy.h).
+#pragma once
+
+#include <deque>
+#include <queue>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gshare/policy/policy.h"
+#include "gshare/policy/predictor.h"
+
+namespace gshare::policy::internal {
+
+class PolicyBase : public Policy {
+ public:
+  PolicyBase(std::string name, const PolicyConfig& config);
+  std::string_view name() const override { return name_; }
+  void Handle(const Event& event, ActionList& out) final;
+  Time NextWakeup() const override;
+
+ protected:
+  struct Fn {
+    FunctionSpec spec;
+    bool registered = false;
+    Residency where = Residency::kHost;
+    GpuId gpu = kNoGpu;       // GPU holding its state (kParked/kResident), else kNoGpu
+    bool transfer = false;    // swap-in or deep eviction in flight
+    bool running = false;     // granted and executing
+    bool queued = false;      // in gpus_[gpu].ready
+    bool waiting = false;     // held in the concrete policy's own queue
+    bool pinned = false;      // never evicted by MakeRoom
+    std::deque<Time> pending; // arrival times of outstanding bursts, oldest first
+    Time last_use = 0;        // last arrival or burst end (LRU key)
+    Time grant_time = 0;
+    Duration grant_pred = 0;
+    size_t member_pos = 0;    // index in gpus_[gpu].members
+    bool swap_from_parked = false;     // the swap-in in flight moves weights only
+    GpuId evicting_from = kNoGpu;      // GPU a deep eviction in flight is leaving
+    ExecPredictor exec;
+    ArrivalPredictor arrivals;
+    Time deadline() const { return pending.empty() ? kNever : pending.front() + spec.slo; }
+    bool idle() const { return pending.empty() && !running && !transfer; }
+  };
+  struct Gpu {
+    GpuSpec spec;
+    bool active = false;
+    uint64_t used = 0;
+    FunctionId tenant = kNoFunction;  // running, or reserved while its swap-in completes
+    std::deque<std::pair<FunctionId, Duration>> ready;  // with the predicted execution
+    Duration ready_work = 0;          // predicted execution of the bursts in `ready`
+    Time tenant_end = 0;              // predicted end of the tenant's burst
+    Time link_free = 0;               // when the link finishes the transfers issued so far
+    std::vector<FunctionId> members;  // functions with state here (including in-flight swap-ins)
+    uint32_t evictions_in_flight = 0;
+    Time activated_at = 0;
+    BandwidthPredictor bw;
+    uint64_t free() const { return spec.memory_bytes - used; }
+    bool empty() const {
+      return members.empty() && tenant == kNoFunction && ready.empty() && evictions_in_flight == 0;
+    }
+  };
+  enum class Evict : uint8_t { kDeep, kParkFirst };
+
+  // ---- hooks for concrete policies ----
+  // f has an outstanding burst, is not on any GPU's tenant/ready, not waiting, not in transfer,
+  // and is not kResident. Decide: swap it in somewhere, or hold it (set waiting, wake later).
+  virtual void Place(Time now, FunctionId f) = 0;
+  // The policy's predicted execution time of f's next burst.
+  virtual Duration Predict(FunctionId f) const = 0;
+  virtual void OnStarted(Time /*now*/) {}
+  virtual void OnRegistered(Time /*now*/, FunctionId /*f*/) {}
+  virtual void OnArrival(Time /*now*/, FunctionId /*f*/) {}
+  virtual void OnBurstDone(Time /*now*/, FunctionId /*f*/, GpuId /*g*/) {}
+  virtual void OnGpuEmpty(Time /*now*/, GpuId /*g*/) {}
+  virtual void OnGpuIdle(Time /*now*/, GpuId /*g*/) {}
+  virtual void OnWake(Time /*now*/, FunctionId /*f*/, uint32_t /*tag*/) {}
+  // A resident function with nothing to do after a swap-in (a prefetch landed).
+  virtual void OnPrefetched(Time /*now*/, FunctionId /*f*/) {}
+  // Which entry of g's ready queue runs next (default 0: FIFO). REQUIRES: ready non-empty.
+  virtual size_t PickReady(Time now, GpuId g) const;
+  // How load-at-dispatch (Dispatch) makes room.
+  virtual Evict evict_mode() const { return Evict::kDeep; }
+
+  // ---- actions (emit and update the model) ----
+  void Activate(Time now, GpuId g);
+  void Release(GpuId g);
+  // REQUIRES: the SwapIn preconditions of policy.h. Returns the predicted completion time.
+  Time SwapIn(Time now, FunctionId f, GpuId g);
+  void SwapOut(FunctionId f);
+  void DeepEvict(Time now, FunctionId f);
+  // Puts f (with an outstanding burst) at the back of g's ready queue; dispatches if g is free.
+  // f need not be resident on g: Dispatch() then loads it first (load-at-dispatch style).
+  void Enqueue(Time now, FunctionId f, GpuId g);
+  // Frees at least `need` bytes on g by evicting idle, unpinned functions in LRU order (kDeep:
+  // deep-evict; kParkFirst: swap out resident ones, then deep-evict parked ones). Evicts nothing
+  // unless the goal is reachable. Returns whether free() >= need afterwards.
+  bool MakeRoom(Time now, GpuId g, uint64_t need, Evict mode);
+  // Bytes MakeRoom could free on g (free + evictable).
+  uint64_t Reclaimable(GpuId g, Evict mode) const;
+  void Pin(FunctionId f, bool pin);
+  void WakeAt(Time t, FunctionId f, uint32_t tag);
+
+  // ---- queries ----
+  // Predicted transfer time of bringing f to kResident on g, on an idle link.
+  Duration SwapTime(FunctionId f, GpuId g) const;
+  Duration SwapTime(FunctionId f, GpuId g, const Transfer& t) const;
+  // When g could start f's burst if f were swapped in now and queued behind g's work.
+  Time PredictedStart(Time now, FunctionId f, GpuId g) const;
+  // When g's current tenant and ready queue are predicted to be done.
+  Time GpuFreeAt(Time now, GpuId g) const;
+  int ActiveGpus() const { return active_count_; }
+
+  std::string name_;
+  PolicyConfig config_;
+  std::vector<Fn> fns_;
+  std::vector<Gpu> gpus_;
+
+ private:
+  void Emit(ActionKind kind, FunctionId f, GpuId g, Duration slice = 0, bool pin = false);
+  void AddMember(FunctionId f, GpuId g);
+  void RemoveMember(FunctionId f);
+  void Dispatch(Time now, GpuId g);
+  void TakeReady(GpuId g, size_t i);
+  void Grant(Time now, FunctionId f, GpuId g);
+  void MaybeEmpty(Time now, GpuId g);
+  void HandleArrival(Time now, FunctionId f);
+  void HandleBurstEnd(Time now, const BurstEnd& e);
+  void HandleSwapDone(Time now, const SwapDone& e);
+  void HandleGone(Time now, FunctionId f);
+  void FireTimers(Time now);
+  std::vector<FunctionId> EvictionOrder(GpuId g, Residency state) const;
+
+  struct Wake {
+    Time at;
+    FunctionId f;
+    uint32_t tag;
+    bool operator>(const Wake& o) const { return at > o.at; }
+  };
+  std::priority_queue<Wake, std::vector<Wake>, std::greater<>> wakes_;
+  std::vector<bool> gpu_empty_seen_;  // OnGpuEmpty already called for this empty spell
+  ActionList* out_ = nullptr;  // valid during Handle()
+  int active_count_ = 0;
+};
+
+}  // namespace gshare::policy::internal

@@ -1,0 +1,87 @@
+// Online execution-time, inter-arrival and bandwidth predictors (see predictor.h).
+#include "gshare/policy/predictor.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace gshare::policy {
+
+ExecPredictor::ExecPredictor(const FunctionSpec& prior)
+    : prior_p50_(std::max<Duration>(1, prior.exec_p50)),
+      prior_p90_(std::max<Duration>(1, std::max(prior.exec_p50, prior.exec_p90))) {}
+
+void ExecPredictor::Observe(Duration exec) {
+  window_[static_cast<size_t>(count_ % kWindow)] = std::max<Duration>(1, exec);
+  ++count_;
+}
+
+Duration ExecPredictor::Quantile(double q) const {
+  const int n = samples();
+  if (n < kMinSamples) {
+    // Log-normal prior through p50 and p90: z(0.9) = 1.2816.
+    const double mu = std::log(static_cast<double>(prior_p50_));
+    const double sigma = std::log(static_cast<double>(prior_p90_) / static_cast<double>(prior_p50_)) / 1.2816;
+    // Inverse normal CDF for the few quantiles policies use, by a rational approximation.
+    const double p = std::clamp(q, 0.5, 0.9999);
+    const double t = std::sqrt(-2.0 * std::log(1.0 - p));
+    const double z = t - (2.515517 + 0.802853 * t + 0.010328 * t * t) /
+                             (1.0 + 1.432788 * t + 0.189269 * t * t + 0.001308 * t * t * t);
+    return std::max<Duration>(1, static_cast<Duration>(std::exp(mu + sigma * z)));
+  }
+  std::array<Duration, kWindow> sorted = window_;
+  const auto end = sorted.begin() + n;
+  const int k = std::clamp(static_cast<int>(std::ceil(q * n)) - 1, 0, n - 1);
+  std::nth_element(sorted.begin(), sorted.begin() + k, end);
+  return sorted[static_cast<size_t>(k)];
+}
+
+Duration ExecPredictor::Predict(const PaddingRule& rule) const {
+  const double v = static_cast<double>(Quantile(rule.quantile)) * (1.0 + rule.pad);
+  return std::max<Duration>(1, static_cast<Duration>(std::ceil(v)));
+}
+
+void ArrivalPredictor::Observe(Time arrival) {
+  if (last_ >= 0) {
+    gaps_[static_cast<size_t>(count_ % kWindow)] = std::max<Duration>(0, arrival - last_);
+    ++count_;
+  }
+  last_ = arrival;
+}
+
+double ArrivalPredictor::MeanGap() const {
+  const int n = gaps();
+  if (n == 0) return 0;
+  double sum = 0;
+  for (int i = 0; i < n; ++i) sum += static_cast<double>(gaps_[static_cast<size_t>(i)]);
+  return sum / n;
+}
+
+double ArrivalPredictor::GapCv() const {
+  const int n = gaps();
+  if (n < 2) return 0;
+  const double mean = MeanGap();
+  if (mean <= 0) return 0;
+  double ss = 0;
+  for (int i = 0; i < n; ++i) {
+    const double d = static_cast<double>(gaps_[static_cast<size_t>(i)]) - mean;
+    ss += d * d;
+  }
+  return std::sqrt(ss / n) / mean;
+}
+
+bool ArrivalPredictor::Periodic(double max_cv) const {
+  return gaps() >= kWindow / 2 && GapCv() < max_cv;
+}
+
+Time ArrivalPredictor::NextArrival() const {
+  if (gaps() == 0) return kNever;
+  return last_ + static_cast<Duration>(MeanGap());
+}
+
+void BandwidthPredictor::Observe(uint64_t bytes, Duration link_time) {
+  if (bytes == 0 || link_time <= 0) return;
+  const double sample = static_cast<double>(bytes) / static_cast<double>(link_time);
+  bytes_per_us_ = 0.8 * bytes_per_us_ + 0.2 * sample;
+}
+
+}  // namespace gshare::policy

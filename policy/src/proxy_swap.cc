@@ -1,0 +1,37 @@
+// proxy-swap: a FaaSwap-like baseline. A fixed pool (every GPU, active from the start); models
+// live in host memory and are loaded on demand. A request goes to a GPU that already caches
+// its model, else to the least-loaded GPU, where it waits FIFO; the model is loaded when its
+// turn comes, evicting least-recently-used models.
+#include "policies.h"
+#include "policy_base.h"
+
+namespace gshare::policy::internal {
+namespace {
+
+class ProxySwap final : public PolicyBase {
+ public:
+  using PolicyBase::PolicyBase;
+
+ private:
+  Duration Predict(FunctionId f) const override { return fns_[f].exec.Predict({0.9, 0.0}); }
+
+  void OnStarted(Time now) override {
+    for (GpuId g = 0; g < gpus_.size(); ++g) Activate(now, g);
+  }
+
+  void Place(Time now, FunctionId f) override {
+    GpuId best = 0;
+    for (GpuId g = 1; g < gpus_.size(); ++g) {
+      if (GpuFreeAt(now, g) < GpuFreeAt(now, best)) best = g;
+    }
+    Enqueue(now, f, best);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Policy> MakeProxySwap(const std::string& name, const PolicyConfig& config) {
+  return std::make_unique<ProxySwap>(name, config);
+}
+
+}  // namespace gshare::policy::internal

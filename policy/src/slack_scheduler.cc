@@ -1,0 +1,316 @@
+// The SLO-aware slack scheduler behind "dual-queue" (the paper's dual-queue lazy scheduling:
+// every idea below off, p90 * 1.4 prediction) and "aggressive" (ours, every idea on).
+//
+// Core (both): a request whose function is resident runs on that GPU (per-GPU FIFO). Otherwise
+// the function needs a swap-in: functions whose predicted host swap + execution exceeds their
+// SLO form the "cache queue" and are pinned resident once loaded; the others wait in the
+// "share queue" (the wakeup heap, ordered by latest safe start = deadline - predicted exec -
+// swap time) and at that moment take a feasible active GPU (memory reclaimable, predicted
+// finish within the deadline) or a new one.
+//
+// Aggressive ideas, each with an ablation flag (SlackOptions): learned quantile prediction;
+// residency- and swap-cost-aware packing GPU choice; eager placement on active GPUs; parking
+// idle functions (context stays, weights freed) and deep-evicting long-idle ones; prefetching
+// periodic functions ahead of their next arrival; releasing empty GPUs at once; and draining
+// lightly used GPUs onto the others when the load allows (scale down).
+#include <algorithm>
+#include <vector>
+
+#include "policies.h"
+#include "policy_base.h"
+
+namespace gshare::policy::internal {
+namespace {
+
+enum Tag : uint32_t { kTagSlack = 1, kTagIdle, kTagPrefetch, kTagScale, kTagRelease };
+
+constexpr Duration kMargin = 1'000;                         // safety on the latest start
+constexpr Duration kShareIdleTtl = 60 * kUsPerSecond;       // dual-queue: evict idle after
+constexpr Duration kReleaseDelay = 60 * kUsPerSecond;       // without `release`
+constexpr Duration kScalePeriod = 5 * kUsPerSecond;         // consolidation check period
+constexpr double kScaleUtil = 0.5;                          // target utilisation after draining
+constexpr Duration kPrefetchMinGap = 10 * kUsPerSecond;     // shortest period worth evicting for
+constexpr Duration kRetry = 1'000;                          // nothing fits anywhere: retry after
+
+class SlackScheduler final : public PolicyBase {
+ public:
+  SlackScheduler(const std::string& name, const PolicyConfig& config, const SlackOptions& options)
+      : PolicyBase(name, config), opt_(options) {
+    rule_ = opt_.learned ? PaddingRule{0.95, 0.0} : PaddingRule{0.9, config.padding};
+    safety_ = opt_.learned ? PaddingRule{0.9, 0.0} : rule_;
+    busy_.assign(gpus_.size(), 0);
+  }
+
+ private:
+  Duration Predict(FunctionId f) const override { return fns_[f].exec.Predict(rule_); }
+  // The execution time used to judge whether a swap is SLO-safe (risk classification).
+  Duration Risky(FunctionId f) const { return fns_[f].exec.Predict(safety_); }
+  Duration Typical(FunctionId f) const { return fns_[f].exec.Quantile(0.5); }
+  Evict evict_mode() const override { return opt_.deep_evict ? Evict::kParkFirst : Evict::kDeep; }
+
+  // Predicted worst-case swap-in (from the host) on the first GPU's link.
+  Duration HostSwap(FunctionId f) const {
+    return SwapInCost(fns_[f].spec, Residency::kHost, kNoGpu, 0, gpus_[0].spec).time;
+  }
+  // Deep eviction is SLO-safe when a restore from the host still meets the SLO.
+  bool DeepSafe(FunctionId f) const { return HostSwap(f) + Risky(f) <= fns_[f].spec.slo; }
+  bool ParkSafe(FunctionId f) const {
+    const Fn& fn = fns_[f];
+    const Transfer t = SwapInCost(fn.spec, Residency::kParked, 0, 0, gpus_[0].spec);
+    return t.time + Risky(f) <= fn.spec.slo;
+  }
+  uint64_t Need(FunctionId f, GpuId g) const {
+    const Fn& fn = fns_[f];
+    return FootprintBytes(fn.spec, Residency::kResident) -
+           (fn.gpu == g ? FootprintBytes(fn.spec, fn.where) : 0);
+  }
+
+  void OnStarted(Time now) override {
+    if (opt_.scale) WakeAt(now + kScalePeriod, kNoFunction, kTagScale);
+  }
+
+  // A feasible active GPU for f (memory reclaimable, predicted finish by `deadline`), or kNoGpu.
+  GpuId Choose(Time now, FunctionId f, Time deadline) const {
+    const Duration e = Predict(f);
+    GpuId best = kNoGpu;
+    for (GpuId g = 0; g < gpus_.size(); ++g) {
+      const Gpu& gpu = gpus_[g];
+      if (!gpu.active || Reclaimable(g, evict_mode()) < Need(f, g)) continue;
+      if (PredictedStart(now, f, g) + e > deadline) continue;
+      if (opt_.interference && !Compatible(f, g)) continue;
+      if (!opt_.residency) return g;  // first fit
+      if (fns_[f].gpu == g) return g;  // parked here: cheapest swap, context already there
+      if (best == kNoGpu || gpu.used > gpus_[best].used) best = g;  // pack the fullest
+    }
+    return best;
+  }
+
+  // Whether f can share g for good: a typical burst of each of g's other functions fits in f's
+  // slack and f's typical burst fits in each of theirs (bursts are not preempted).
+  bool Compatible(FunctionId f, GpuId g) const {
+    const Duration ef = Typical(f);
+    const Duration f_slack = fns_[f].spec.slo - ef;
+    for (FunctionId m : gpus_[g].members) {
+      if (m == f) continue;
+      const Duration em = Typical(m);
+      if (em > f_slack || ef > fns_[m].spec.slo - em) return false;
+    }
+    return true;
+  }
+
+  size_t PickReady(Time now, GpuId g) const override {
+    const auto& ready = gpus_[g].ready;
+    if (!opt_.edf || ready.size() < 2) return 0;
+    size_t best = 0;
+    Time best_slack = kNever;
+    for (size_t i = 0; i < ready.size(); ++i) {
+      const Fn& fn = fns_[ready[i].first];
+      const Time slack = fn.deadline() - now - ready[i].second;
+      if (slack < best_slack) {
+        best_slack = slack;
+        best = i;
+      }
+    }
+    return best;
+  }
+
+  void Load(Time now, FunctionId f, GpuId g) {
+    (void)MakeRoom(now, g, Need(f, g), evict_mode());
+    SwapIn(now, f, g);
+    if (!DeepSafe(f)) Pin(f, true);  // cache queue: keep a resident slice
+  }
+
+  void Place(Time now, FunctionId f) override {
+    Fn& fn = fns_[f];
+    const Time latest = fn.deadline() - Predict(f) - HostSwap(f) - kMargin;
+    if (opt_.eager || latest <= now) {
+      const GpuId g = Choose(now, f, fn.deadline());
+      if (g != kNoGpu) return Load(now, f, g);
+    }
+    if (latest > now) {  // share queue: wait for the last safe moment
+      fn.waiting = true;
+      WakeAt(latest, f, kTagSlack);
+      return;
+    }
+    PlaceNow(now, f, fn.deadline());
+  }
+
+  // Slack is gone: a feasible active GPU, else a new one, else the least bad active one.
+  void PlaceNow(Time now, FunctionId f, Time deadline) {
+    GpuId g = Choose(now, f, deadline);
+    if (g == kNoGpu) {
+      for (GpuId i = 0; i < gpus_.size() && g == kNoGpu; ++i) {
+        if (!gpus_[i].active) {
+          Activate(now, i);
+          g = i;
+        }
+      }
+    }
+    if (g == kNoGpu) {
+      Time best_start = kNever;
+      for (GpuId i = 0; i < gpus_.size(); ++i) {
+        if (gpus_[i].active && Reclaimable(i, evict_mode()) >= Need(f, i)) {
+          const Time start = PredictedStart(now, f, i);
+          if (start < best_start) {
+            best_start = start;
+            g = i;
+          }
+        }
+      }
+    }
+    if (g == kNoGpu) {
+      fns_[f].waiting = true;
+      WakeAt(now + kRetry, f, kTagSlack);
+      return;
+    }
+    Load(now, f, g);
+  }
+
+  void OnBurstDone(Time now, FunctionId f, GpuId g) override {
+    Fn& fn = fns_[f];
+    busy_[g] += now - fn.grant_time;
+    if (!fn.pending.empty()) return;
+    const Duration gap = static_cast<Duration>(fn.arrivals.MeanGap());
+    if (opt_.prefetch && fn.arrivals.Periodic() && gap >= kPrefetchMinGap && !fn.queued &&
+        gpus_[g].tenant != f) {
+      DeepEvict(now, f);  // come back just before the next tick
+      const Duration lead = HostSwap(f) + std::min<Duration>(gap / 20, kUsPerSecond) + 5'000;
+      WakeAt(fn.arrivals.NextArrival() - lead, f, kTagPrefetch);
+      return;
+    }
+    WakeAt(now + FirstIdleStep(f), f, kTagIdle);
+  }
+
+  void OnPrefetched(Time now, FunctionId f) override { WakeAt(now + FirstIdleStep(f), f, kTagIdle); }
+
+  Duration ParkAfter(FunctionId f) const {
+    const Fn& fn = fns_[f];
+    if (fn.arrivals.gaps() == 0) return 10 * kUsPerSecond;
+    return std::clamp<Duration>(static_cast<Duration>(2 * fn.arrivals.MeanGap()), kUsPerSecond,
+                                60 * kUsPerSecond);
+  }
+  Duration DeepAfter(FunctionId f) const {
+    if (!opt_.deep_evict) return DeepSafe(f) ? kShareIdleTtl : config_.keepalive_ttl;
+    return DeepSafe(f) ? ParkAfter(f) + 10 * kUsPerSecond : config_.keepalive_ttl;
+  }
+  Duration FirstIdleStep(FunctionId f) const {
+    return opt_.deep_evict ? ParkAfter(f) : DeepAfter(f);
+  }
+
+  void IdleStep(Time now, FunctionId f) {
+    Fn& fn = fns_[f];
+    if (!fn.idle() || fn.queued || fn.waiting || fn.where == Residency::kHost ||
+        gpus_[fn.gpu].tenant == f) {
+      return;
+    }
+    const Duration idle_for = now - fn.last_use;
+    if (idle_for >= DeepAfter(f)) return DeepEvict(now, f);
+    if (opt_.deep_evict && fn.where == Residency::kResident && idle_for >= ParkAfter(f) &&
+        ParkSafe(f)) {
+      if (fn.pinned) Pin(f, false);
+      SwapOut(f);
+    }
+    const Duration next = (opt_.deep_evict && fn.where == Residency::kResident && idle_for < ParkAfter(f))
+                              ? ParkAfter(f)
+                              : DeepAfter(f);
+    WakeAt(fn.last_use + next, f, kTagIdle);
+  }
+
+  void OnWake(Time now, FunctionId f, uint32_t tag) override {
+    switch (tag) {
+      case kTagSlack: {
+        Fn& fn = fns_[f];
+        if (!fn.waiting) return;
+        fn.waiting = false;
+        if (fn.pending.empty() || fn.transfer) return;
+        if (fn.where == Residency::kResident) return Enqueue(now, f, fn.gpu);
+        return PlaceNow(now, f, fn.deadline());
+      }
+      case kTagIdle:
+        return IdleStep(now, f);
+      case kTagPrefetch: {
+        Fn& fn = fns_[f];
+        if (fn.where != Residency::kHost || fn.transfer || fn.waiting || !fn.pending.empty()) return;
+        return PlaceNow(now, f, fn.arrivals.NextArrival() + fn.spec.slo);
+      }
+      case kTagScale:
+        Consolidate(now);
+        WakeAt(now + kScalePeriod, kNoFunction, kTagScale);
+        return;
+      case kTagRelease:
+        if (gpus_[f].active && gpus_[f].empty()) Release(f);
+        return;
+      default:
+        return;
+    }
+  }
+
+  void OnGpuEmpty(Time now, GpuId g) override {
+    if (opt_.release) return Release(g);
+    WakeAt(now + kReleaseDelay, g, kTagRelease);
+  }
+
+  bool Drainable(GpuId g) const {
+    const Gpu& gpu = gpus_[g];
+    if (!gpu.active || gpu.tenant != kNoFunction || !gpu.ready.empty() || gpu.evictions_in_flight) {
+      return false;
+    }
+    for (FunctionId f : gpu.members) {
+      const Fn& fn = fns_[f];
+      if (!fn.idle() || fn.queued || fn.waiting) return false;
+    }
+    return true;
+  }
+
+  // Scale down: when the other active GPUs could carry the recent load at kScaleUtil, move the
+  // functions of the least-used drainable GPU away (deep-evict the SLO-safe ones, migrate the
+  // rest), so it empties and is released.
+  void Consolidate(Time now) {
+    double total_busy = 0;
+    for (GpuId g = 0; g < gpus_.size(); ++g) {
+      total_busy += static_cast<double>(busy_[g]);
+      busy_[g] = 0;
+    }
+    const int active = ActiveGpus();
+    if (active <= 1) return;
+    if (total_busy / static_cast<double>(kScalePeriod) > kScaleUtil * (active - 1)) return;
+    GpuId victim = kNoGpu;
+    for (GpuId g = 0; g < gpus_.size(); ++g) {
+      if (Drainable(g) && (victim == kNoGpu || gpus_[g].used < gpus_[victim].used)) victim = g;
+    }
+    if (victim == kNoGpu) return;
+    const std::vector<FunctionId> members = gpus_[victim].members;
+    for (FunctionId f : members) {
+      if (DeepSafe(f)) {
+        DeepEvict(now, f);
+        continue;
+      }
+      GpuId target = kNoGpu;
+      for (GpuId g = 0; g < gpus_.size(); ++g) {
+        if (g == victim || !gpus_[g].active || Reclaimable(g, evict_mode()) < Need(f, g)) continue;
+        if (opt_.interference && !Compatible(f, g)) continue;
+        if (target == kNoGpu || gpus_[g].used > gpus_[target].used) target = g;
+      }
+      if (target == kNoGpu) return;  // the rest stays; try again next period
+      if (fns_[f].where == Residency::kResident) SwapOut(f);
+      const bool pinned = fns_[f].pinned;
+      Load(now, f, target);
+      if (!pinned && fns_[f].pinned) Pin(f, false);
+      WakeAt(now + FirstIdleStep(f), f, kTagIdle);
+    }
+  }
+
+  SlackOptions opt_;
+  PaddingRule rule_;
+  PaddingRule safety_;
+  std::vector<Duration> busy_;  // GPU time granted per GPU in the current scale period
+};
+
+}  // namespace
+
+std::unique_ptr<Policy> MakeSlackScheduler(const std::string& name, const PolicyConfig& config,
+                                           const SlackOptions& options) {
+  return std::make_unique<SlackScheduler>(name, config, options);
+}
+
+}  // namespace gshare::policy::internal

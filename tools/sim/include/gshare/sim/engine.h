@@ -1,0 +1,73 @@
+// The discrete-event simulation of one node with G GPUs that drives a policy::Policy exactly as
+// the arbiter does: request arrivals, per-function queueing, swap-in/out over each GPU's host
+// link (transfers on one link are serialised, one direction at a time), execution (one tenant
+// at a time per GPU, optionally in time slices), context memory per resident function, GPUs
+// powered on and off as the policy decides, SLO and GPU-time accounting.
+//
+// The simulator keeps its own state and checks every action against the preconditions of
+// policy.h; a violation is counted (and the action skipped), never trusted.
+//
+// Thread-safety: Simulate() is reentrant; it touches only its arguments.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gshare/policy/policy.h"
+
+namespace gshare::sim {
+
+using policy::Duration;
+using policy::FunctionId;
+using policy::Time;
+
+struct SimRequest {
+  Time arrival = 0;
+  FunctionId function = 0;
+  Duration exec = 1;  // GPU execution time (the environment knows it; the policy does not)
+};
+
+struct SimWorkload {
+  std::vector<policy::FunctionSpec> functions;  // FunctionId = index
+  std::vector<SimRequest> requests;             // sorted by arrival
+};
+
+struct SimOptions {
+  std::vector<policy::GpuSpec> gpus;
+  bool record_timeline = true;  // keep (time, active GPUs) steps and per-request latencies
+};
+
+struct RunResult {
+  std::string policy;
+  uint64_t requests = 0;
+  uint64_t on_time = 0;      // completed within their function's SLO
+  uint64_t completed = 0;
+  uint64_t unfinished = 0;   // never completed (counted as SLO misses)
+  uint64_t solo_feasible = 0;  // requests whose own execution fits their SLO (the ceiling)
+  // Late requests by where their function's state was when they arrived.
+  uint64_t late_host = 0, late_parked = 0, late_resident = 0;
+  double slo_attainment = 0; // on_time / requests
+  double p50_ms = 0, p99_ms = 0;
+  double gpu_seconds = 0;    // sum over GPUs of time active
+  double busy_seconds = 0;   // sum of granted execution
+  int peak_gpus = 0;
+  uint64_t swap_bytes = 0;   // bytes over all links, both directions
+  double cost_usd = 0;
+  uint64_t events = 0;       // events delivered to the policy
+  double policy_seconds = 0; // wall time spent inside Policy::Handle (when measured)
+  uint64_t violations = 0;   // actions that broke policy.h's preconditions
+  std::string first_violation;
+  uint64_t memory_overcommits = 0;  // times a GPU's used memory exceeded its size (must be 0)
+  Time end_time = 0;
+  std::vector<Duration> latencies;                 // per completed request (if recorded)
+  std::vector<std::pair<Time, int>> timeline;      // (time, active GPUs) at every change
+};
+
+// Runs `workload` on a node with options.gpus under `policy` (freshly made, not yet Started).
+// REQUIRES: every request's function < workload.functions.size(); requests sorted by arrival.
+RunResult Simulate(const SimWorkload& workload, const SimOptions& options, policy::Policy& policy,
+                   bool measure_policy_time = false);
+
+}  // namespace gshare::sim

@@ -1,0 +1,41 @@
+// gshare-sim --exact: cuts small instances out of a workload, solves each exactly (CBC when
+// built with it, brute force otherwise or in addition on the tiniest), simulates every policy on
+// the same instance, and reports each policy's cost efficiency (requests on time per GPU-second)
+// relative to the optimum's, and the decision times.
+//
+// Thread-safety: reentrant.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "gshare/policy/exact.h"
+#include "gshare/policy/policy.h"
+#include "gshare/sim/engine.h"
+
+namespace gshare::sim {
+
+struct ExactOptions {
+  int instances = 5;        // instances cut from evenly spaced points of the workload
+  int requests = 6;         // requests per instance
+  int gpus = 2;             // GPUs per instance (at most the node's)
+  int max_choices = 16;     // start steps per request: sets the time step
+};
+
+struct ExactRow {
+  std::string policy;
+  double efficiency_ratio = 0;   // mean over instances of policy efficiency / optimum's
+  double decision_seconds = 0;   // mean total time inside the policy per instance
+  double solve_seconds = 0;      // mean exact solve time per instance
+  int instances = 0;             // instances where the optimum was feasible
+};
+
+std::vector<ExactRow> GradeAgainstExact(const SimWorkload& workload, const SimOptions& options,
+                                        const std::vector<std::string>& policies,
+                                        const ExactOptions& exact, std::string* solver_name);
+
+// The rows as text, for the terminal.
+std::string ExactReport(const SimWorkload& workload, const SimOptions& options,
+                        const std::vector<std::string>& policies, const policy::PolicyConfig& config);
+
+}  // namespace gshare::sim

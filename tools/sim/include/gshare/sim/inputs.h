@@ -1,0 +1,44 @@
+// Turns gshare-sim's workload options into a SimWorkload: reads a trace (azure-llm,
+// azure-functions, csv) or generates a synthetic one with gshare_workload, gives each function
+// a catalog model (seeded), samples each request's execution time, derives each function's
+// SLO (max(floor, factor x p90 of its requests' execution times), the reference's rule), and
+// splits busy functions into instances.
+//
+// Thread-safety: reentrant.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "gshare/sim/engine.h"
+
+namespace gshare::sim {
+
+struct InputOptions {
+  std::string trace;           // file; empty with `synthetic`
+  std::string format = "azure-llm";  // azure-llm | azure-functions | csv
+  bool synthetic = false;
+  std::string catalog;         // TOML file; empty: the built-in default catalog
+  uint32_t functions = 100;    // azure-llm: functions the requests are spread over; synthetic: count;
+                               // azure-functions: keep the most-invoked N (0: all)
+  double duration_s = 3600;    // synthetic trace length
+  double time_compression = 1; // divide trace times by this
+  uint64_t max_requests = 0;   // 0: all
+  double slo_factor = 1.5;
+  double slo_floor_ms = 10;
+  uint64_t seed = 1;
+  double rate_scale = 1.0;     // synthetic: multiply every function's rate
+  // A function whose offered load (execution time per second of trace) exceeds this is served
+  // by several instances (round-robin), as a FaaS autoscaler would; each is a separate vGPU.
+  double max_instance_load = 0.5;
+};
+
+struct Inputs {
+  SimWorkload workload;
+  std::string description;  // for reports
+  std::string error;        // non-empty on failure
+};
+
+Inputs LoadInputs(const InputOptions& options);
+
+}  // namespace gshare::sim

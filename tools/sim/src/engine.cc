@@ -1,0 +1,327 @@
+// The discrete-event node simulator (see engine.h).
+#include "gshare/sim/engine.h"
+
+#include <algorithm>
+#include <chrono>
+#include <deque>
+#include <queue>
+
+#include "fmt/format.h"
+
+namespace gshare::sim {
+
+namespace {
+
+using policy::Action;
+using policy::ActionKind;
+using policy::GpuId;
+using policy::kNoGpu;
+using policy::Residency;
+
+enum class Ev : uint8_t { kRunEnd, kSwapDone };
+
+struct Pending {
+  Time at;
+  uint64_t seq;
+  Ev kind;
+  FunctionId f;
+  GpuId g;
+  policy::SwapKind swap;
+  uint64_t bytes;
+  Duration took;
+  bool burst_done;  // kRunEnd: the burst finished (else its slice expired)
+  bool operator>(const Pending& o) const { return at != o.at ? at > o.at : seq > o.seq; }
+};
+
+struct FnState {
+  Residency where = Residency::kHost;
+  GpuId gpu = kNoGpu;
+  bool transfer = false;
+  bool running = false;
+  std::deque<size_t> pending;  // request indices, oldest first
+  std::deque<Residency> arrived_as;  // where the state was when each pending request arrived
+  Duration remaining = 0;      // execution left of the head request
+  Duration burst_exec = 0;     // execution of the head request so far
+};
+
+struct GpuState {
+  bool active = false;
+  Time activated_at = 0;
+  uint64_t used = 0;
+  FunctionId tenant = policy::kNoFunction;
+  Time link_free = 0;
+};
+
+class Engine {
+ public:
+  Engine(const SimWorkload& w, const SimOptions& o, policy::Policy& p, bool measure)
+      : w_(w), o_(o), policy_(p), measure_(measure), fns_(w.functions.size()), gpus_(o.gpus.size()) {
+    result_.policy = std::string(p.name());
+    result_.requests = w.requests.size();
+    if (o.record_timeline) result_.latencies.reserve(w.requests.size());
+  }
+
+  RunResult Run() {
+    Deliver(0, policy::Started{});
+    for (FunctionId f = 0; f < w_.functions.size(); ++f) {
+      Deliver(0, policy::FunctionRegistered{f, w_.functions[f]});
+    }
+    size_t next = 0;
+    uint64_t idle_timers = 0;
+    while (true) {
+      const Time t_arr = next < w_.requests.size() ? w_.requests[next].arrival : policy::kNever;
+      const Time t_ev = heap_.empty() ? policy::kNever : heap_.top().at;
+      const Time t_wake = policy_.NextWakeup();
+      if (t_arr == policy::kNever && t_ev == policy::kNever) {
+        // Only timers left: stop once every request is done, or when timers stop helping.
+        if (outstanding_ == 0 || t_wake == policy::kNever || ++idle_timers > 10'000) break;
+      } else {
+        idle_timers = 0;
+      }
+      if (t_ev <= t_arr && t_ev <= t_wake && t_ev != policy::kNever) {
+        const Pending e = heap_.top();
+        heap_.pop();
+        Complete(e);
+      } else if (t_arr <= t_wake && t_arr != policy::kNever) {
+        const SimRequest& r = w_.requests[next];
+        fns_[r.function].pending.push_back(next);
+        fns_[r.function].arrived_as.push_back(fns_[r.function].transfer ? Residency::kHost
+                                                                          : fns_[r.function].where);
+        if (r.exec <= w_.functions[r.function].slo) ++result_.solo_feasible;
+        if (fns_[r.function].pending.size() == 1) {
+          fns_[r.function].remaining = r.exec;
+          fns_[r.function].burst_exec = 0;
+        }
+        ++next;
+        ++outstanding_;
+        now_ = std::max(now_, r.arrival);
+        Deliver(r.arrival, policy::BurstStart{r.function});
+      } else {
+        Deliver(std::max(now_, t_wake), policy::Timer{});
+      }
+      if (outstanding_ == 0 && next == w_.requests.size() && heap_.empty()) break;
+    }
+    Finish();
+    return std::move(result_);
+  }
+
+ private:
+  void Deliver(Time at, policy::EventBody body) {
+    now_ = std::max(now_, at);
+    actions_.clear();
+    ++result_.events;
+    if (measure_) {
+      const auto t0 = std::chrono::steady_clock::now();
+      policy_.Handle(policy::Event{now_, std::move(body)}, actions_);
+      result_.policy_seconds +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    } else {
+      policy_.Handle(policy::Event{now_, std::move(body)}, actions_);
+    }
+    // Actions may complete at once (a swap-out); their events are queued, not nested.
+    const std::vector<Action> batch = actions_;
+    for (const Action& a : batch) Execute(a);
+  }
+
+  void Violation(const std::string& what) {
+    if (result_.violations++ == 0) result_.first_violation = fmt::format("t={}us: {}", now_, what);
+  }
+
+  void Push(Pending p) {
+    p.seq = seq_++;
+    heap_.push(p);
+  }
+
+  void SetActive(GpuId g, bool on) {
+    GpuState& gpu = gpus_[g];
+    if (on) {
+      gpu.active = true;
+      gpu.activated_at = now_;
+      gpu.link_free = std::max(gpu.link_free, now_);
+      ++active_;
+      result_.peak_gpus = std::max(result_.peak_gpus, active_);
+    } else {
+      gpu.active = false;
+      gpu_time_ += now_ - gpu.activated_at;
+      --active_;
+    }
+    if (o_.record_timeline) result_.timeline.emplace_back(now_, active_);
+  }
+
+  void AddUsed(GpuId g, uint64_t bytes) {
+    gpus_[g].used += bytes;
+    if (gpus_[g].used > o_.gpus[g].memory_bytes) ++result_.memory_overcommits;
+  }
+
+  void Execute(const Action& a) {
+    const bool has_f = a.function < fns_.size();
+    const bool has_g = a.gpu < gpus_.size();
+    switch (a.kind) {
+      case ActionKind::kActivateGpu:
+        if (!has_g || gpus_[a.gpu].active) return Violation(fmt::format("activate gpu {}", a.gpu));
+        return SetActive(a.gpu, true);
+      case ActionKind::kReleaseGpu: {
+        if (!has_g || !gpus_[a.gpu].active || gpus_[a.gpu].used != 0 ||
+            gpus_[a.gpu].tenant != policy::kNoFunction) {
+          return Violation(fmt::format("release gpu {} (used {})", a.gpu, has_g ? gpus_[a.gpu].used : 0));
+        }
+        return SetActive(a.gpu, false);
+      }
+      case ActionKind::kSwapIn: {
+        if (!has_f || !has_g || !gpus_[a.gpu].active || fns_[a.function].transfer ||
+            fns_[a.function].where == Residency::kResident) {
+          return Violation(fmt::format("swap-in f{} to gpu {}", a.function, a.gpu));
+        }
+        FnState& fn = fns_[a.function];
+        const policy::FunctionSpec& spec = w_.functions[a.function];
+        const policy::Transfer t = policy::SwapInCost(spec, fn.where, fn.gpu, a.gpu, o_.gpus[a.gpu]);
+        if (fn.where != Residency::kHost) gpus_[fn.gpu].used -= policy::FootprintBytes(spec, fn.where);
+        AddUsed(a.gpu, policy::FootprintBytes(spec, Residency::kResident));
+        fn.where = Residency::kResident;
+        fn.gpu = a.gpu;
+        fn.transfer = true;
+        GpuState& gpu = gpus_[a.gpu];
+        const Time start = std::max(now_, gpu.link_free);
+        gpu.link_free = start + t.time;
+        result_.swap_bytes += t.bytes;
+        Push({gpu.link_free, 0, Ev::kSwapDone, a.function, a.gpu, policy::SwapKind::kIn, t.bytes,
+              t.time, false});
+        return;
+      }
+      case ActionKind::kSwapOut: {
+        if (!has_f || fns_[a.function].where != Residency::kResident || fns_[a.function].running ||
+            fns_[a.function].transfer) {
+          return Violation(fmt::format("swap-out f{}", a.function));
+        }
+        FnState& fn = fns_[a.function];
+        gpus_[fn.gpu].used -= w_.functions[a.function].weights_bytes;
+        fn.where = Residency::kParked;
+        Push({now_, 0, Ev::kSwapDone, a.function, fn.gpu, policy::SwapKind::kOut, 0, 0, false});
+        return;
+      }
+      case ActionKind::kDeepEvict: {
+        if (!has_f || fns_[a.function].where == Residency::kHost || fns_[a.function].running ||
+            fns_[a.function].transfer) {
+          return Violation(fmt::format("deep-evict f{}", a.function));
+        }
+        FnState& fn = fns_[a.function];
+        const policy::FunctionSpec& spec = w_.functions[a.function];
+        const policy::Transfer t = policy::DeepEvictCost(spec, fn.where, o_.gpus[fn.gpu]);
+        GpuState& gpu = gpus_[fn.gpu];
+        gpu.used -= policy::FootprintBytes(spec, fn.where);
+        const Time start = std::max(now_, gpu.link_free);
+        gpu.link_free = start + t.time;
+        result_.swap_bytes += t.bytes;
+        Push({gpu.link_free, 0, Ev::kSwapDone, a.function, fn.gpu, policy::SwapKind::kDeepEvict,
+              t.bytes, t.time, false});
+        fn.where = Residency::kHost;
+        fn.gpu = kNoGpu;
+        fn.transfer = true;
+        return;
+      }
+      case ActionKind::kGrant: {
+        if (!has_f || !has_g || fns_[a.function].where != Residency::kResident ||
+            fns_[a.function].gpu != a.gpu || fns_[a.function].transfer ||
+            fns_[a.function].pending.empty() || fns_[a.function].running ||
+            gpus_[a.gpu].tenant != policy::kNoFunction) {
+          return Violation(fmt::format("grant f{} on gpu {}", a.function, a.gpu));
+        }
+        FnState& fn = fns_[a.function];
+        fn.running = true;
+        gpus_[a.gpu].tenant = a.function;
+        const bool whole = a.slice <= 0 || a.slice >= fn.remaining;
+        const Duration run = whole ? fn.remaining : a.slice;
+        Push({now_ + run, 0, Ev::kRunEnd, a.function, a.gpu, policy::SwapKind::kIn, 0, run, whole});
+        return;
+      }
+      case ActionKind::kPreempt:
+      case ActionKind::kKeepResident:
+        return;  // bursts here are short; a preempt takes effect at the slice end
+    }
+  }
+
+  void Complete(const Pending& e) {
+    now_ = std::max(now_, e.at);
+    FnState& fn = fns_[e.f];
+    if (e.kind == Ev::kSwapDone) {
+      if (e.swap != policy::SwapKind::kOut) fn.transfer = false;
+      return Deliver(e.at, policy::SwapDone{e.f, e.g, e.swap, e.bytes, e.took});
+    }
+    fn.running = false;
+    gpus_[e.g].tenant = policy::kNoFunction;
+    busy_time_ += e.took;
+    fn.remaining -= e.took;
+    fn.burst_exec += e.took;
+    if (!e.burst_done) return Deliver(e.at, policy::SliceExpired{e.f, e.g});
+    const size_t idx = fn.pending.front();
+    fn.pending.pop_front();
+    const Residency was = fn.arrived_as.front();
+    fn.arrived_as.pop_front();
+    const Duration latency = now_ - w_.requests[idx].arrival;
+    ++result_.completed;
+    --outstanding_;
+    if (latency <= w_.functions[e.f].slo) {
+      ++result_.on_time;
+    } else {
+      (was == Residency::kHost ? result_.late_host
+                               : was == Residency::kParked ? result_.late_parked : result_.late_resident)++;
+    }
+    if (o_.record_timeline) result_.latencies.push_back(latency);
+    const Duration used = fn.burst_exec;
+    if (!fn.pending.empty()) {
+      fn.remaining = w_.requests[fn.pending.front()].exec;
+      fn.burst_exec = 0;
+    }
+    Deliver(e.at, policy::BurstEnd{e.f, e.g, used});
+  }
+
+  void Finish() {
+    for (GpuId g = 0; g < gpus_.size(); ++g) {
+      if (gpus_[g].active) gpu_time_ += now_ - gpus_[g].activated_at;
+    }
+    result_.end_time = now_;
+    result_.unfinished = result_.requests - result_.completed;
+    result_.slo_attainment =
+        result_.requests ? static_cast<double>(result_.on_time) / static_cast<double>(result_.requests) : 1.0;
+    result_.gpu_seconds = static_cast<double>(gpu_time_) / policy::kUsPerSecond;
+    result_.busy_seconds = static_cast<double>(busy_time_) / policy::kUsPerSecond;
+    const double price = o_.gpus.empty() ? 0.0 : o_.gpus[0].price_per_hour;
+    result_.cost_usd = policy::GpuCostUsd(gpu_time_, price);
+    if (!result_.latencies.empty()) {
+      std::vector<Duration> sorted = result_.latencies;
+      auto at = [&](double q) {
+        const size_t k = std::min(sorted.size() - 1, static_cast<size_t>(q * static_cast<double>(sorted.size())));
+        std::nth_element(sorted.begin(), sorted.begin() + static_cast<long>(k), sorted.end());
+        return static_cast<double>(sorted[k]) / 1000.0;
+      };
+      result_.p50_ms = at(0.50);
+      result_.p99_ms = at(0.99);
+    }
+  }
+
+  const SimWorkload& w_;
+  const SimOptions& o_;
+  policy::Policy& policy_;
+  bool measure_;
+  std::vector<FnState> fns_;
+  std::vector<GpuState> gpus_;
+  std::priority_queue<Pending, std::vector<Pending>, std::greater<>> heap_;
+  policy::ActionList actions_;
+  RunResult result_;
+  Time now_ = 0;
+  uint64_t seq_ = 0;
+  uint64_t outstanding_ = 0;
+  int active_ = 0;
+  Duration gpu_time_ = 0;
+  Duration busy_time_ = 0;
+};
+
+}  // namespace
+
+RunResult Simulate(const SimWorkload& workload, const SimOptions& options, policy::Policy& policy,
+                   bool measure_policy_time) {
+  Engine engine(workload, options, policy, measure_policy_time);
+  return engine.Run();
+}
+
+}  // namespace gshare::sim

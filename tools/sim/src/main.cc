@@ -1,0 +1,145 @@
+// gshare-sim: replays a workload (a trace or a synthetic one) on a simulated node under each
+// requested scheduling policy and reports SLO attainment, latency, GPU time and cost (table,
+// JSON, plots); with --exact, also grades the policies against the exact optimum on a small
+// instance. See docs/scheduling.md.
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "fmt/format.h"
+#include "gshare/common/units.h"
+#include "gshare/sim/engine.h"
+#include "gshare/sim/exact_report.h"
+#include "gshare/sim/inputs.h"
+#include "gshare/sim/report.h"
+
+namespace {
+
+std::vector<std::string> SplitCommas(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    const size_t comma = s.find(',', start);
+    const std::string item = s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (!item.empty()) out.push_back(item);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace gshare;
+  CLI::App app{"gshare-sim: trace-driven simulation of gshare's GPU scheduling policies"};
+  sim::InputOptions in;
+  std::string gpu_memory = "40GiB";
+  double link_gbps = 24.0;
+  double price = 3.06;
+  int gpus = 64;
+  std::string policies = "keepalive,proxy-swap,fifo,dual-queue,aggressive";
+  std::string json_out, plot_dir;
+  bool exact = false;
+  bool quiet = false;
+  double restore_ms = 2.0;
+  app.add_option("--trace", in.trace, "trace file (azure-llm: default is the shipped 2023 trace)");
+  app.add_option("--format", in.format, "trace format: azure-llm | azure-functions | csv")
+      ->check(CLI::IsMember({"azure-llm", "azure-functions", "csv"}));
+  app.add_flag("--synthetic", in.synthetic, "generate an Azure-like synthetic workload instead");
+  app.add_option("--catalog", in.catalog, "model catalog (TOML); default: the built-in catalog");
+  app.add_option("--functions", in.functions, "number of functions (see docs/scheduling.md)");
+  app.add_option("--duration", in.duration_s, "synthetic: trace length in seconds");
+  app.add_option("--rate-scale", in.rate_scale, "synthetic: multiply every function's rate");
+  app.add_option("--max-instance-load", in.max_instance_load, "scale a function out to more instances above this load");
+  app.add_option("--time-compression", in.time_compression, "divide trace times by this");
+  app.add_option("--max-requests", in.max_requests, "replay at most this many requests (0: all)");
+  app.add_option("--gpus", gpus, "GPUs on the node")->check(CLI::PositiveNumber);
+  app.add_option("--gpu-memory", gpu_memory, "memory of each GPU (e.g. 40GiB)");
+  app.add_option("--link-gbps", link_gbps, "host link bandwidth, GB/s per GPU")->check(CLI::PositiveNumber);
+  app.add_option("--restore-ms", restore_ms, "fixed cost of a deep restore besides the copy");
+  app.add_option("--price", price, "USD per GPU-hour");
+  app.add_option("--policy", policies, "comma-separated policies (aggressive-no-<idea> for ablations)");
+  app.add_option("--slo-factor", in.slo_factor, "SLO = max(floor, K x p90 solo execution)");
+  app.add_option("--slo-floor-ms", in.slo_floor_ms, "SLO floor in milliseconds");
+  app.add_option("--seed", in.seed, "seed for model assignment, execution times, synthetic trace");
+  app.add_option("--json", json_out, "write the JSON report here");
+  app.add_option("--plot", plot_dir, "write SVG plots (gnuplot) into this directory");
+  app.add_flag("--exact", exact, "grade the policies against the exact optimum (small instances)");
+  app.add_flag("--quiet", quiet, "no table on stdout");
+  CLI11_PARSE(app, argc, argv);
+
+  std::string err;
+  const auto mem = ParseByteSize(gpu_memory, &err);
+  if (!mem) {
+    fmt::print(stderr, "gshare-sim: --gpu-memory '{}': {}\n", gpu_memory, err);
+    return 2;
+  }
+  const sim::Inputs inputs = sim::LoadInputs(in);
+  if (!inputs.error.empty()) {
+    fmt::print(stderr, "gshare-sim: {}\n", inputs.error);
+    return 1;
+  }
+  sim::SimOptions options;
+  policy::GpuSpec gpu;
+  gpu.memory_bytes = *mem;
+  gpu.link_bytes_per_us = link_gbps * 1000.0;
+  gpu.price_per_hour = price;
+  gpu.restore_overhead = static_cast<policy::Duration>(restore_ms * 1000);
+  options.gpus.assign(static_cast<size_t>(gpus), gpu);
+  for (const auto& f : inputs.workload.functions) {
+    if (policy::FootprintBytes(f, policy::Residency::kResident) > gpu.memory_bytes) {
+      fmt::print(stderr, "gshare-sim: model {} needs {} but a GPU has {}\n", f.model,
+                 FormatByteSize(policy::FootprintBytes(f, policy::Residency::kResident)),
+                 FormatByteSize(gpu.memory_bytes));
+      return 1;
+    }
+  }
+  policy::PolicyConfig config;
+  config.gpus = options.gpus;
+
+  std::vector<sim::RunResult> runs;
+  for (const std::string& name : SplitCommas(policies)) {
+    auto made = policy::Make(name, config);
+    if (!made.ok()) {
+      fmt::print(stderr, "gshare-sim: {}\n", made.error);
+      return 2;
+    }
+    runs.push_back(sim::Simulate(inputs.workload, options, *made.policy));
+  }
+  if (!quiet) {
+    fmt::print("workload: {} ({} functions, {} requests)\n", inputs.description,
+               inputs.workload.functions.size(), inputs.workload.requests.size());
+    fmt::print("{}", sim::FormatTable(runs));
+  }
+  if (exact) {
+    const std::string text = sim::ExactReport(inputs.workload, options, SplitCommas(policies), config);
+    fmt::print("{}", text);
+  }
+  if (!json_out.empty()) {
+    std::ofstream out(json_out);
+    out << sim::FormatJson(runs, inputs.description);
+    if (!out) {
+      fmt::print(stderr, "gshare-sim: cannot write {}\n", json_out);
+      return 1;
+    }
+  }
+  if (!plot_dir.empty()) {
+    const std::string perr = sim::WritePlots(runs, plot_dir);
+    if (!perr.empty()) {
+      fmt::print(stderr, "gshare-sim: plots: {}\n", perr);
+      return 1;
+    }
+  }
+  int violations = 0;
+  for (const auto& r : runs) {
+    if (r.violations || r.memory_overcommits) {
+      fmt::print(stderr, "gshare-sim: policy {} broke the protocol {} times; first: {}\n", r.policy,
+                 r.violations, r.first_violation);
+      ++violations;
+    }
+  }
+  return violations ? 3 : 0;
+}
