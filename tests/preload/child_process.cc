@@ -42,7 +42,7 @@ ChildProcess::ChildProcess(const std::vector<std::string>& argv,
   std::map<std::string, std::string> merged;
   for (char** e = environ; *e != nullptr; ++e) {
     const char* eq = std::strchr(*e, '=');
-    if (eq != nullptr) merged[std::string(*e, eq)] = eq + 1;
+    if (eq != nullptr) merged[std::string(*e, static_cast<size_t>(eq - *e))] = eq + 1;
   }
   for (const auto& [k, v] : env) {
     if (v.empty()) {

@@ -1,6 +1,7 @@
 // libgshare.so in real processes on simcuda: every way of reaching the driver gets the hooks
 // (quota, totals, free-memory movement), malformed configuration, fork, same-address swap
 // through the control socket, and sample kernels identical with and without the shim.
+#include <cuda.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -98,8 +99,8 @@ TEST_P(ReachDriver, QuotaTotalsAndFreeMovement) {
 
 INSTANTIATE_TEST_SUITE_P(Ways, ReachDriver,
                          ::testing::Values("linked", "dlsym", "procaddr", "procaddr-ptds"),
-                         [](const auto& info) {
-                           std::string n = info.param;
+                         [](const ::testing::TestParamInfo<const char*>& param_info) {
+                           std::string n = param_info.param;
                            for (char& c : n) {
                              if (c == '-') c = '_';
                            }
