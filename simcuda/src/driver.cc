@@ -66,13 +66,20 @@ CUresult InitDriver() {
     capacities.push_back(spec.memory_bytes);
     state->devices.push_back({spec, MakeUuid(spec, static_cast<int>(i)), 0x17 + static_cast<int>(i)});
   }
-  state->registry = Registry::Open(state->config.registry_name, capacities, &error);
+  state->registry = Registry::Open(state->config.registry_name, capacities, state->config.time_scale, &error);
   if (!state->registry) {
     Log(LogLevel::kError, "%s", error.c_str());
     g_init_result = CUDA_ERROR_OPERATING_SYSTEM;
     return g_init_result;
   }
-  // The creator's sizes win if the registry already existed.
+  // The creator's time scale and sizes win if the registry already existed.
+  if (state->registry->time_scale() != state->config.time_scale) {
+    Log(LogLevel::kWarn, "registry %s runs simulated time at scale %g, not %g: using %g",
+        state->config.registry_name.c_str(), state->registry->time_scale(), state->config.time_scale,
+        state->registry->time_scale());
+    state->config.time_scale = state->registry->time_scale();
+    SetTimeScale(state->config.time_scale);
+  }
   for (size_t i = 0; i < state->devices.size() && static_cast<int>(i) < state->registry->device_count(); ++i) {
     state->devices[i].spec.memory_bytes = state->registry->Capacity(static_cast<int>(i));
   }

@@ -41,7 +41,8 @@ struct Registry::Shared {
   std::atomic<uint64_t> magic;  // published (release) after everything else is initialised
   uint32_t version;
   uint32_t device_count;
-  uint64_t reserved[6];
+  double time_scale;  // the creator's SIMCUDA_TIME_SCALE: one simulated clock for all
+  uint64_t reserved[5];
   SharedDevice devices[kMaxDevices];
   SharedProcess processes[kMaxProcesses];
 };
@@ -92,7 +93,8 @@ void SleepMs(int ms) {
 }  // namespace
 
 std::unique_ptr<Registry> Registry::Open(const std::string& name,
-                                         const std::vector<uint64_t>& capacities, std::string* error) {
+                                         const std::vector<uint64_t>& capacities, double time_scale,
+                                         std::string* error) {
   if (capacities.empty() || capacities.size() > kMaxDevices) {
     *error = "bad device count";
     return nullptr;
@@ -138,6 +140,7 @@ std::unique_ptr<Registry> Registry::Open(const std::string& name,
   if (creator) {
     shared->version = kRegistryVersion;
     shared->device_count = static_cast<uint32_t>(capacities.size());
+    shared->time_scale = time_scale;
     for (size_t d = 0; d < capacities.size(); ++d) shared->devices[d].capacity = capacities[d];
     shared->magic.store(kRegistryMagic, std::memory_order_release);
   } else {
@@ -220,6 +223,7 @@ int Registry::ReclaimDead() {
 }
 
 int Registry::device_count() const { return static_cast<int>(shared_->device_count); }
+double Registry::time_scale() const { return shared_->time_scale; }
 uint64_t Registry::Capacity(int dev) const { return shared_->devices[dev].capacity; }
 uint64_t Registry::Used(int dev) const {
   return shared_->devices[dev].used.load(std::memory_order_acquire);

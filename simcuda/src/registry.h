@@ -38,16 +38,18 @@ struct SimInterval {
 class Registry {
  public:
   // Opens (creating if needed) the registry `name` (a POSIX shm name, "/..."), whose devices
-  // have `capacities` bytes when this process creates it (otherwise the creator's sizes win),
-  // reclaims the slots of dead processes and claims a slot for this process.
-  // Returns nullptr and sets `error` on failure.
+  // have `capacities` bytes and whose simulated clock runs at `time_scale` when this process
+  // creates it (otherwise the creator's values win), reclaims the slots of dead processes and
+  // claims a slot for this process. Returns nullptr and sets `error` on failure.
   static std::unique_ptr<Registry> Open(const std::string& name,
-                                        const std::vector<uint64_t>& capacities, std::string* error);
+                                        const std::vector<uint64_t>& capacities, double time_scale,
+                                        std::string* error);
   ~Registry();
   Registry(const Registry&) = delete;
   Registry& operator=(const Registry&) = delete;
 
   int device_count() const;
+  double time_scale() const;
   uint64_t Capacity(int dev) const;
   uint64_t Used(int dev) const;
   // Bytes this process holds on `dev`.

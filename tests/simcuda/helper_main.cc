@@ -2,9 +2,16 @@
 //   uninit                 exit 0 if calls before cuInit fail with CUDA_ERROR_NOT_INITIALIZED
 //   hold BYTES DEV         allocate BYTES on device DEV, print "ready <ptr>", then sleep forever
 //   alloc BYTES DEV        try to allocate; print "ok" or the error name; exit 0
+//   kernels N NS           load the kernel set, print "ready", wait for SIGUSR1, then launch N
+//                          sleep_ns(NS) kernels on device 0 and print "elapsed <simulated ms>"
 // Exit codes: 0 success, 1 a check failed, 2 usage.
 #include <cuda.h>
+#include <signal.h>
 #include <unistd.h>
+
+#include <future>
+
+#include "simcuda/kernels/ptx.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -68,6 +75,45 @@ int Alloc(size_t bytes, int dev) {
   return 0;
 }
 
+void CUDA_CB WaitFor(void* future) { static_cast<std::shared_future<void>*>(future)->wait(); }
+
+int Kernels(int n, unsigned long long ns) {
+  sigset_t usr1;
+  sigemptyset(&usr1);
+  sigaddset(&usr1, SIGUSR1);
+  sigprocmask(SIG_BLOCK, &usr1, nullptr);
+  CUcontext ctx;
+  if (int rc = SetUp(0, &ctx); rc != 0) return rc;
+  CUmodule mod;
+  CHECK_CU(cuModuleLoadData(&mod, basic_kernels_ptx));
+  CUfunction sleep_fn;
+  CHECK_CU(cuModuleGetFunction(&sleep_fn, mod, "sleep_ns"));
+  CUstream s;
+  CHECK_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  CUevent e0, e1;
+  CHECK_CU(cuEventCreate(&e0, 0));
+  CHECK_CU(cuEventCreate(&e1, 0));
+  std::printf("ready\n");
+  std::fflush(stdout);
+  int sig = 0;
+  sigwait(&usr1, &sig);
+  // Hold the stream until everything is queued, so submission gaps do not count.
+  std::promise<void> gate;
+  std::shared_future<void> opened = gate.get_future().share();
+  CHECK_CU(cuLaunchHostFunc(s, WaitFor, &opened));
+  CHECK_CU(cuEventRecord(e0, s));
+  void* params[] = {&ns};
+  for (int i = 0; i < n; ++i) CHECK_CU(cuLaunchKernel(sleep_fn, 1, 1, 1, 1, 1, 1, 0, s, params, nullptr));
+  CHECK_CU(cuEventRecord(e1, s));
+  gate.set_value();
+  CHECK_CU(cuEventSynchronize(e1));
+  float ms = 0;
+  CHECK_CU(cuEventElapsedTime(&ms, e0, e1));
+  std::printf("elapsed %.3f\n", static_cast<double>(ms));
+  std::fflush(stdout);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -76,5 +122,6 @@ int main(int argc, char** argv) {
   if (cmd == "uninit") return Uninit();
   if (cmd == "hold" && argc == 4) return Hold(std::strtoull(argv[2], nullptr, 0), std::atoi(argv[3]));
   if (cmd == "alloc" && argc == 4) return Alloc(std::strtoull(argv[2], nullptr, 0), std::atoi(argv[3]));
+  if (cmd == "kernels" && argc == 4) return Kernels(std::atoi(argv[2]), std::strtoull(argv[3], nullptr, 0));
   return 2;
 }

@@ -25,7 +25,7 @@ class RegistryTest : public ::testing::Test {
 
 TEST_F(RegistryTest, ReservesUpToCapacity) {
   std::string error;
-  auto reg = Registry::Open(name_, {1000, 500}, &error);
+  auto reg = Registry::Open(name_, {1000, 500}, 1.0, &error);
   ASSERT_TRUE(reg) << error;
   EXPECT_EQ(reg->device_count(), 2);
   EXPECT_TRUE(reg->Reserve(0, 600));
@@ -40,9 +40,9 @@ TEST_F(RegistryTest, ReservesUpToCapacity) {
 
 TEST_F(RegistryTest, SecondOpenSharesTheCreatorsCapacity) {
   std::string error;
-  auto a = Registry::Open(name_, {1000}, &error);
+  auto a = Registry::Open(name_, {1000}, 1.0, &error);
   ASSERT_TRUE(a) << error;
-  auto b = Registry::Open(name_, {5}, &error);
+  auto b = Registry::Open(name_, {5}, 1.0, &error);
   ASSERT_TRUE(b) << error;
   EXPECT_EQ(b->Capacity(0), 1000u);
   EXPECT_TRUE(a->Reserve(0, 700));
@@ -52,7 +52,7 @@ TEST_F(RegistryTest, SecondOpenSharesTheCreatorsCapacity) {
 
 TEST_F(RegistryTest, TimelineIntervalsDoNotOverlap) {
   std::string error;
-  auto reg = Registry::Open(name_, {1000}, &error);
+  auto reg = Registry::Open(name_, {1000}, 1.0, &error);
   ASSERT_TRUE(reg) << error;
   SimInterval a = reg->ReserveInterval(0, kComputeTimeline, 100, 50);
   SimInterval b = reg->ReserveInterval(0, kComputeTimeline, 100, 50);
@@ -67,14 +67,14 @@ TEST_F(RegistryTest, TimelineIntervalsDoNotOverlap) {
 
 TEST_F(RegistryTest, DeadProcessIsReclaimed) {
   std::string error;
-  auto reg = Registry::Open(name_, {1000}, &error);
+  auto reg = Registry::Open(name_, {1000}, 1.0, &error);
   ASSERT_TRUE(reg) << error;
   int ready[2];
   ASSERT_EQ(pipe(ready), 0);
   pid_t pid = fork();
   if (pid == 0) {
     std::string e;
-    auto child = Registry::Open(name_, {1000}, &e);
+    auto child = Registry::Open(name_, {1000}, 1.0, &e);
     bool ok = child && child->Reserve(0, 800);
     char c = ok ? 'y' : 'n';
     ssize_t w = write(ready[1], &c, 1);
