@@ -146,6 +146,35 @@ TEST_F(ShimTest, MalformedConfigurationIsLoggedWhenAsked) {
   EXPECT_NE(text.str().find("GSHARE_SLO_MS='soon'"), std::string::npos) << text.str();
 }
 
+TEST_F(ShimTest, DlsymAndGetProcAddressHonourHandlesAndVersions) {
+  const auto kv = RunKeyValues({GSHARE_PROBE, "lookup"}, Env(true));
+  ASSERT_EQ(S(kv, "exit"), "0");
+  EXPECT_EQ(S(kv, "default_alloc"), "libgshare.so:cuMemAlloc_v2");
+  EXPECT_EQ(S(kv, "next_alloc"), "libgshare.so:cuMemAlloc_v2");
+  EXPECT_EQ(S(kv, "cuda_alloc"), "libgshare.so:cuMemAlloc_v2");
+  EXPECT_EQ(S(kv, "libc_alloc"), "none");  // another library's handle: no driver symbol there
+  EXPECT_EQ(S(kv, "next_malloc").rfind("libc.so.6:", 0), 0u) << S(kv, "next_malloc");
+  EXPECT_EQ(S(kv, "cuda_unhooked"), "libcuda.so.1:cuCtxGetCurrent");
+  EXPECT_EQ(S(kv, "cuda_export_table"), "libcuda.so.1:cuGetExportTable");
+  EXPECT_EQ(S(kv, "cuda_missing"), "none");
+  EXPECT_EQ(S(kv, "get_proc"), "libgshare.so:cuGetProcAddress_v2");
+  EXPECT_EQ(S(kv, "proc_get_proc"), "0:0:libgshare.so:cuGetProcAddress_v2");
+  EXPECT_EQ(S(kv, "proc_get_proc_11"), "0:0:libgshare.so:cuGetProcAddress");
+  EXPECT_EQ(S(kv, "proc_alloc_12"), "0:0:libgshare.so:cuMemAlloc_v2");
+  EXPECT_EQ(S(kv, "proc_htod_ptds"), "0:0:libgshare.so:cuMemcpyHtoD_v2_ptds");
+  EXPECT_EQ(S(kv, "proc_export_table"), "0:0:libcuda.so.1:cuGetExportTable");
+  EXPECT_EQ(S(kv, "proc_unhooked"), "0:0:libcuda.so.1:cuCtxGetCurrent");
+  EXPECT_NE(S(kv, "proc_missing").rfind("0:0:", 0), 0u) << S(kv, "proc_missing");
+}
+
+TEST_F(ShimTest, NeverRecursesIntoItself) {
+  auto env = Env(true);
+  env["GSHARE_REAL_LIBCUDA"] = GSHARE_PRELOAD_LIB;
+  const auto kv = RunKeyValues({GSHARE_PROBE, "init"}, env);
+  ASSERT_EQ(S(kv, "exit"), "0");
+  EXPECT_EQ(U(kv, "init"), static_cast<uint64_t>(CUDA_ERROR_NOT_INITIALIZED));
+}
+
 TEST_F(ShimTest, ForkedChildGetsItsOwnVgpu) {
   const auto kv = RunKeyValues({GSHARE_PROBE, "fork"}, Env(true));
   ASSERT_EQ(S(kv, "exit"), "0") << S(kv, "error");

@@ -13,6 +13,7 @@
 //                                      on the data), "free-half", "quit"
 //   preload_probe kernels              runs the sample kernels and prints their result checksums
 //   preload_probe alloc <mib>          allocates mib MiB (no shim expected), prints the result
+//   preload_probe lookup               where dlsym (per handle) and cuGetProcAddress_v2 lead
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <dlfcn.h>
@@ -406,6 +407,36 @@ int Kernels() {
   return 0;
 }
 
+int Lookup() {
+  void* cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  void* libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+  std::printf("default_alloc=%s\n", WhereIs(dlsym(RTLD_DEFAULT, "cuMemAlloc_v2")).c_str());
+  std::printf("next_alloc=%s\n", WhereIs(dlsym(RTLD_NEXT, "cuMemAlloc_v2")).c_str());
+  std::printf("cuda_alloc=%s\n", WhereIs(dlsym(cuda, "cuMemAlloc_v2")).c_str());
+  std::printf("libc_alloc=%s\n", WhereIs(dlsym(libc, "cuMemAlloc_v2")).c_str());
+  std::printf("next_malloc=%s\n", WhereIs(dlsym(RTLD_NEXT, "malloc")).c_str());
+  std::printf("cuda_unhooked=%s\n", WhereIs(dlsym(cuda, "cuCtxGetCurrent")).c_str());
+  std::printf("cuda_export_table=%s\n", WhereIs(dlsym(cuda, "cuGetExportTable")).c_str());
+  std::printf("cuda_missing=%s\n", WhereIs(dlsym(cuda, "cuNoSuchFunction")).c_str());
+  auto get = reinterpret_cast<PFN_cuGetProcAddress_v12000>(dlsym(cuda, "cuGetProcAddress_v2"));
+  std::printf("get_proc=%s\n", WhereIs(reinterpret_cast<void*>(get)).c_str());
+  auto ask = [&](const char* key, const char* name, int version, cuuint64_t flags) {
+    void* fn = nullptr;
+    CUdriverProcAddressQueryResult status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    const CUresult r = get(name, &fn, version, flags, &status);
+    std::printf("%s=%d:%d:%s\n", key, static_cast<int>(r), static_cast<int>(status),
+                WhereIs(fn).c_str());
+  };
+  ask("proc_get_proc", "cuGetProcAddress", 12000, 0);
+  ask("proc_get_proc_11", "cuGetProcAddress", 11030, 0);
+  ask("proc_alloc_12", "cuMemAlloc", 12000, 0);
+  ask("proc_htod_ptds", "cuMemcpyHtoD", 12000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM);
+  ask("proc_export_table", "cuGetExportTable", 12000, 0);
+  ask("proc_unhooked", "cuCtxGetCurrent", 12000, 0);
+  ask("proc_missing", "cuNoSuchFunction", 12000, 0);
+  return 0;
+}
+
 int Alloc(uint64_t mib) {
   Api api;
   LoadLinked(&api);
@@ -429,6 +460,7 @@ int main(int argc, char** argv) {
                 std::strtoull(argv[4], nullptr, 10));
   }
   if (mode == "kernels") return Kernels();
+  if (mode == "lookup") return Lookup();
   if (mode == "alloc" && argc > 2) return Alloc(std::strtoull(argv[2], nullptr, 10));
   std::fprintf(stderr, "usage: see the comment at the top of preload_probe.cc\n");
   return 2;

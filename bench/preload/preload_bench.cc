@@ -1,0 +1,174 @@
+// Interception overhead of libgshare.so, measured in one process and one run: the same driver
+// calls made directly on simcuda's libcuda.so.1 and through the shim's exported hooks (the shim
+// is dlopen'ed RTLD_LOCAL, so it wraps the very same simcuda instance). Each benchmark
+// alternates batches of direct and shim calls and reports both per-call times, the difference
+// (added_ns) and the ratio as counters.
+//
+//   preload_bench --benchmark_format=json
+// Environment prepared by main(): SIMCUDA_DEVICES, a private SIMCUDA_REGISTRY, SIMCUDA_KERNELS,
+// SIMCUDA_TIME_SCALE (simulated time runs fast: the worker threads never hold up the caller).
+#include <cuda.h>
+#include <cudaTypedefs.h>
+#include <dlfcn.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include <benchmark/benchmark.h>
+
+#include "simcuda/kernels/ptx.h"
+
+namespace {
+
+struct Table {
+  PFN_cuLaunchKernel_v4000 launch = nullptr;
+  PFN_cuMemcpyHtoDAsync_v3020 htod_async = nullptr;
+  PFN_cuMemAlloc_v3020 alloc = nullptr;
+  PFN_cuMemFree_v3020 free = nullptr;
+};
+
+struct Setup {
+  Table direct;
+  Table shim;
+  PFN_cuStreamSynchronize_v2000 sync = nullptr;
+  CUstream stream = nullptr;
+  CUfunction kernel = nullptr;
+  CUdeviceptr buffer = 0;
+  bool ok = false;
+};
+
+template <typename T>
+void Load(void* h, const char* name, T* out) {
+  *out = reinterpret_cast<T>(dlsym(h, name));
+}
+
+Table LoadTable(void* h) {
+  Table t;
+  Load(h, "cuLaunchKernel", &t.launch);
+  Load(h, "cuMemcpyHtoDAsync_v2", &t.htod_async);
+  Load(h, "cuMemAlloc_v2", &t.alloc);
+  Load(h, "cuMemFree_v2", &t.free);
+  return t;
+}
+
+Setup& GetSetup() {
+  static Setup s = [] {
+    Setup r;
+    void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    void* shim = dlopen(GSHARE_PRELOAD_LIB, RTLD_NOW | RTLD_LOCAL);
+    if (driver == nullptr || shim == nullptr) {
+      std::fprintf(stderr, "cannot load driver or shim: %s\n", dlerror());
+      return r;
+    }
+    r.direct = LoadTable(driver);
+    r.shim = LoadTable(shim);
+    // Initialise through the shim (its cuInit creates the vGPU), set up a context directly.
+    auto shim_init = reinterpret_cast<PFN_cuInit_v2000>(dlsym(shim, "cuInit"));
+    auto device_retain = reinterpret_cast<PFN_cuDevicePrimaryCtxRetain_v7000>(
+        dlsym(driver, "cuDevicePrimaryCtxRetain"));
+    auto set_current = reinterpret_cast<PFN_cuCtxSetCurrent_v4000>(dlsym(driver, "cuCtxSetCurrent"));
+    auto stream_create = reinterpret_cast<PFN_cuStreamCreate_v2000>(dlsym(driver, "cuStreamCreate"));
+    auto load = reinterpret_cast<PFN_cuModuleLoadData_v2000>(dlsym(driver, "cuModuleLoadData"));
+    auto get_fn = reinterpret_cast<PFN_cuModuleGetFunction_v2000>(dlsym(driver, "cuModuleGetFunction"));
+    r.sync = reinterpret_cast<PFN_cuStreamSynchronize_v2000>(dlsym(driver, "cuStreamSynchronize"));
+    CUcontext ctx = nullptr;
+    CUmodule module = nullptr;
+    if (shim_init(0) != CUDA_SUCCESS || device_retain(&ctx, 0) != CUDA_SUCCESS ||
+        set_current(ctx) != CUDA_SUCCESS || stream_create(&r.stream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS ||
+        load(&module, basic_kernels_ptx) != CUDA_SUCCESS ||
+        get_fn(&r.kernel, module, "sleep_ns") != CUDA_SUCCESS ||
+        r.direct.alloc(&r.buffer, 4096) != CUDA_SUCCESS) {
+      std::fprintf(stderr, "driver set-up failed\n");
+      return r;
+    }
+    r.ok = true;
+    return r;
+  }();
+  return s;
+}
+
+constexpr int kBatch = 128;
+
+// Times kBatch calls of `op` on `t`, then waits for the stream (not timed).
+template <typename Op>
+double TimeBatch(const Setup& s, const Table& t, Op op) {
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < kBatch; ++i) op(t);
+  const auto end = std::chrono::steady_clock::now();
+  (void)s.sync(s.stream);
+  return std::chrono::duration<double, std::nano>(end - start).count();
+}
+
+template <typename Op>
+void Compare(benchmark::State& state, Op op) {
+  Setup& s = GetSetup();
+  if (!s.ok) {
+    state.SkipWithError("set-up failed");
+    return;
+  }
+  double direct_ns = 0, shim_ns = 0;
+  int64_t calls = 0;
+  for (auto _ : state) {
+    direct_ns += TimeBatch(s, s.direct, op);
+    shim_ns += TimeBatch(s, s.shim, op);
+    calls += kBatch;
+  }
+  state.SetItemsProcessed(calls * 2);
+  state.counters["direct_ns"] = direct_ns / static_cast<double>(calls);
+  state.counters["shim_ns"] = shim_ns / static_cast<double>(calls);
+  state.counters["added_ns"] = (shim_ns - direct_ns) / static_cast<double>(calls);
+  state.counters["ratio"] = shim_ns / direct_ns;
+}
+
+void BM_LaunchKernel(benchmark::State& state) {
+  Setup& s = GetSetup();
+  unsigned long long ns = 0;
+  void* params[] = {&ns};
+  Compare(state, [&](const Table& t) {
+    benchmark::DoNotOptimize(t.launch(s.kernel, 1, 1, 1, 1, 1, 1, 0, s.stream, params, nullptr));
+  });
+}
+BENCHMARK(BM_LaunchKernel)->UseRealTime();
+
+void BM_MemcpyHtoDAsync(benchmark::State& state) {
+  Setup& s = GetSetup();
+  static uint32_t value = 7;
+  Compare(state, [&](const Table& t) {
+    benchmark::DoNotOptimize(t.htod_async(s.buffer, &value, sizeof(value), s.stream));
+  });
+}
+BENCHMARK(BM_MemcpyHtoDAsync)->UseRealTime();
+
+// cuMemAlloc + cuMemFree pairs of `range(0)` bytes: pairs per second through each path.
+void BM_AllocFreePair(benchmark::State& state) {
+  const size_t bytes = static_cast<size_t>(state.range(0));
+  Compare(state, [&](const Table& t) {
+    CUdeviceptr p = 0;
+    if (t.alloc(&p, bytes) == CUDA_SUCCESS) benchmark::DoNotOptimize(t.free(p));
+  });
+  state.counters["direct_pairs_per_s"] = 1e9 / state.counters["direct_ns"];
+  state.counters["shim_pairs_per_s"] = 1e9 / state.counters["shim_ns"];
+}
+BENCHMARK(BM_AllocFreePair)->Arg(4096)->Arg(1 << 20)->Arg(64 << 20)->UseRealTime();
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string registry = "/gshare-preload-bench-" + std::to_string(getpid());
+  setenv("SIMCUDA_DEVICES", "1x8GiB", 0);
+  setenv("SIMCUDA_REGISTRY", registry.c_str(), 1);
+  setenv("SIMCUDA_KERNELS", GSHARE_SIMCUDA_KERNELS, 0);
+  setenv("SIMCUDA_TIME_SCALE", "0.0001", 0);
+  setenv("SIMCUDA_LINK_GBPS", "0", 0);
+  setenv("GSHARE_VGPU_MEMORY", "4GiB", 0);
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  shm_unlink(registry.c_str());
+  return 0;
+}
