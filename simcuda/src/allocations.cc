@@ -66,30 +66,49 @@ size_t AccountedBytes(size_t bytes) {
   return (bytes + kPage - 1) / kPage * kPage;
 }
 
-CUresult AllocateDeviceMemory(CUctx_st* ctx, size_t bytes, MemKind kind, unsigned flags,
-                              CUdeviceptr* out) {
-  if (out == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  if (bytes == 0) return CUDA_ERROR_INVALID_VALUE;
-  DriverState* d = Driver();
-  size_t accounted = AccountedBytes(bytes);
-  if (!d->registry->Reserve(ctx->device, accounted)) return CUDA_ERROR_OUT_OF_MEMORY;
-  void* p = mmap(nullptr, accounted, PROT_READ | PROT_WRITE,
-                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (p == MAP_FAILED) {
-    d->registry->Release(ctx->device, accounted);
-    return CUDA_ERROR_OUT_OF_MEMORY;
-  }
+namespace {
+// Maps `bytes` of anonymous memory and records it.
+void* MapAndRecord(CUctx_st* ctx, size_t bytes, size_t mapped, MemKind kind, unsigned flags, int device,
+                   CUmemoryPool pool) {
+  void* p = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) return nullptr;
   Allocation a;
   a.base = reinterpret_cast<uintptr_t>(p);
   a.size = bytes;
-  a.mapped = accounted;
+  a.mapped = mapped;
   a.kind = kind;
-  a.device = ctx->device;
+  a.device = device;
   a.ctx = ctx;
   a.flags = flags;
+  a.pool = pool;
   a.buffer_id = AllocationTable::Instance().NextBufferId();
   AllocationTable::Instance().Insert(a);
-  *out = static_cast<CUdeviceptr>(a.base);
+  return p;
+}
+}  // namespace
+
+CUresult AllocateDeviceMemory(CUctx_st* ctx, size_t bytes, MemKind kind, unsigned flags,
+                              CUdeviceptr* out, int device, CUmemoryPool pool) {
+  if (out == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+  if (device < 0) device = ctx->device;
+  DriverState* d = Driver();
+  size_t accounted = AccountedBytes(bytes);
+  if (!d->registry->Reserve(device, accounted)) return CUDA_ERROR_OUT_OF_MEMORY;
+  void* p = MapAndRecord(ctx, bytes, accounted, kind, flags, device, pool);
+  if (p == nullptr) {
+    d->registry->Release(device, accounted);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  *out = reinterpret_cast<CUdeviceptr>(p);
+  return CUDA_SUCCESS;
+}
+
+CUresult AllocateHostMemory(CUctx_st* ctx, size_t bytes, unsigned flags, void** out) {
+  if (out == nullptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+  void* p = MapAndRecord(ctx, bytes, AccountedBytes(bytes), MemKind::kHost, flags, ctx->device, nullptr);
+  if (p == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
+  *out = p;
   return CUDA_SUCCESS;
 }
 
@@ -109,6 +128,15 @@ CUresult FreeDeviceMemory(uintptr_t ptr) {
     return CUDA_ERROR_INVALID_VALUE;
   }
   if (!table.EraseExact(ptr)) return CUDA_ERROR_INVALID_VALUE;  // lost a race with another free
+  ReleaseMapping(*a);
+  return CUDA_SUCCESS;
+}
+
+CUresult FreeHostMemory(uintptr_t ptr) {
+  AllocationTable& table = AllocationTable::Instance();
+  std::optional<Allocation> a = table.Find(ptr);
+  if (!a || a->base != ptr || a->kind != MemKind::kHost) return CUDA_ERROR_INVALID_VALUE;
+  if (!table.EraseExact(ptr)) return CUDA_ERROR_INVALID_VALUE;
   ReleaseMapping(*a);
   return CUDA_SUCCESS;
 }

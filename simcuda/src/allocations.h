@@ -57,10 +57,14 @@ class AllocationTable {
   unsigned long long next_id_ = 1;
 };
 
-// Allocates `bytes` of device (or managed) memory on `ctx`'s device: reserves capacity in the
-// registry, then maps. OUT_OF_MEMORY when the device is full.
+// Allocates `bytes` of device (or managed) memory owned by `ctx` on `device` (-1: ctx's
+// device): reserves capacity in the registry, then maps. OUT_OF_MEMORY when the device is full.
 CUresult AllocateDeviceMemory(CUctx_st* ctx, size_t bytes, MemKind kind, unsigned flags,
-                              CUdeviceptr* out);
+                              CUdeviceptr* out, int device = -1, CUmemoryPool pool = nullptr);
+// Allocates page-locked host memory (plain here) owned by `ctx` (kind kHost).
+CUresult AllocateHostMemory(CUctx_st* ctx, size_t bytes, unsigned flags, void** out);
+// Frees a kHost allocation at exactly `ptr`.
+CUresult FreeHostMemory(uintptr_t ptr);
 // Frees a kDevice/kManaged allocation at exactly `ptr`; INVALID_VALUE if there is none.
 CUresult FreeDeviceMemory(uintptr_t ptr);
 // Frees every device/managed/host allocation owned by `ctx` (context teardown).
