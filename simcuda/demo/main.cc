@@ -7,6 +7,7 @@
 #include <cuda.h>
 
 #include <cstdio>
+#include <string>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -18,6 +19,12 @@ namespace {
 
 using simcuda_demo::DemoOptions;
 using simcuda_demo::DeviceReport;
+
+// Prints "simcuda-demo: <message>" to stderr after what the table printed so far.
+void Complain(const std::string& message) {
+  std::fflush(stdout);
+  std::fprintf(stderr, "simcuda-demo: %s\n", message.c_str());
+}
 
 void PrintReport(const DeviceReport& r) {
   constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
@@ -60,16 +67,15 @@ int main(int argc, char** argv) {
   int count = 0;
   simcuda_demo::CallChecker cu;
   if (!cu.Ok(cuInit(0), "cuInit") || !cu.Ok(cuDeviceGetCount(&count), "cuDeviceGetCount")) {
-    std::fprintf(stderr, "simcuda-demo: %s\n", cu.error().c_str());
+    Complain(cu.error());
     return 1;
   }
   if (count == 0) {
-    std::fprintf(stderr, "simcuda-demo: no CUDA devices visible\n");
+    Complain("no CUDA devices visible");
     return 1;
   }
   if (only_device >= count) {
-    std::fprintf(stderr, "simcuda-demo: device %d does not exist (%d visible)\n", only_device,
-                 count);
+    Complain(fmt::format("device {} does not exist ({} visible)", only_device, count));
     return 2;
   }
   int driver_version = 0;
@@ -82,14 +88,14 @@ int main(int argc, char** argv) {
     DeviceReport report;
     simcuda_demo::Error err = simcuda_demo::RunOnDevice(d, options, &report);
     if (!err.empty()) {
-      std::fprintf(stderr, "simcuda-demo: device %d: %s\n", d, err.c_str());
+      Complain(fmt::format("device {}: {}", d, err));
       return 1;
     }
     PrintReport(report);
     for (const auto& op : report.ops) all_ok = all_ok && op.verified;
   }
   if (!all_ok) {
-    std::fprintf(stderr, "simcuda-demo: some results were WRONG (see the table)\n");
+    Complain("some results were WRONG (see the table)");
     return 1;
   }
   fmt::print("simcuda-demo: all results verified\n");

@@ -1,13 +1,14 @@
 // A tiny kernel plugin built in several variants (TEST_PLUGIN_VARIANT_*) to test the registry:
 // a good plugin, one that repeats a name, one with the wrong ABI version, one without the entry
-// point, and one with a malformed descriptor.
+// point, one with a malformed descriptor, and one whose vector_add is wrong (put first in
+// SIMCUDA_KERNELS, it shadows the real one, so simcuda-demo must report a wrong result).
 #include <cstddef>
 
 #include "simcuda/kernel_plugin.h"
 
 namespace {
 
-void Store42(const SimcudaLaunchDims*, void* const* params) {
+[[maybe_unused]] void Store42(const SimcudaLaunchDims*, void* const* params) {
   **static_cast<int* const*>(params[0]) = 42;
 }
 SimcudaKernelCost NoCost(const SimcudaLaunchDims*, void* const*) { return {0.0, 4.0, 0.0}; }
@@ -33,6 +34,18 @@ const SimcudaKernelDesc kTable[] = {
     {"test_null_run", nullptr, NoCost, 1, kOnePointer},
     {"test_d", Store42, NoCost, 1, kOnePointer},
 };
+constexpr unsigned kAbi = SIMCUDA_PLUGIN_ABI;
+#elif defined(TEST_PLUGIN_VARIANT_wrong_vector_add)
+void WrongVectorAdd(const SimcudaLaunchDims*, void* const* params) {
+  const float* a = *static_cast<const float* const*>(params[0]);
+  const float* b = *static_cast<const float* const*>(params[1]);
+  float* c = *static_cast<float* const*>(params[2]);
+  const unsigned long long n = *static_cast<const unsigned long long*>(params[3]);
+  for (unsigned long long i = 0; i < n; ++i) c[i] = a[i] - b[i];  // deliberately wrong
+}
+const size_t kVectorAddParams[] = {sizeof(void*), sizeof(void*), sizeof(void*), 8};
+const SimcudaKernelDesc kTable[] = {
+    {"vector_add", WrongVectorAdd, NoCost, 4, kVectorAddParams}};
 constexpr unsigned kAbi = SIMCUDA_PLUGIN_ABI;
 #elif defined(TEST_PLUGIN_VARIANT_no_entry)
 const SimcudaKernelDesc kTable[] = {{"test_no_entry", Store42, NoCost, 1, kOnePointer}};
