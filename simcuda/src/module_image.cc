@@ -233,7 +233,9 @@ bool ElfExtent(const unsigned char* p, size_t* size, std::string* error) {
   if (eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shoff > kMaxImageBytes) {
     return Fail(error, "cubin: bad section header table");
   }
+  if (eh.e_phoff > kMaxImageBytes) return Fail(error, "cubin: bad program header table");
   uint64_t end = std::max<uint64_t>(sizeof(eh), eh.e_shoff + uint64_t{eh.e_shnum} * sizeof(Elf64_Shdr));
+  end = std::max<uint64_t>(end, eh.e_phoff + uint64_t{eh.e_phnum} * eh.e_phentsize);
   for (uint32_t i = 0; i < eh.e_shnum; ++i) {
     Elf64_Shdr sh;
     std::memcpy(&sh, p + eh.e_shoff + uint64_t{i} * sizeof(Elf64_Shdr), sizeof(sh));
