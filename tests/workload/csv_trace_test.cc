@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include "gshare/workload/synthetic.h"
+
 #include "test_util.h"
 
 namespace gshare::workload {
@@ -121,6 +123,32 @@ TEST(CsvTrace, MaxRequestsAndTimeCompression) {
 
   options.time_compression = 0;
   EXPECT_FALSE(ParseCsvTraceText("timestamp_ms,function\n", "m", options).ok());
+}
+
+TEST(CsvTrace, WriteThenParseRoundTrips) {
+  SyntheticOptions options;
+  options.functions = 30;
+  options.duration_us = 600'000'000;
+  Result<SyntheticTrace> generated = GenerateSynthetic(options);
+  ASSERT_TRUE(generated.ok());
+  Trace& original = generated->trace;
+  ASSERT_GT(original.invocations.size(), 100u);
+  original.invocations[3].exec_ms = 1.0 / 3.0;  // one exec time: the column is written
+  TempDir dir;
+  const auto file = dir.path() / "round.csv";
+  ASSERT_FALSE(WriteCsvTrace(original, file).has_value());
+  Result<Trace> back = ParseCsvTrace(file);
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  ASSERT_EQ(back->invocations.size(), original.invocations.size());
+  for (size_t i = 0; i < original.invocations.size(); ++i) {
+    const Invocation& a = original.invocations[i];
+    const Invocation& b = back->invocations[i];
+    ASSERT_EQ(a.arrival_us, b.arrival_us) << i;
+    ASSERT_EQ(original.functions[a.function].name, back->functions[b.function].name) << i;
+    ASSERT_EQ(a.exec_ms, b.exec_ms) << i;
+  }
+  EXPECT_EQ(FormatCsvTrace(Trace{}), "timestamp_ms,function\n");
+  EXPECT_TRUE(WriteCsvTrace(original, dir.path() / "no-such-dir" / "x.csv").has_value());
 }
 
 }  // namespace

@@ -14,14 +14,10 @@ namespace {
 
 constexpr size_t kMaxSkippedExamples = 5;
 
-struct FileCloser {
-  void operator()(std::FILE* f) const { std::fclose(f); }
-};
-
 }  // namespace
 
 Result<std::string> ReadWholeFile(const std::filesystem::path& path) {
-  std::unique_ptr<std::FILE, FileCloser> file(std::fopen(path.c_str(), "rb"));
+  UniqueFile file(std::fopen(path.c_str(), "rb"));
   if (!file) return Fail(path.string() + ": cannot open: " + std::strerror(errno));
   std::string data;
   char buffer[1 << 16];

@@ -6,7 +6,9 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -16,6 +18,12 @@
 #include "gshare/workload/trace.h"
 
 namespace gshare::workload::internal {
+
+// An open stdio file, closed when the owner goes.
+struct FileCloser {
+  void operator()(std::FILE* f) const { std::fclose(f); }
+};
+using UniqueFile = std::unique_ptr<std::FILE, FileCloser>;
 
 // Reads the whole file. Errors name the path and the OS reason.
 Result<std::string> ReadWholeFile(const std::filesystem::path& path);

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
+#include <string>
 #include <string_view>
 
 #include "gshare/workload/result.h"
@@ -28,5 +30,14 @@ Result<Trace> ParseCsvTrace(const std::filesystem::path& path, const ParseOption
 // The same, on text already in memory; `source_name` replaces the file name in messages.
 Result<Trace> ParseCsvTraceText(std::string_view text, std::string_view source_name,
                                 const ParseOptions& options = {});
+
+// Writes `trace` in this format (with the exec_ms column when any invocation has an exec_ms),
+// so generated or converted workloads can be saved and replayed (gshare-loadgen, other tools).
+// Times are written in milliseconds with microsecond precision, so ParseCsvTrace reads the
+// same arrivals back; exec_ms is written with 17 significant digits (it round-trips exactly).
+// Token counts are not part of the format and are not written. Returns nullopt on success.
+// REQUIRES: function names contain no comma or newline (the parsers' names never do).
+std::optional<Error> WriteCsvTrace(const Trace& trace, const std::filesystem::path& path);
+std::string FormatCsvTrace(const Trace& trace);
 
 }  // namespace gshare::workload

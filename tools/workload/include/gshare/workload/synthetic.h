@@ -4,7 +4,8 @@
 // the top 18.6% carrying ~99.6% of invocations), 16% timers (periodic), 40% bursty (inter-
 // arrival CV > 1, hyper-exponential gaps), the rest Poisson, all non-timer arrivals modulated
 // by a daily cycle whose trough is 50% of its peak. Seeded and deterministic: the same options
-// give the identical trace on every run and platform (no std:: distributions are used).
+// give the identical trace on every run (no std:: distributions are used, so the standard
+// library cannot change it; only a different libm's last-bit rounding could).
 //
 // Thread-safety: reentrant; the generator keeps no global state.
 #pragma once
