@@ -138,7 +138,8 @@ Result<ClientView> ArbiterChannel::ReadClient(uint64_t now_ns) const {
   if (v.ack_seq > order_seq_) {
     return Bad("ack.ack_seq", "acknowledges an order that was never issued");
   }
-  if (v.ack_bytes_moved > init_.quota_bytes) return Bad("ack.bytes_moved", "exceeds the quota");
+  const uint64_t max_bytes = init_.quota_bytes + kResidentSlackBytes;
+  if (v.ack_bytes_moved > max_bytes) return Bad("ack.bytes_moved", "exceeds the quota");
   if (v.ack_duration_ns > kMaxDurationNs) return Bad("ack.duration_ns", "is absurd");
   const uint32_t residency = LoadRelaxed(&l->ack.residency);
   if (residency >= kResidencyCount) return Bad("ack.residency", "has unknown value");
@@ -146,7 +147,7 @@ Result<ClientView> ArbiterChannel::ReadClient(uint64_t now_ns) const {
   v.resident_gpu = LoadRelaxed(&l->ack.resident_gpu);
   if (v.resident_gpu != kNoGpu && v.resident_gpu >= kMaxGpus) return Bad("ack.resident_gpu", "out of range");
   v.resident_bytes = LoadRelaxed(&l->ack.resident_bytes);
-  if (v.resident_bytes > init_.quota_bytes) return Bad("ack.resident_bytes", "exceeds the quota");
+  if (v.resident_bytes > max_bytes) return Bad("ack.resident_bytes", "exceeds the quota");
   v.swapin_requests = LoadRelaxed(&l->ack.swapin_requests);
 
   v.heartbeat_ns = LoadRelaxed(&l->heartbeat.heartbeat_ns);

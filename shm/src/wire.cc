@@ -75,7 +75,9 @@ Status ValidateRequest(const RegisterRequest& r, StatusCode code) {
     return bad("previous_client_id/resident_bytes set without re-register flag");
   }
   if (rereg && r.previous_client_id == 0) return bad("re-register without previous_client_id");
-  if (r.resident_bytes > r.quota_bytes) return bad("resident_bytes exceeds quota_bytes");
+  if (r.resident_bytes > r.quota_bytes + kResidentSlackBytes) {
+    return bad("resident_bytes exceeds quota_bytes by more than 64 MiB");
+  }
   if (resident ? r.current_gpu >= kMaxGpus : r.current_gpu != kNoGpu) {
     return bad("current_gpu inconsistent with the resident flag");
   }

@@ -244,6 +244,12 @@ TEST(ChannelTest, ArbiterValidatesEveryClientField) {
     EXPECT_EQ(v.status().code(), StatusCode::kMalformed);
     EXPECT_NE(v.status().message().find(c.field), std::string::npos) << v.status().ToString();
   }
+  // In-range values pass: a small quota's resident bytes rounded up to a 2 MiB granule.
+  {
+    Pair p = MakePair();
+    p.client.layout()->ack.resident_bytes = Init().quota_bytes + (2 << 20);
+    EXPECT_TRUE(p.arbiter.ReadClient(MonotonicNowNs()).ok());
+  }
   // Scribbling over the arbiter's own lines does not change the arbiter's truth.
   Pair p = MakePair();
   const uint32_t seq = p.arbiter.Grant(2, 0);

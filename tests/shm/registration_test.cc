@@ -2,10 +2,12 @@
 // refusals, malformed requests, stale/live socket files, and the socket-path variable.
 #include "gshare/shm/registration.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 
+#include <csignal>
 #include <cstring>
 
 #include "gshare/shm/channel.h"
@@ -61,7 +63,11 @@ TEST(RegistrationTest, TwoProcessesWithFdPassingAndPeerCred) {
   EXPECT_EQ(s.conn.peer().pid, child.pid);  // from the kernel, never from the message
   EXPECT_EQ(s.conn.peer().uid, ::getuid());
   EXPECT_EQ(s.conn.peer().gid, ::getgid());
-  EXPECT_GE(s.conn.pidfd(), 0) << "SO_PEERPIDFD unavailable on this kernel";
+  ASSERT_GE(s.conn.pidfd(), 0) << "SO_PEERPIDFD unavailable on this kernel";
+  // The pidfd names the very process that connected.
+  UniqueFd fdinfo(::open(("/proc/self/fdinfo/" + std::to_string(s.conn.pidfd())).c_str(), O_RDONLY | O_CLOEXEC));
+  const std::string fdinfo_text = ReadAll(fdinfo.get());
+  EXPECT_NE(fdinfo_text.find("Pid:\t" + std::to_string(child.pid) + "\n"), std::string::npos) << fdinfo_text;
   EXPECT_EQ(s.request.function_name, "fn-a");
   EXPECT_EQ(s.request.quota_bytes, 268435456U);
 
@@ -93,6 +99,35 @@ TEST(RegistrationTest, PeerCredentialsOfAnotherUid) {
   ::close(child.stdout_fd);
   EXPECT_EQ(WaitChild(child.pid), 0) << out;
   EXPECT_NE(out.find("uid=65534"), std::string::npos) << out;
+}
+
+// Liveness: the connection shows either side's death at once, with no timeout involved.
+TEST(RegistrationTest, DeathOfEitherSideIsSeenThroughTheSocket) {
+  TempDir dir;
+  const std::string path = dir.File("arbiter.sock");
+  auto listener = RegistrationListener::Listen(path, 0666);
+  ASSERT_TRUE(listener.ok());
+  {  // The client is killed: the arbiter's connection reports it closed.
+    auto child = SpawnHelper({"register", path, "1048576", "10", "victim"});
+    Served s = ServeOne(*listener, 1);
+    ASSERT_TRUE(testing::WaitUntil([&] { return s.channel.ReadClient(MonotonicNowNs())->generation == 1; }));
+    ::kill(child.pid, SIGKILL);
+    EXPECT_EQ(WaitChild(child.pid), 128 + SIGKILL);
+    ::close(child.stdout_fd);
+    auto r = ReceivePacket(s.conn.fd(), 30s);
+    EXPECT_EQ(r.status().code(), StatusCode::kClosed) << r.status().ToString();
+  }
+  {  // The arbiter goes away (its end of the connection closes): the client sees it.
+    auto child = SpawnHelper({"register", path, "1048576", "10", "survivor"});
+    {
+      Served s = ServeOne(*listener, 2);
+      ASSERT_TRUE(testing::WaitUntil([&] { return s.channel.ReadClient(MonotonicNowNs())->generation == 1; }));
+    }  // connection and channel destroyed here
+    const std::string out = ReadAll(child.stdout_fd);
+    ::close(child.stdout_fd);
+    EXPECT_EQ(WaitChild(child.pid), 2) << out;
+    EXPECT_NE(out.find("goodbye: closed: peer closed the connection"), std::string::npos) << out;
+  }
 }
 
 TEST(RegistrationTest, RefusalCarriesReason) {

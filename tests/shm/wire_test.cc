@@ -155,6 +155,18 @@ TEST(WireTest, AbsurdValues) {
       DecodeRequest(Patch<uint32_t>(good, offsetof(RegisterRequestWire, current_gpu), 2)).status(),
       "current_gpu");
 
+  // Re-registration: resident bytes may exceed the quota by granule rounding, not more.
+  RegisterRequest rereg = ValidRequest();
+  rereg.flags = kFlagReRegister;
+  rereg.previous_client_id = 1;
+  rereg.resident_bytes = rereg.quota_bytes + (2 << 20);
+  const auto rereg_bytes = Bytes(rereg);
+  EXPECT_TRUE(DecodeRequest(rereg_bytes).ok());
+  ExpectMalformed(DecodeRequest(Patch<uint64_t>(rereg_bytes, offsetof(RegisterRequestWire, resident_bytes),
+                                                rereg.quota_bytes + kResidentSlackBytes + 1))
+                      .status(),
+                  "resident_bytes");
+
   auto reply = EncodeReply(ValidReply());
   ASSERT_TRUE(reply.ok());
   ExpectMalformed(DecodeReply(Patch<uint32_t>(*reply, offsetof(RegisterReplyWire, accepted), 2)).status(),

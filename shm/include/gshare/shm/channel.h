@@ -9,8 +9,13 @@
 //
 //  ClientChannel - the shim's side. Waits for grants (bounded spinning when told it is next,
 //    then futex), releases, reports bursts, acknowledges swap orders, rings the doorbell only
-//    when the arbiter is asleep. Trusts the arbiter. Thread-safety: every method may be called
-//    from any thread; the shim serialises the token protocol itself (one releaser at a time).
+//    when the arbiter is asleep. Trusts the arbiter. Thread-safety: LoadToken, ReadGrant,
+//    HoldsToken, PreemptSeq, ReadSwapOrder, WaitForGrant, WaitForSwapOrder, RequestSwapIn,
+//    Heartbeat and NotifyArbiter may be called from any thread concurrently. The reporting
+//    methods (RequestToken, BeginDraining, Release, ReportBurst*, AckSwap, SetResidency,
+//    BumpGeneration) REQUIRE one caller at a time: the shim serialises its token protocol.
+//    After fork() the child must not use the parent's ClientChannel (it would write into the
+//    parent's channel): destroy it (that writes nothing) and register anew.
 //
 // Both own their mapping and fds (RAII); moving is allowed, copying is not.
 #pragma once

@@ -32,6 +32,9 @@ enum class MessageType : uint16_t {
 inline constexpr uint64_t kMaxQuotaBytes = uint64_t{1} << 44;  // 16 TiB
 inline constexpr uint32_t kMaxSloMs = 3'600'000;               // one hour
 inline constexpr uint32_t kMaxGpus = 1024;
+// Device bytes a client reports holding or moving may exceed its quota by this much (granule
+// rounding of small quotas, memory the shim accounts beside the application's allocations).
+inline constexpr uint64_t kResidentSlackBytes = uint64_t{64} << 20;
 inline constexpr size_t kFunctionNameSize = 128;  // bytes including the terminating NUL
 inline constexpr size_t kReasonSize = 192;        // bytes including the terminating NUL
 
@@ -57,7 +60,7 @@ struct RegisterRequestWire {
   uint32_t flags;         // kFlag*; unknown bits rejected
   uint32_t previous_client_id;  // with kFlagReRegister: the id the old arbiter gave, else 0
   uint32_t current_gpu;   // with kFlagResident: the GPU it is resident on, else kNoGpu
-  uint64_t resident_bytes;  // with kFlagReRegister: device bytes it holds now (<= quota)
+  uint64_t resident_bytes;  // with kFlagReRegister: device bytes it holds now (<= quota + slack)
   char function_name[kFunctionNameSize];  // printable ASCII, NUL-terminated, zero-padded
 };
 
