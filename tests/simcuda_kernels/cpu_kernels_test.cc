@@ -62,7 +62,8 @@ TEST_F(CpuKernelsTest, PluginLoadsCleanlyWithEveryKernel) {
   EXPECT_EQ(registry_->Names(),
             (std::vector<std::string>{"argmax_rows", "bias_act", "checksum", "conv2d_3x3",
                                       "embedding", "fill_u32", "gelu", "layernorm_rows",
-                                      "maxpool_2x2", "saxpy", "sgemm", "sleep_ns", "softmax_rows",
+                                      "maxpool_2x2", "saxpy", "sgemm", "sgemm_batched", "sleep_ns",
+                                      "softmax_rows",
                                       "transpose", "vector_add"}));
 }
 
@@ -194,6 +195,47 @@ TEST_F(CpuKernelsTest, SgemmBetaZeroIgnoresNanInC) {
   float* pc = c.data();
   Run("sgemm", {&m, &n, &k, &alpha, &pa, &pb, &beta, &pc}, {});
   for (float v : c) EXPECT_FALSE(std::isnan(v));
+}
+
+TEST_F(CpuKernelsTest, SgemmBatchedWithStridesLeadingDimensionsAndTransposedB) {
+  // Multi-head attention shapes: 3 heads of width 8 inside rows of width 24.
+  //   transb = 1: scores S_h = Q_h * K_h^T (seq x seq, dense per head; lda = ldb = hidden).
+  //   transb = 0: O_h = P * V_h with one P shared by all heads (stride 0, lda = hidden), written
+  //               into the head's columns of a seq x hidden output (ldc = hidden).
+  const unsigned heads = 3, seq = 5, dh = 8, hidden = heads * dh;
+  auto q = Random(seq * hidden, 40), kmat = Random(seq * hidden, 41);
+  for (unsigned transb : {1u, 0u}) {
+    unsigned m = seq, n = transb ? seq : dh, k = transb ? dh : seq;
+    unsigned lda = hidden, ldb = hidden, ldc = transb ? seq : hidden;
+    u64 stride_a = transb ? dh : 0, stride_b = dh, stride_c = transb ? u64{seq} * seq : dh;
+    auto a = transb ? q : Random(seq * hidden, 42);
+    std::vector<float> c(transb ? heads * seq * seq : seq * hidden, 0.25f);
+    auto expect = c;
+    float alpha = 0.5f, beta = transb ? 0.0f : 1.0f;
+    for (unsigned h = 0; h < heads; ++h) {
+      for (unsigned i = 0; i < m; ++i) {
+        for (unsigned j = 0; j < n; ++j) {
+          float acc = 0.0f;
+          for (unsigned kk = 0; kk < k; ++kk) {
+            float av = a[h * stride_a + i * lda + kk];
+            float bv = transb ? kmat[h * stride_b + j * ldb + kk] : kmat[h * stride_b + kk * ldb + j];
+            acc += av * bv;
+          }
+          float& out = expect[h * stride_c + i * ldc + j];
+          out = beta == 0.0f ? alpha * acc : alpha * acc + beta * out;
+        }
+      }
+    }
+    const float *pa = a.data(), *pb = kmat.data();
+    float* pc = c.data();
+    unsigned batch = heads;
+    auto cost = Run("sgemm_batched",
+                    {&transb, &m, &n, &k, &alpha, &pa, &lda, &stride_a, &pb, &ldb, &stride_b,
+                     &beta, &pc, &ldc, &stride_c, &batch},
+                    {4, 4, 4, 4, 4, P, 4, 8, P, 4, 8, 4, P, 4, 8, 4});
+    ASSERT_EQ(c, expect) << "transb=" << transb;
+    EXPECT_GE(cost.flops, 2.0 * heads * m * n * k);
+  }
 }
 
 float RefGelu(float x) {

@@ -11,6 +11,10 @@
 //   sleep_ns      (u64 ns)                                                   busy for ns
 //   sgemm         (u32 M, u32 N, u32 K, float alpha, const float* A, const float* B,
 //                  float beta, float* C)                  C = alpha*A*B + beta*C, row-major
+//   sgemm_batched (u32 transb, u32 M, u32 N, u32 K, float alpha, const float* A, u32 lda,
+//                  u64 strideA, const float* B, u32 ldb, u64 strideB, float beta, float* C,
+//                  u32 ldc, u64 strideC, u32 batch)     per batch b: C_b = alpha*A_b*op(B_b) +
+//                                                       beta*C_b, X_b = X + b*strideX (elements)
 //   bias_act      (float* x, const float* bias, u32 rows, u32 cols, i32 act) act 0/1/2 =
 //                                                                            none/ReLU/GELU
 //   gelu          (float* x, u64 n)
@@ -38,7 +42,8 @@ inline constexpr unsigned kMaxElementwiseGrid = 4096;
 // Row kernels (softmax_rows, layernorm_rows, argmax_rows): one block per row (grid-stride over
 // rows), blockDim.x a power of two <= 1024.
 inline constexpr unsigned kRowBlock = 256;
-// sgemm: blockDim must be (kGemmTile, kGemmTile, 1); natural grid (ceil(N/16), ceil(M/16), 1).
+// sgemm, sgemm_batched: blockDim must be (kGemmTile, kGemmTile, 1); natural grid
+// (ceil(N/16), ceil(M/16), 1), with gridDim.z = batch for sgemm_batched (any grid works).
 inline constexpr unsigned kGemmTile = 16;
 
 // bias_act's activation codes.

@@ -8,7 +8,7 @@
 
 extern "C" {
 extern const char basic_kernels_ptx[];  // vector_add, saxpy, fill_u32, checksum, sleep_ns
-extern const char gemm_ptx[];           // sgemm
+extern const char gemm_ptx[];           // sgemm, sgemm_batched
 extern const char nn_kernels_ptx[];     // bias_act, gelu, softmax_rows, layernorm_rows,
                                         // embedding, argmax_rows, transpose
 extern const char cnn_kernels_ptx[];    // conv2d_3x3, maxpool_2x2
