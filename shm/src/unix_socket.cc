@@ -50,7 +50,8 @@ Status WaitFd(int fd, short events, std::chrono::nanoseconds timeout) {
     pollfd p{fd, events, 0};
     const auto left = Left(deadline);
     // Round up to whole milliseconds so a short positive timeout still waits.
-    const int ms = static_cast<int>((left.count() + 999'999) / 1'000'000);
+    const int64_t left_ms = (left.count() + 999'999) / 1'000'000;
+    const int ms = static_cast<int>(left_ms > 3'600'000 ? 3'600'000 : left_ms);  // re-armed after
     const int r = ::poll(&p, 1, ms);
     if (r > 0) return {};
     if (r == 0) {

@@ -73,7 +73,8 @@ class EventRingReader {
   static Result<EventRingReader> Attach(UniqueFd fd);
 
   // Copies up to out.size() records, oldest first, from the cursor on; returns how many.
-  // Records the writer overwrote before they were copied are skipped and counted in stats().
+  // Records the writer overwrote before they were copied are skipped and counted in stats();
+  // records of a type this reader does not know (newer writer) are skipped silently.
   size_t Read(std::span<Event> out);
   // Moves the cursor to the oldest record still present / to the next record to be written.
   void SeekToOldest();
