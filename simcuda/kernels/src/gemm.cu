@@ -7,10 +7,13 @@
 // natural one is (ceil(N / 16), ceil(M / 16), 1). Each output sums k = 0..K-1 in order.
 #define TILE 16
 
-extern "C" __global__ void sgemm(unsigned int M, unsigned int N, unsigned int K, float alpha,
-                                 const float* A, const float* B, float beta, float* C) {
+// One block's share of C = alpha * A * op(B) + beta * C (op(B) = B, or B^T stored N x K when
+// transb), tiles visited grid-stride in x (columns) and y (rows).
+__device__ void GemmTiles(bool transb, unsigned M, unsigned N, unsigned K, float alpha,
+                          const float* A, unsigned lda, const float* B, unsigned ldb, float beta,
+                          float* C, unsigned ldc) {
   __shared__ float As[TILE][TILE];
-  __shared__ float Bs[TILE][TILE];
+  __shared__ float Bs[TILE][TILE];  // Bs[k][j] = op(B)[k0 + k][tn * TILE + j]
   const unsigned tx = threadIdx.x, ty = threadIdx.y;
   const unsigned tiles_m = (M + TILE - 1) / TILE, tiles_n = (N + TILE - 1) / TILE;
   for (unsigned tm = blockIdx.y; tm < tiles_m; tm += gridDim.y) {
@@ -18,19 +21,29 @@ extern "C" __global__ void sgemm(unsigned int M, unsigned int N, unsigned int K,
       const unsigned row = tm * TILE + ty, col = tn * TILE + tx;
       float acc = 0.0f;
       for (unsigned k0 = 0; k0 < K; k0 += TILE) {
-        As[ty][tx] = (row < M && k0 + tx < K) ? A[(size_t)row * K + k0 + tx] : 0.0f;
-        Bs[ty][tx] = (k0 + ty < K && col < N) ? B[(size_t)(k0 + ty) * N + col] : 0.0f;
+        As[ty][tx] = (row < M && k0 + tx < K) ? A[(size_t)row * lda + k0 + tx] : 0.0f;
+        if (transb) {
+          const unsigned j = tn * TILE + ty, k = k0 + tx;  // coalesced along k
+          Bs[tx][ty] = (j < N && k < K) ? B[(size_t)j * ldb + k] : 0.0f;
+        } else {
+          Bs[ty][tx] = (k0 + ty < K && col < N) ? B[(size_t)(k0 + ty) * ldb + col] : 0.0f;
+        }
         __syncthreads();
         const unsigned kmax = K - k0 < TILE ? K - k0 : TILE;
         for (unsigned k = 0; k < kmax; ++k) acc += As[ty][k] * Bs[k][tx];
         __syncthreads();
       }
       if (row < M && col < N) {
-        float* c = &C[(size_t)row * N + col];
+        float* c = &C[(size_t)row * ldc + col];
         *c = beta == 0.0f ? alpha * acc : alpha * acc + beta * *c;
       }
     }
   }
+}
+
+extern "C" __global__ void sgemm(unsigned int M, unsigned int N, unsigned int K, float alpha,
+                                 const float* A, const float* B, float beta, float* C) {
+  GemmTiles(false, M, N, K, alpha, A, K, B, N, beta, C, N);
 }
 
 // Strided batched GEMM with an optional transposed B, for attention (one launch for all heads):
@@ -46,37 +59,8 @@ extern "C" __global__ void sgemm_batched(unsigned int transb, unsigned int M, un
                                          unsigned long long strideB, float beta, float* C,
                                          unsigned int ldc, unsigned long long strideC,
                                          unsigned int batch) {
-  __shared__ float As[TILE][TILE];
-  __shared__ float Bs[TILE][TILE];
-  const unsigned tx = threadIdx.x, ty = threadIdx.y;
-  const unsigned tiles_m = (M + TILE - 1) / TILE, tiles_n = (N + TILE - 1) / TILE;
   for (unsigned b = blockIdx.z; b < batch; b += gridDim.z) {
-    const float* Ab = A + b * strideA;
-    const float* Bb = B + b * strideB;
-    float* Cb = C + b * strideC;
-    for (unsigned tm = blockIdx.y; tm < tiles_m; tm += gridDim.y) {
-      for (unsigned tn = blockIdx.x; tn < tiles_n; tn += gridDim.x) {
-        const unsigned row = tm * TILE + ty, col = tn * TILE + tx;
-        float acc = 0.0f;
-        for (unsigned k0 = 0; k0 < K; k0 += TILE) {
-          As[ty][tx] = (row < M && k0 + tx < K) ? Ab[(size_t)row * lda + k0 + tx] : 0.0f;
-          // Bs[k][j] = op(B)[k0 + k][tn * TILE + j]
-          if (transb) {
-            const unsigned j = tn * TILE + ty, k = k0 + tx;  // coalesced along k
-            Bs[tx][ty] = (j < N && k < K) ? Bb[(size_t)j * ldb + k] : 0.0f;
-          } else {
-            Bs[ty][tx] = (k0 + ty < K && col < N) ? Bb[(size_t)(k0 + ty) * ldb + col] : 0.0f;
-          }
-          __syncthreads();
-          const unsigned kmax = K - k0 < TILE ? K - k0 : TILE;
-          for (unsigned k = 0; k < kmax; ++k) acc += As[ty][k] * Bs[k][tx];
-          __syncthreads();
-        }
-        if (row < M && col < N) {
-          float* c = &Cb[(size_t)row * ldc + col];
-          *c = beta == 0.0f ? alpha * acc : alpha * acc + beta * *c;
-        }
-      }
-    }
+    GemmTiles(transb != 0, M, N, K, alpha, A + b * strideA, lda, B + b * strideB, ldb, beta,
+              C + b * strideC, ldc);
   }
 }
