@@ -1,7 +1,208 @@
-// The process checkpoint control channel (placeholder until the checkpoint API lands).
+// The target side of the process checkpoint API: the control socket's thread, the process
+// state and the lock that blocks driver calls (see checkpoint.h).
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstring>
+#include <future>
+#include <mutex>
+#include <thread>
+
+#include "checkpoint.h"
+#include "context.h"
 #include "driver.h"
+#include "handle_set.h"
+#include "log.h"
 
 namespace simcuda {
-void StartCheckpointService() {}
-void WaitIfLocked() {}
+namespace {
+
+struct Service {
+  std::atomic<int> state{CU_PROCESS_STATE_RUNNING};
+  std::mutex mu;
+  std::condition_variable cv;  // signalled when state returns to RUNNING
+  int listen_fd = -1;
+  std::atomic<int> tid{0};
+};
+
+Service& Svc() {
+  static Service* s = new Service();
+  return *s;
+}
+
+void SetState(int state) {
+  Service& s = Svc();
+  std::lock_guard<std::mutex> lock(s.mu);
+  s.state.store(state, std::memory_order_release);
+  s.cv.notify_all();
+}
+
+// Waits for all work submitted in every context, up to `timeout_ms` (0 = forever).
+bool DrainAll(uint32_t timeout_ms) {
+  auto done = std::make_shared<std::promise<void>>();
+  std::future<void> f = done->get_future();
+  std::thread([done] {
+    for (CUctx_st* ctx : HandleSet<CUctx_st>::Instance().Snapshot()) SynchronizeContext(ctx);
+    done->set_value();
+  }).detach();
+  if (timeout_ms == 0) {
+    f.wait();
+    return true;
+  }
+  return f.wait_for(std::chrono::milliseconds(timeout_ms)) == std::future_status::ready;
+}
+
+// Maps GPU pairs (UUIDs) to a device map old ordinal -> new ordinal.
+bool DeviceMap(const CheckpointRequest& req, std::vector<int>* map) {
+  DriverState* d = Driver();
+  map->resize(d->devices.size());
+  for (size_t i = 0; i < map->size(); ++i) (*map)[i] = static_cast<int>(i);
+  auto find = [d](const CUuuid& u) {
+    for (size_t i = 0; i < d->devices.size(); ++i) {
+      if (std::memcmp(d->devices[i].uuid.bytes, u.bytes, sizeof u.bytes) == 0) return static_cast<int>(i);
+    }
+    return -1;
+  };
+  for (uint32_t i = 0; i < req.pair_count && i < kMaxDevices; ++i) {
+    int from = find(req.pairs[i].oldUuid);
+    int to = find(req.pairs[i].newUuid);
+    if (from < 0 || to < 0) return false;
+    (*map)[static_cast<size_t>(from)] = to;
+  }
+  return true;
+}
+
+CheckpointReply Handle(const CheckpointRequest& req) {
+  Service& s = Svc();
+  CheckpointReply reply{kCheckpointMagic, CUDA_SUCCESS, 0, 0};
+  int state = s.state.load();
+  switch (static_cast<CheckpointOp>(req.op)) {
+    case CheckpointOp::kLock:
+      if (state != CU_PROCESS_STATE_RUNNING) {
+        reply.result = CUDA_ERROR_ILLEGAL_STATE;
+        break;
+      }
+      SetState(CU_PROCESS_STATE_LOCKED);
+      if (!DrainAll(req.timeout_ms)) {
+        SetState(CU_PROCESS_STATE_RUNNING);
+        reply.result = CUDA_ERROR_TIMEOUT;
+      }
+      break;
+    case CheckpointOp::kCheckpoint:
+      if (state != CU_PROCESS_STATE_LOCKED) {
+        reply.result = CUDA_ERROR_ILLEGAL_STATE;
+        break;
+      }
+      reply.result = CheckpointDeviceMemory();
+      SetState(reply.result == CUDA_SUCCESS ? CU_PROCESS_STATE_CHECKPOINTED : CU_PROCESS_STATE_FAILED);
+      break;
+    case CheckpointOp::kRestore: {
+      if (state != CU_PROCESS_STATE_CHECKPOINTED) {
+        reply.result = CUDA_ERROR_ILLEGAL_STATE;
+        break;
+      }
+      std::vector<int> map;
+      if (!DeviceMap(req, &map)) {
+        reply.result = CUDA_ERROR_INVALID_VALUE;
+        break;
+      }
+      reply.result = RestoreDeviceMemory(map);
+      SetState(reply.result == CUDA_SUCCESS ? CU_PROCESS_STATE_LOCKED : CU_PROCESS_STATE_CHECKPOINTED);
+      break;
+    }
+    case CheckpointOp::kUnlock:
+      if (state != CU_PROCESS_STATE_LOCKED) {
+        reply.result = CUDA_ERROR_ILLEGAL_STATE;
+        break;
+      }
+      SetState(CU_PROCESS_STATE_RUNNING);
+      break;
+    case CheckpointOp::kGetState:
+      break;
+    case CheckpointOp::kGetRestoreThreadId:
+      reply.tid = s.tid.load();
+      break;
+    default:
+      reply.result = CUDA_ERROR_INVALID_VALUE;
+  }
+  reply.state = s.state.load();
+  return reply;
+}
+
+void Serve(int fd) {
+  Svc().tid.store(static_cast<int>(syscall(SYS_gettid)));
+  while (true) {
+    int conn = accept4(fd, nullptr, nullptr, SOCK_CLOEXEC);
+    if (conn < 0) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      Log(LogLevel::kError, "checkpoint service stopped: %s", std::strerror(errno));
+      return;
+    }
+    ucred cred{};
+    socklen_t len = sizeof cred;
+    CheckpointRequest req{};
+    CheckpointReply reply{kCheckpointMagic, CUDA_ERROR_NOT_PERMITTED, Svc().state.load(), 0};
+    bool allowed = getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 &&
+                   (cred.uid == getuid() || cred.uid == 0);
+    if (allowed) {
+      ssize_t n = recv(conn, &req, sizeof req, 0);
+      if (n == static_cast<ssize_t>(sizeof req) && req.magic == kCheckpointMagic) {
+        reply = Handle(req);
+      } else {
+        reply.result = CUDA_ERROR_INVALID_VALUE;
+      }
+    }
+    ssize_t sent = send(conn, &reply, sizeof reply, MSG_NOSIGNAL);
+    (void)sent;
+    close(conn);
+  }
+}
+
+}  // namespace
+
+std::string CheckpointSocketName(int pid) {
+  uint64_t start = ProcessStartTime(pid);
+  if (start == 0) return "";
+  char name[80];
+  std::snprintf(name, sizeof name, "simcuda-ckpt-%d-%llu", pid, static_cast<unsigned long long>(start));
+  return name;
+}
+
+void StartCheckpointService() {
+  Service& s = Svc();
+  if (s.listen_fd >= 0) close(s.listen_fd);  // inherited across fork: the child serves its own
+  s.listen_fd = -1;
+  s.state.store(CU_PROCESS_STATE_RUNNING);
+  std::string name = CheckpointSocketName(static_cast<int>(getpid()));
+  int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  if (fd < 0 || name.empty()) {
+    if (fd >= 0) close(fd);
+    return;
+  }
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path + 1, name.data(), name.size());  // abstract: leading NUL
+  socklen_t len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0 || listen(fd, 8) != 0) {
+    Log(LogLevel::kWarn, "checkpoint service unavailable: %s", std::strerror(errno));
+    close(fd);
+    return;
+  }
+  s.listen_fd = fd;
+  std::thread(Serve, fd).detach();
+}
+
+void WaitIfLocked() {
+  Service& s = Svc();
+  if (s.state.load(std::memory_order_acquire) == CU_PROCESS_STATE_RUNNING) return;
+  std::unique_lock<std::mutex> lock(s.mu);
+  s.cv.wait(lock, [&] { return s.state.load() == CU_PROCESS_STATE_RUNNING; });
+}
+
 }  // namespace simcuda

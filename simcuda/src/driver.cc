@@ -34,14 +34,20 @@ CUuuid MakeUuid(const DeviceSpec& spec, int ordinal) {
   return uuid;
 }
 
-void AfterForkInChild() {
-  DriverState* d = g_driver.load();
-  if (d != nullptr && d->registry) d->registry->ReattachAfterFork();
-}
-
 }  // namespace
 
 void StartCheckpointService();  // checkpoint_service.cc
+
+namespace {
+// The child of a fork() gets its own registry slot and checkpoint service (the parent's
+// threads, and so its streams, do not exist in the child).
+void AfterForkInChild() {
+  DriverState* d = g_driver.load();
+  if (d == nullptr) return;
+  if (d->registry) d->registry->ReattachAfterFork();
+  StartCheckpointService();
+}
+}  // namespace
 
 DriverState* Driver() { return g_driver.load(std::memory_order_acquire); }
 

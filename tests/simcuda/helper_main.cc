@@ -4,12 +4,17 @@
 //   alloc BYTES DEV        try to allocate; print "ok" or the error name; exit 0
 //   kernels N NS           load the kernel set, print "ready", wait for SIGUSR1, then launch N
 //                          sleep_ns(NS) kernels on device 0 and print "elapsed <simulated ms>"
+//   checkpoint-target      fill 8 MiB of cuMemAlloc memory and 4 MiB of VMM memory on device 0,
+//                          print "ready", wait for SIGUSR1, then check every byte and the
+//                          devices the memory is on; print "verified <dev> <dev>" or "corrupt"
 // Exit codes: 0 success, 1 a check failed, 2 usage.
 #include <cuda.h>
 #include <signal.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <future>
+#include <vector>
 
 #include "simcuda/kernels/ptx.h"
 
@@ -75,13 +80,19 @@ int Alloc(size_t bytes, int dev) {
   return 0;
 }
 
-void CUDA_CB WaitFor(void* future) { static_cast<std::shared_future<void>*>(future)->wait(); }
-
-int Kernels(int n, unsigned long long ns) {
+// Blocks SIGUSR1 (the parent's "go" signal) so that sigwait can take it.
+sigset_t BlockUsr1() {
   sigset_t usr1;
   sigemptyset(&usr1);
   sigaddset(&usr1, SIGUSR1);
   sigprocmask(SIG_BLOCK, &usr1, nullptr);
+  return usr1;
+}
+
+void CUDA_CB WaitFor(void* future) { static_cast<std::shared_future<void>*>(future)->wait(); }
+
+int Kernels(int n, unsigned long long ns) {
+  sigset_t usr1 = BlockUsr1();
   CUcontext ctx;
   if (int rc = SetUp(0, &ctx); rc != 0) return rc;
   CUmodule mod;
@@ -114,6 +125,55 @@ int Kernels(int n, unsigned long long ns) {
   return 0;
 }
 
+uint8_t PatternByte(size_t i, unsigned salt) { return static_cast<uint8_t>((i * 2654435761u + salt) >> 7); }
+
+int CheckpointTarget() {
+  sigset_t usr1 = BlockUsr1();
+  CUcontext ctx;
+  if (int rc = SetUp(0, &ctx); rc != 0) return rc;
+  const size_t plain_size = 8 << 20, vmm_size = 4 << 20;
+  CUdeviceptr plain = 0, va = 0;
+  CHECK_CU(cuMemAlloc(&plain, plain_size));
+  CHECK_CU(cuMemAddressReserve(&va, vmm_size, 0, 0, 0));
+  CUmemAllocationProp prop{};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = 0;
+  CUmemGenericAllocationHandle h;
+  CHECK_CU(cuMemCreate(&h, vmm_size, &prop, 0));
+  CHECK_CU(cuMemMap(va, vmm_size, 0, h, 0));
+  CUmemAccessDesc access{};
+  access.location = prop.location;
+  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  CHECK_CU(cuMemSetAccess(va, vmm_size, &access, 1));
+  std::vector<uint8_t> host(plain_size);
+  for (size_t i = 0; i < plain_size; ++i) host[i] = PatternByte(i, 1);
+  CHECK_CU(cuMemcpyHtoD(plain, host.data(), plain_size));
+  auto* v = reinterpret_cast<uint8_t*>(va);
+  for (size_t i = 0; i < vmm_size; ++i) v[i] = PatternByte(i, 2);
+  std::printf("ready\n");
+  std::fflush(stdout);
+  int sig = 0;
+  sigwait(&usr1, &sig);
+  std::vector<uint8_t> back(plain_size);
+  CHECK_CU(cuMemcpyDtoH(back.data(), plain, plain_size));  // blocks while the process is locked
+  bool ok = back == host;
+  for (size_t i = 0; ok && i < vmm_size; ++i) ok = v[i] == PatternByte(i, 2);
+  int dev_plain = -1, dev_vmm = -1;
+  CHECK_CU(cuPointerGetAttribute(&dev_plain, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, plain));
+  CHECK_CU(cuPointerGetAttribute(&dev_vmm, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, va));
+  if (ok) {
+    std::printf("verified %d %d\n", dev_plain, dev_vmm);
+  } else {
+    std::printf("corrupt\n");
+  }
+  std::fflush(stdout);
+  CHECK_CU(cuMemUnmap(va, vmm_size));
+  CHECK_CU(cuMemRelease(h));
+  CHECK_CU(cuMemFree(plain));
+  return ok ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -122,6 +182,7 @@ int main(int argc, char** argv) {
   if (cmd == "uninit") return Uninit();
   if (cmd == "hold" && argc == 4) return Hold(std::strtoull(argv[2], nullptr, 0), std::atoi(argv[3]));
   if (cmd == "alloc" && argc == 4) return Alloc(std::strtoull(argv[2], nullptr, 0), std::atoi(argv[3]));
+  if (cmd == "checkpoint-target") return CheckpointTarget();
   if (cmd == "kernels" && argc == 4) return Kernels(std::atoi(argv[2]), std::strtoull(argv[3], nullptr, 0));
   return 2;
 }

@@ -25,6 +25,17 @@ void DriverTest::TearDown() {
   }
 }
 
+size_t FreeOn(int device) {
+  CUcontext c;
+  cuDevicePrimaryCtxRetain(&c, device);
+  cuCtxPushCurrent(c);
+  size_t free = 0, total = 0;
+  cuMemGetInfo(&free, &total);
+  cuCtxPopCurrent(&c);
+  cuDevicePrimaryCtxRelease(device);
+  return free;
+}
+
 std::string Child::ReadLine() {
   std::string line;
   char c;

@@ -31,6 +31,9 @@ class DriverTest : public ::testing::Test {
   CUdevice dev_ = 0;
 };
 
+// Free memory of `device` as cuMemGetInfo reports it (through its primary context).
+size_t FreeOn(int device);
+
 // A running helper process whose stdout is readable line by line.
 struct Child {
   pid_t pid = -1;

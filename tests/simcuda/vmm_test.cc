@@ -31,16 +31,7 @@ class VmmTest : public simcuda_test::DriverTest {
     d.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
     ASSERT_CU(cuMemSetAccess(ptr, size, &d, 1));
   }
-  static size_t FreeOn(int device) {
-    CUcontext c;
-    cuDevicePrimaryCtxRetain(&c, device);
-    cuCtxPushCurrent(c);
-    size_t free = 0, total = 0;
-    cuMemGetInfo(&free, &total);
-    cuCtxPopCurrent(&c);
-    cuDevicePrimaryCtxRelease(device);
-    return free;
-  }
+  static size_t FreeOn(int device) { return simcuda_test::FreeOn(device); }
   // Forks; the child touches `ptr`; returns the child's wait status.
   static int TouchInChild(CUdeviceptr ptr) {
     pid_t pid = fork();
