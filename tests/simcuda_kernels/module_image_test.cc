@@ -47,7 +47,8 @@ TEST(ModuleImageTest, CubinFromNvccSkipsDeviceFunctions) {
 }
 
 TEST(ModuleImageTest, FatbinsFromNvcc) {
-  for (const char* file : {"images.fatbin", "images_multi.fatbin", "images_zstd.fatbin"}) {
+  for (const char* file :
+       {"images.fatbin", "images_multi.fatbin", "images_zstd.fatbin", "images_lz4.fatbin"}) {
     std::string fat = ReadImage(file);
     std::string error;
     auto info = ScanModuleImage(fat.data(), &error);
@@ -116,7 +117,8 @@ TEST(ModuleImageTest, GarbageIsRejectedWithAClearError) {
 }
 
 TEST(ModuleImageTest, TruncatedImagesAreRejectedNotOverread) {
-  for (const char* file : {"images.cubin", "images.fatbin", "images_zstd.fatbin"}) {
+  for (const char* file :
+       {"images.cubin", "images.fatbin", "images_zstd.fatbin", "images_lz4.fatbin"}) {
     std::string full = ReadImage(file);
     for (size_t cut : {size_t{3}, size_t{20}, size_t{70}, full.size() / 2, full.size() - 1}) {
       // A heap copy of exactly `cut` bytes, so ASan would catch any read past the end.
@@ -142,6 +144,20 @@ TEST(ModuleImageTest, CorruptFatbinHeadersAreRejected) {
   std::memcpy(bad.data() + 16 + 8, &entry_size, sizeof(entry_size));  // first entry's size
   EXPECT_FALSE(ScanModuleImage(bad.data(), &error));
   EXPECT_NE(error.find("entry 0"), std::string::npos) << error;
+}
+
+TEST(ModuleImageTest, CorruptCompressedPayloadsAreRejected) {
+  for (auto [file, codec] : {std::pair{"images_zstd.fatbin", "zstd"}, {"images_lz4.fatbin", "LZ4"}}) {
+    std::string bad = ReadImage(file);
+    // Scramble the first entry's compressed payload (after the 16-byte fatbin header and the
+    // 64-byte entry header), keeping the headers intact.
+    for (size_t i = 16 + 64 + 4; i < 16 + 64 + 64 && i < bad.size(); ++i) bad[i] ^= 0x5a;
+    std::string error;
+    EXPECT_FALSE(ScanModuleImage(bad.data(), &error)) << file;
+    EXPECT_NE(error.find(std::string(codec) + "-compressed entry could not be decoded"),
+              std::string::npos)
+        << file << ": " << error;
+  }
 }
 
 TEST(ModuleImageTest, CorruptElfIsRejected) {
