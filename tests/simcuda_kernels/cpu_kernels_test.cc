@@ -198,11 +198,12 @@ TEST_F(CpuKernelsTest, SgemmBetaZeroIgnoresNanInC) {
 }
 
 TEST_F(CpuKernelsTest, SgemmBatchedWithStridesLeadingDimensionsAndTransposedB) {
-  // Multi-head attention shapes: 3 heads of width 8 inside rows of width 24.
+  // Multi-head attention shapes: 3 heads of width 20 inside rows of width 60 (shapes with both
+  // full 4 x 16 micro-tiles and edges).
   //   transb = 1: scores S_h = Q_h * K_h^T (seq x seq, dense per head; lda = ldb = hidden).
   //   transb = 0: O_h = P * V_h with one P shared by all heads (stride 0, lda = hidden), written
   //               into the head's columns of a seq x hidden output (ldc = hidden).
-  const unsigned heads = 3, seq = 5, dh = 8, hidden = heads * dh;
+  const unsigned heads = 3, seq = 21, dh = 20, hidden = heads * dh;
   auto q = Random(seq * hidden, 40), kmat = Random(seq * hidden, 41);
   for (unsigned transb : {1u, 0u}) {
     unsigned m = seq, n = transb ? seq : dh, k = transb ? dh : seq;

@@ -5,7 +5,7 @@
 // Speed: B is packed panel by panel (256 columns, in blocks of 16 columns stored k-major) so a
 // 4 x 16 micro-tile reads it contiguously, with its accumulators in SIMD registers for the whole
 // k loop; the packed panel stays in cache while every row of A sweeps it. Edges are computed one
-// output at a time. With B transposed, each output is a dot product of two contiguous rows.
+// output at a time. A transposed B is transposed while packing.
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -73,12 +73,21 @@ void MicroTile(const Gemm& g, unsigned i0, unsigned j0, const float* packed) {
   }
 }
 
-// Copies the columns [j0, j1) of B (whole multiples of 16) into `packed`: for each block of 16
-// columns, K rows of 16 contiguous floats.
+// op(B)[k][j]: B[k][j], or B[j][k] when B is given transposed.
+float OpB(const Gemm& g, unsigned kk, unsigned j) {
+  return g.transb ? g.b[j * g.ldb + kk] : g.b[kk * g.ldb + j];
+}
+
+// Copies the columns [j0, j1) of op(B) (whole multiples of 16) into `packed`: for each block of
+// 16 columns, K rows of 16 contiguous floats.
 void PackPanel(const Gemm& g, unsigned j0, unsigned j1, float* packed) {
   for (unsigned jb = j0; jb < j1; jb += kNr) {
     for (unsigned kk = 0; kk < g.k; ++kk) {
-      std::memcpy(packed, g.b + kk * g.ldb + jb, kNr * sizeof(float));
+      if (g.transb) {
+        for (unsigned e = 0; e < kNr; ++e) packed[e] = g.b[(jb + e) * g.ldb + kk];
+      } else {
+        std::memcpy(packed, g.b + kk * g.ldb + jb, kNr * sizeof(float));
+      }
       packed += kNr;
     }
   }
@@ -87,12 +96,12 @@ void PackPanel(const Gemm& g, unsigned j0, unsigned j1, float* packed) {
 // One output computed alone (edges of the matrix), in the same k order.
 void ScalarOutput(const Gemm& g, unsigned i, unsigned j) {
   float acc = 0.0f;
-  for (unsigned kk = 0; kk < g.k; ++kk) acc += g.a[i * g.lda + kk] * g.b[kk * g.ldb + j];
+  for (unsigned kk = 0; kk < g.k; ++kk) acc += g.a[i * g.lda + kk] * OpB(g, kk, j);
   float* c = g.c + i * g.ldc + j;
   *c = Epilogue(g, acc, *c);
 }
 
-void GemmNN(const Gemm& g) {
+void RunGemm(const Gemm& g) {
   const unsigned m_full = g.m - g.m % kMr;
   std::vector<float> packed;
   for (unsigned p0 = 0; p0 < g.n; p0 += kPanelCols) {
@@ -111,27 +120,6 @@ void GemmNN(const Gemm& g) {
     for (unsigned i = m_full; i < g.m; ++i) {
       for (unsigned j = p0; j < p1; ++j) ScalarOutput(g, i, j);
     }
-  }
-}
-
-void GemmNT(const Gemm& g) {
-  for (unsigned i = 0; i < g.m; ++i) {
-    const float* arow = g.a + i * g.lda;
-    for (unsigned j = 0; j < g.n; ++j) {
-      const float* brow = g.b + j * g.ldb;  // op(B)[k][j] = B[j][k]
-      float acc = 0.0f;
-      for (unsigned kk = 0; kk < g.k; ++kk) acc += arow[kk] * brow[kk];
-      float* c = g.c + i * g.ldc + j;
-      *c = Epilogue(g, acc, *c);
-    }
-  }
-}
-
-void RunGemm(const Gemm& g) {
-  if (g.transb) {
-    GemmNT(g);
-  } else {
-    GemmNN(g);
   }
 }
 
