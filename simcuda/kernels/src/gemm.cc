@@ -4,8 +4,9 @@
 // A[i][k] * op(B)[k][j] for k = 0..K-1 in order into a float, then applies alpha and beta.
 // Speed: B is packed panel by panel (256 columns, in blocks of 16 columns stored k-major) so a
 // 4 x 16 micro-tile reads it contiguously, with its accumulators in SIMD registers for the whole
-// k loop; the packed panel stays in cache while every row of A sweeps it. Edges are computed one
-// output at a time. A transposed B is transposed while packing.
+// k loop; the packed panel stays in cache while every row of A sweeps it. Edge tiles use fewer
+// rows and zero-padded columns (same order of operations). A transposed B is transposed while
+// packing.
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -47,16 +48,18 @@ float Epilogue(const Gemm& g, float acc, float old) {
   return g.beta == 0.0f ? g.alpha * acc : g.alpha * acc + g.beta * old;
 }
 
-// C[i0..i0+4) x [j0..j0+16), with packed = op(B)[0..K)[j0..j0+16) stored k-major (16 floats
-// per k, contiguous). The accumulators stay in registers for the whole k loop.
-void MicroTile(const Gemm& g, unsigned i0, unsigned j0, const float* packed) {
-  V4 acc[kMr][kNr / 4] = {};
+// C[i0..i0+R) x [j0..j0+cols), cols <= 16, from packed = op(B)[0..K)[j0..j0+16) stored k-major
+// (16 floats per k, zero-padded past the matrix). The accumulators stay in registers for the
+// whole k loop.
+template <unsigned R>
+void MicroTile(const Gemm& g, unsigned i0, unsigned j0, unsigned cols, const float* packed) {
+  V4 acc[R][kNr / 4] = {};
   const float* a = g.a + i0 * g.lda;
   for (unsigned kk = 0; kk < g.k; ++kk) {
     const float* brow = packed + size_t{kk} * kNr;
     const V4 b0 = LoadV4(brow), b1 = LoadV4(brow + 4), b2 = LoadV4(brow + 8),
              b3 = LoadV4(brow + 12);
-    for (unsigned r = 0; r < kMr; ++r) {
+    for (unsigned r = 0; r < R; ++r) {
       const float av = a[r * g.lda + kk];
       const V4 a4 = {av, av, av, av};
       acc[r][0] += a4 * b0;
@@ -65,60 +68,54 @@ void MicroTile(const Gemm& g, unsigned i0, unsigned j0, const float* packed) {
       acc[r][3] += a4 * b3;
     }
   }
-  for (unsigned r = 0; r < kMr; ++r) {
+  for (unsigned r = 0; r < R; ++r) {
     float* crow = g.c + (i0 + r) * g.ldc + j0;
-    for (unsigned q = 0; q < kNr / 4; ++q) {
-      for (unsigned e = 0; e < 4; ++e) crow[q * 4 + e] = Epilogue(g, acc[r][q][e], crow[q * 4 + e]);
-    }
+    for (unsigned j = 0; j < cols; ++j) crow[j] = Epilogue(g, acc[r][j / 4][j % 4], crow[j]);
   }
 }
 
-// op(B)[k][j]: B[k][j], or B[j][k] when B is given transposed.
-float OpB(const Gemm& g, unsigned kk, unsigned j) {
-  return g.transb ? g.b[j * g.ldb + kk] : g.b[kk * g.ldb + j];
-}
-
-// Copies the columns [j0, j1) of op(B) (whole multiples of 16) into `packed`: for each block of
-// 16 columns, K rows of 16 contiguous floats.
+// Copies the columns [j0, j1) of op(B) into `packed`: for each block of 16 columns, K rows of 16
+// contiguous floats, the last block zero-padded.
 void PackPanel(const Gemm& g, unsigned j0, unsigned j1, float* packed) {
   for (unsigned jb = j0; jb < j1; jb += kNr) {
+    const unsigned cols = std::min(kNr, j1 - jb);
     for (unsigned kk = 0; kk < g.k; ++kk) {
-      if (g.transb) {
-        for (unsigned e = 0; e < kNr; ++e) packed[e] = g.b[(jb + e) * g.ldb + kk];
-      } else {
+      if (!g.transb && cols == kNr) {
         std::memcpy(packed, g.b + kk * g.ldb + jb, kNr * sizeof(float));
+      } else {
+        for (unsigned e = 0; e < kNr; ++e) {
+          const unsigned j = jb + e;
+          packed[e] = e >= cols ? 0.0f : g.transb ? g.b[j * g.ldb + kk] : g.b[kk * g.ldb + j];
+        }
       }
       packed += kNr;
     }
   }
 }
 
-// One output computed alone (edges of the matrix), in the same k order.
-void ScalarOutput(const Gemm& g, unsigned i, unsigned j) {
-  float acc = 0.0f;
-  for (unsigned kk = 0; kk < g.k; ++kk) acc += g.a[i * g.lda + kk] * OpB(g, kk, j);
-  float* c = g.c + i * g.ldc + j;
-  *c = Epilogue(g, acc, *c);
+// Rows [i0, i0 + rows) of one panel, rows <= kMr.
+void PanelRows(const Gemm& g, unsigned i0, unsigned rows, unsigned p0, unsigned p1,
+               const float* packed) {
+  for (unsigned jb = p0; jb < p1; jb += kNr) {
+    const unsigned cols = std::min(kNr, p1 - jb);
+    const float* block = packed + size_t{g.k} * (jb - p0);
+    switch (rows) {
+      case 4: MicroTile<4>(g, i0, jb, cols, block); break;
+      case 3: MicroTile<3>(g, i0, jb, cols, block); break;
+      case 2: MicroTile<2>(g, i0, jb, cols, block); break;
+      default: MicroTile<1>(g, i0, jb, cols, block); break;
+    }
+  }
 }
 
 void RunGemm(const Gemm& g) {
-  const unsigned m_full = g.m - g.m % kMr;
   std::vector<float> packed;
   for (unsigned p0 = 0; p0 < g.n; p0 += kPanelCols) {
     const unsigned p1 = std::min(g.n, p0 + kPanelCols);
-    const unsigned j_full = p0 + (p1 - p0) / kNr * kNr;
-    packed.resize(size_t{g.k} * (j_full - p0));
-    PackPanel(g, p0, j_full, packed.data());
-    for (unsigned i0 = 0; i0 < m_full; i0 += kMr) {
-      for (unsigned j0 = p0; j0 < j_full; j0 += kNr) {
-        MicroTile(g, i0, j0, packed.data() + size_t{g.k} * (j0 - p0));
-      }
-      for (unsigned i = i0; i < i0 + kMr; ++i) {
-        for (unsigned j = j_full; j < p1; ++j) ScalarOutput(g, i, j);
-      }
-    }
-    for (unsigned i = m_full; i < g.m; ++i) {
-      for (unsigned j = p0; j < p1; ++j) ScalarOutput(g, i, j);
+    packed.resize(size_t{g.k} * ((p1 - p0 + kNr - 1) / kNr * kNr));
+    PackPanel(g, p0, p1, packed.data());
+    for (unsigned i0 = 0; i0 < g.m; i0 += kMr) {
+      PanelRows(g, i0, std::min(kMr, g.m - i0), p0, p1, packed.data());
     }
   }
 }
