@@ -39,7 +39,9 @@ typedef struct SimcudaKernelCost {
 } SimcudaKernelCost;
 
 // Runs the kernel on the CPU. params[i] points to a copy of parameter i (as in kernelParams).
-// Device pointers in the parameters are real addresses the CPU can touch.
+// Device pointers in the parameters are real addresses the CPU can touch. `run` and `cost` may be
+// called concurrently from several threads (one worker per stream, several processes): they must
+// be reentrant (no unsynchronised global state).
 typedef void (*SimcudaKernelRunFn)(const SimcudaLaunchDims* dims, void* const* params);
 // Returns the work of one launch; must not touch device memory (called at submission).
 typedef SimcudaKernelCost (*SimcudaKernelCostFn)(const SimcudaLaunchDims* dims,
