@@ -9,5 +9,7 @@
 #include "gshare/workload/csv_trace.h"
 #include "gshare/workload/data_dir.h"
 #include "gshare/workload/result.h"
+#include "gshare/workload/source.h"
+#include "gshare/workload/summary.h"
 #include "gshare/workload/synthetic.h"
 #include "gshare/workload/trace.h"
