@@ -8,9 +8,10 @@
 //   sum_{r,s covering t} y[r,g,s] <= 1                         one request at a time per GPU
 //   sum_{s covering t} y[r,g,s] - z[f_r,g,t] <= 0              resident while running
 //   z[f,g,t] - z[f,g,t-1] - u[f,g,t-load_f] <= 0               residency begins after a load
-//   sum_f MiB_f (z[f,g,t] + sum_{k in (t-load_f, t]} u[f,g,k]) <= MiB_g   memory
+//   sum_f bytes_f (z[f,g,t] + sum_{k in (t-load_f, t]} u[f,g,k]) <= memory   (scaled)
 //   a[g,t] - z[f,g,t] - sum_{k in (t-load_f, t]} u[f,g,k] >= 0   active while anything is there
 #include <chrono>
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -23,6 +24,8 @@ namespace gshare::policy {
 
 namespace {
 
+constexpr double kTimeLimitSeconds = 60;  // beyond it: an error, not a wrong optimum
+
 class Cbc final : public ExactSolver {
  public:
   const char* name() const override { return "cbc"; }
@@ -32,6 +35,9 @@ class Cbc final : public ExactSolver {
     ExactSolution sol;
     const int G = in.gpus, H = in.horizon, F = static_cast<int>(in.functions.size());
     const int R = static_cast<int>(in.requests.size());
+    // Memory unit: exact bytes for small memories; ~1e5 units per GPU otherwise (function sizes
+    // round up, capacity down: never more permissive than the true constraint).
+    const double unit = std::max(1.0, std::floor(static_cast<double>(in.gpu_memory) / 1e5));
     CoinModel m;
     int cols = 0;
     auto add_col = [&](double cost) {
@@ -98,11 +104,11 @@ class Cbc final : public ExactSolver {
           if (t - load >= 0) term(u[static_cast<size_t>(zi(f, g, t - load))], -1.0);
           row(-COIN_DBL_MAX, 0.0);
         }
-        for (int f = 0; f < F; ++f) {  // memory
-          const double mib = std::ceil(static_cast<double>(in.functions[static_cast<size_t>(f)].bytes) / 1048576.0);
-          Occupancy(in, f, g, t, z, u, zi, mib, term);
+        for (int f = 0; f < F; ++f) {  // memory, in units that keep coefficients moderate
+          const double units = std::ceil(static_cast<double>(in.functions[static_cast<size_t>(f)].bytes) / unit);
+          Occupancy(in, f, g, t, z, u, zi, units, term);
         }
-        row(-COIN_DBL_MAX, std::floor(static_cast<double>(in.gpu_memory) / 1048576.0));
+        row(-COIN_DBL_MAX, std::floor(static_cast<double>(in.gpu_memory) / unit));
         for (int f = 0; f < F; ++f) {  // activity
           term(a[static_cast<size_t>(g * H + t)], 1.0);
           Occupancy(in, f, g, t, z, u, zi, -1.0, term);
@@ -115,6 +121,7 @@ class Cbc final : public ExactSolver {
     solver.messageHandler()->setLogLevel(0);
     CbcModel model(solver);
     model.setLogLevel(0);
+    model.setMaximumSeconds(kTimeLimitSeconds);
     model.branchAndBound();
     if (!model.isProvenOptimal()) {
       if (!model.isProvenInfeasible()) sol.error = "CBC stopped without a proven optimum";

@@ -23,12 +23,15 @@ ExactInstance Discretize(const std::vector<FunctionSpec>& functions,
     const Transfer t = SwapInCost(f, Residency::kHost, kNoGpu, 0, gpu);
     in.functions.push_back({FootprintBytes(f, Residency::kResident), std::max(1, CeilSteps(t.time, step))});
   }
+  // Lead-in: the clairvoyant solver may load before the first arrival.
+  int lead = 0;
+  for (const ExactFunction& f : in.functions) lead = std::max(lead, f.load);
   const Time t0 = requests.empty() ? 0 : requests.front().arrival;
   for (const TimedRequest& r : requests) {
     ExactRequest e;
     e.function = static_cast<int>(r.function);
-    e.arrival = CeilSteps(r.arrival - t0, step);
-    e.deadline = FloorSteps(r.arrival - t0 + functions[r.function].slo, step);
+    e.arrival = lead + CeilSteps(r.arrival - t0, step);
+    e.deadline = lead + FloorSteps(r.arrival - t0 + functions[r.function].slo, step);
     e.exec = std::max(1, CeilSteps(r.exec, step));
     in.requests.push_back(e);
     in.horizon = std::max(in.horizon, e.deadline);

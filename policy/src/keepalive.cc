@@ -34,9 +34,9 @@ class KeepAlive final : public PolicyBase {
 
   void OnWake(Time now, FunctionId f, uint32_t /*tag*/) override {
     Fn& fn = fns_[f];
-    if (fn.where == Residency::kHost || fn.transfer) return;
+    if (fn.where == Residency::kHost) return;  // expired already; the next placement re-arms
     const Time expiry = fn.arrivals.last() + config_.keepalive_ttl;
-    if (now >= expiry && fn.idle() && !fn.queued) {
+    if (now >= expiry && fn.idle() && !fn.queued) {  // idle(): also no swap in flight
       DeepEvict(now, f);
     } else {
       WakeAt(std::max(expiry, now + kRecheck), f, 0);

@@ -58,7 +58,7 @@ class Engine {
       : w_(w), o_(o), policy_(p), measure_(measure), fns_(w.functions.size()), gpus_(o.gpus.size()) {
     result_.policy = std::string(p.name());
     result_.requests = w.requests.size();
-    if (o.record_timeline) result_.latencies.reserve(w.requests.size());
+    result_.latencies.assign(w.requests.size(), -1);
   }
 
   RunResult Run() {
@@ -266,7 +266,7 @@ class Engine {
       (was == Residency::kHost ? result_.late_host
                                : was == Residency::kParked ? result_.late_parked : result_.late_resident)++;
     }
-    if (o_.record_timeline) result_.latencies.push_back(latency);
+    result_.latencies[idx] = latency;
     const Duration used = fn.burst_exec;
     if (!fn.pending.empty()) {
       fn.remaining = w_.requests[fn.pending.front()].exec;
@@ -287,8 +287,12 @@ class Engine {
     result_.busy_seconds = static_cast<double>(busy_time_) / policy::kUsPerSecond;
     const double price = o_.gpus.empty() ? 0.0 : o_.gpus[0].price_per_hour;
     result_.cost_usd = policy::GpuCostUsd(gpu_time_, price);
-    if (!result_.latencies.empty()) {
-      std::vector<Duration> sorted = result_.latencies;
+    std::vector<Duration> sorted;
+    sorted.reserve(result_.latencies.size());
+    for (Duration d : result_.latencies) {
+      if (d >= 0) sorted.push_back(d);
+    }
+    if (!sorted.empty()) {
       auto at = [&](double q) {
         const size_t k = std::min(sorted.size() - 1, static_cast<size_t>(q * static_cast<double>(sorted.size())));
         std::nth_element(sorted.begin(), sorted.begin() + static_cast<long>(k), sorted.end());

@@ -10,13 +10,15 @@ namespace gshare::sim {
 
 namespace {
 
-// The `n` requests starting at `first`, with their functions renumbered and times rebased.
+// The first `n` requests from `first` on that can meet their SLO at all (execution within it),
+// with their functions renumbered and times rebased.
 SimWorkload Cut(const SimWorkload& w, size_t first, size_t n) {
   SimWorkload out;
   std::map<FunctionId, FunctionId> ids;
   const Time t0 = w.requests[first].arrival;
-  for (size_t i = first; i < first + n && i < w.requests.size(); ++i) {
+  for (size_t i = first; out.requests.size() < n && i < w.requests.size(); ++i) {
     const SimRequest& r = w.requests[i];
+    if (r.exec > w.functions[r.function].slo) continue;
     auto [it, fresh] = ids.emplace(r.function, static_cast<FunctionId>(out.functions.size()));
     if (fresh) out.functions.push_back(w.functions[r.function]);
     out.requests.push_back({r.arrival - t0, it->second, r.exec});
@@ -41,13 +43,28 @@ std::vector<ExactRow> GradeAgainstExact(const SimWorkload& workload, const SimOp
   small.record_timeline = false;
   policy::PolicyConfig config;
   config.gpus = small.gpus;
-  for (int k = 0; k < exact.instances; ++k) {
-    const size_t first = (workload.requests.size() - n) * static_cast<size_t>(k) /
-                         static_cast<size_t>(std::max(1, exact.instances - 1));
+  // The densest windows of n consecutive requests (smallest time span), non-overlapping: bursts
+  // are where sharing decisions matter, and short spans keep the time grid small.
+  std::vector<std::pair<Time, size_t>> spans;
+  for (size_t i = 0; i + n <= workload.requests.size(); ++i) {
+    spans.emplace_back(workload.requests[i + n - 1].arrival - workload.requests[i].arrival, i);
+  }
+  std::sort(spans.begin(), spans.end());
+  std::vector<size_t> firsts;
+  for (const auto& [span, i] : spans) {
+    if (static_cast<int>(firsts.size()) == exact.instances) break;
+    bool apart = true;
+    for (size_t f : firsts) apart &= (i >= f + n || f >= i + n);
+    if (apart) firsts.push_back(i);
+  }
+  for (size_t first : firsts) {
     const SimWorkload inst = Cut(workload, first, n);
+    if (inst.requests.size() < n) continue;
     Duration max_slo = 0;
     for (const auto& f : inst.functions) max_slo = std::max(max_slo, f.slo);
-    const Duration step = std::max<Duration>(1000, max_slo / exact.max_choices);
+    const Duration span = inst.requests.back().arrival + max_slo;
+    const Duration step = std::max<Duration>(
+        {1000, max_slo / exact.max_choices, span / exact.max_steps});
     std::vector<policy::TimedRequest> timed;
     for (const SimRequest& r : inst.requests) timed.push_back({r.arrival, r.function, r.exec});
     const policy::ExactInstance ei = policy::Discretize(inst.functions, timed,

@@ -58,7 +58,10 @@ std::string WritePlots(const std::vector<RunResult>& runs, const std::string& di
       if (!g) return "cannot write " + gpus_dat.string();
     }
     {
-      std::vector<Duration> lat = r.latencies;
+      std::vector<Duration> lat;
+      for (Duration l : r.latencies) {
+        if (l >= 0) lat.push_back(l);
+      }
       std::sort(lat.begin(), lat.end());
       std::ofstream c(cdf_dat);
       c << "# latency_ms cumulative_fraction (" << r.policy << ")\n";

@@ -76,7 +76,8 @@ struct TimedRequest {
 
 // Builds an instance from continuous times: arrivals round up, deadlines (arrival + slo) round
 // down, execution and load times (SwapInCost from the host on `gpu`) round up, all in steps of
-// `step` microseconds relative to the first arrival.
+// `step` microseconds relative to the first arrival, after a lead-in of the longest load (so
+// the clairvoyant optimum may load before the first request arrives).
 ExactInstance Discretize(const std::vector<FunctionSpec>& functions,
                          const std::vector<TimedRequest>& requests, int gpus, const GpuSpec& gpu,
                          Duration step);

@@ -36,7 +36,7 @@ struct SimWorkload {
 
 struct SimOptions {
   std::vector<policy::GpuSpec> gpus;
-  bool record_timeline = true;  // keep (time, active GPUs) steps and per-request latencies
+  bool record_timeline = true;  // keep the (time, active GPUs) steps for plots
 };
 
 struct RunResult {
@@ -61,7 +61,7 @@ struct RunResult {
   std::string first_violation;
   uint64_t memory_overcommits = 0;  // times a GPU's used memory exceeded its size (must be 0)
   Time end_time = 0;
-  std::vector<Duration> latencies;                 // per completed request (if recorded)
+  std::vector<Duration> latencies;  // per request, by index; -1: never completed
   std::vector<std::pair<Time, int>> timeline;      // (time, active GPUs) at every change
 };
 

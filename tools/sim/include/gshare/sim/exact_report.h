@@ -1,5 +1,5 @@
 // gshare-sim --exact: cuts small instances out of a workload, solves each exactly (CBC when
-// built with it, brute force otherwise or in addition on the tiniest), simulates every policy on
+// built with it, brute force otherwise), simulates every policy on
 // the same instance, and reports each policy's cost efficiency (requests on time per GPU-second)
 // relative to the optimum's, and the decision times.
 //
@@ -16,10 +16,11 @@
 namespace gshare::sim {
 
 struct ExactOptions {
-  int instances = 5;        // instances cut from evenly spaced points of the workload
+  int instances = 5;        // the densest non-overlapping windows of the workload
   int requests = 6;         // requests per instance
   int gpus = 2;             // GPUs per instance (at most the node's)
-  int max_choices = 16;     // start steps per request: sets the time step
+  int max_choices = 16;     // start steps per request: sets the time step ...
+  int max_steps = 300;      // ... and so does a bound on the horizon
 };
 
 struct ExactRow {

@@ -1,0 +1,125 @@
+// The exact solvers: hand-checked optima, infeasibility, brute force against CBC on random tiny
+// instances (when built with CBC), and the discretisation of continuous workloads.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "gshare/policy/exact.h"
+
+namespace gshare::policy {
+namespace {
+
+ExactInstance OneFunctionTwoRequests() {
+  ExactInstance in;
+  in.functions = {{100, 2}};
+  in.requests = {{0, 2, 4, 1}, {0, 10, 12, 1}};
+  in.gpus = 1;
+  in.gpu_memory = 1000;
+  in.horizon = 12;
+  return in;
+}
+
+TEST(BruteForce, ReloadsWhenThatIsCheaperThanStayingResident) {
+  const ExactSolution s = MakeBruteForceSolver()->Solve(OneFunctionTwoRequests());
+  ASSERT_TRUE(s.feasible);
+  EXPECT_EQ(s.cost, 6);  // load [0,2) run [2,3); load [8,10) run [10,11)
+  EXPECT_EQ(EvaluateAssignment(OneFunctionTwoRequests(), s.gpu, s.start), 6);
+}
+
+TEST(BruteForce, StaysResidentWhenTheGapIsShort) {
+  ExactInstance in = OneFunctionTwoRequests();
+  in.requests[1] = {0, 4, 6, 1};
+  const ExactSolution s = MakeBruteForceSolver()->Solve(in);
+  ASSERT_TRUE(s.feasible);
+  EXPECT_EQ(s.cost, 4);  // load [1,3), run [3,4), stay resident, run [4,5)
+}
+
+TEST(BruteForce, UsesASecondGpuWhenMemoryForcesIt) {
+  ExactInstance in;
+  in.functions = {{600, 1}, {600, 1}};
+  in.requests = {{0, 1, 3, 2}, {1, 1, 3, 2}};
+  in.gpus = 2;
+  in.gpu_memory = 1000;
+  in.horizon = 3;
+  const ExactSolution s = MakeBruteForceSolver()->Solve(in);
+  ASSERT_TRUE(s.feasible);
+  EXPECT_NE(s.gpu[0], s.gpu[1]);
+  EXPECT_EQ(s.cost, 6);
+  in.gpus = 1;
+  EXPECT_FALSE(MakeBruteForceSolver()->Solve(in).feasible);
+}
+
+TEST(BruteForce, ReportsInfeasibleDeadlines) {
+  ExactInstance in = OneFunctionTwoRequests();
+  in.requests[0].deadline = 2;  // cannot load (2 steps) and run (1) by step 2
+  EXPECT_FALSE(MakeBruteForceSolver()->Solve(in).feasible);
+}
+
+TEST(EvaluateAssignment, RejectsOverlapsAndMissedDeadlines) {
+  ExactInstance in = OneFunctionTwoRequests();
+  EXPECT_EQ(EvaluateAssignment(in, {0, 0}, {3, 13}), -1);  // second ends past its deadline
+  in.requests[1] = {0, 2, 4, 1};
+  EXPECT_EQ(EvaluateAssignment(in, {0, 0}, {2, 2}), -1);  // overlap on one GPU
+}
+
+ExactInstance RandomInstance(std::mt19937& rng) {
+  ExactInstance in;
+  const int functions = 1 + static_cast<int>(rng() % 3);
+  for (int f = 0; f < functions; ++f) {
+    in.functions.push_back({100 + rng() % 600, 1 + static_cast<int>(rng() % 3)});
+  }
+  in.gpus = 1 + static_cast<int>(rng() % 2);
+  in.gpu_memory = 1000;
+  const int requests = 2 + static_cast<int>(rng() % 3);
+  for (int r = 0; r < requests; ++r) {
+    ExactRequest q;
+    q.function = static_cast<int>(rng() % static_cast<unsigned>(functions));
+    q.arrival = static_cast<int>(rng() % 12);
+    q.exec = 1 + static_cast<int>(rng() % 3);
+    q.deadline = q.arrival + q.exec + 2 + static_cast<int>(rng() % 5);
+    in.horizon = std::max(in.horizon, q.deadline);
+    in.requests.push_back(q);
+  }
+  return in;
+}
+
+TEST(Cbc, AgreesWithBruteForceOnRandomTinyInstances) {
+  auto cbc = MakeCbcSolver();
+  if (!cbc) GTEST_SKIP() << "built without CBC";
+  auto brute = MakeBruteForceSolver();
+  std::mt19937 rng(7);
+  int feasible = 0;
+  for (int i = 0; i < 25; ++i) {
+    const ExactInstance in = RandomInstance(rng);
+    const ExactSolution b = brute->Solve(in);
+    const ExactSolution c = cbc->Solve(in);
+    ASSERT_TRUE(c.error.empty()) << c.error;
+    ASSERT_EQ(b.feasible, c.feasible) << "instance " << i << " brute cost " << b.cost << " gpus " << in.gpus << " reqs " << in.requests.size() << " r0 " << in.requests[0].arrival << "-" << in.requests[0].deadline << " x" << in.requests[0].exec << " f" << in.requests[0].function << " load " << in.functions[0].load;
+    if (!b.feasible) continue;
+    ++feasible;
+    EXPECT_EQ(b.cost, c.cost) << "instance " << i;
+    EXPECT_EQ(EvaluateAssignment(in, c.gpu, c.start), c.cost) << "instance " << i;
+  }
+  EXPECT_GT(feasible, 10);
+}
+
+TEST(Discretize, RoundsInTheSafeDirection) {
+  FunctionSpec f;
+  f.weights_bytes = 1'500'000;
+  f.slo = 10'500;
+  GpuSpec g;
+  g.link_bytes_per_us = 1000.0;
+  g.restore_overhead = 0;
+  const ExactInstance in = Discretize({f}, {{1000, 0, 2500}, {3500, 0, 100}}, 2, g, 1000);
+  ASSERT_EQ(in.requests.size(), 2u);
+  EXPECT_EQ(in.functions[0].load, 2);     // 1.5 ms up to 2 steps
+  EXPECT_EQ(in.requests[0].arrival, 2);   // rebased, after a lead-in of one load
+  EXPECT_EQ(in.requests[0].deadline, 12); // 10.5 ms down to 10
+  EXPECT_EQ(in.requests[0].exec, 3);      // 2.5 ms up to 3
+  EXPECT_EQ(in.requests[1].arrival, 5);   // 2.5 ms up to 3
+  EXPECT_EQ(in.requests[1].exec, 1);
+  EXPECT_EQ(in.horizon, 15);
+}
+
+}  // namespace
+}  // namespace gshare::policy

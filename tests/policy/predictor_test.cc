@@ -1,0 +1,72 @@
+// Tests of the online predictors: execution-time quantiles from the prior and from observed
+// bursts, the padding rule, periodic-arrival detection, bandwidth learning.
+#include "gshare/policy/predictor.h"
+
+#include <gtest/gtest.h>
+
+namespace gshare::policy {
+namespace {
+
+TEST(ExecPredictor, StartsFromThePrior) {
+  FunctionSpec spec;
+  spec.exec_p50 = 1000;
+  spec.exec_p90 = 2000;
+  ExecPredictor p(spec);
+  EXPECT_NEAR(static_cast<double>(p.Quantile(0.5)), 1000, 5);
+  EXPECT_NEAR(static_cast<double>(p.Quantile(0.9)), 2000, 20);
+  EXPECT_GT(p.Quantile(0.99), p.Quantile(0.9));
+  EXPECT_NEAR(static_cast<double>(p.Predict({0.9, 0.4})), 2800, 30);
+}
+
+TEST(ExecPredictor, AdaptsToObservedBursts) {
+  FunctionSpec spec;
+  spec.exec_p50 = spec.exec_p90 = 1000;
+  ExecPredictor p(spec);
+  for (int i = 1; i <= 10; ++i) p.Observe(i * 100);  // 100 .. 1000
+  EXPECT_EQ(p.Quantile(0.9), 900);
+  EXPECT_EQ(p.Quantile(0.5), 500);
+  EXPECT_EQ(p.Predict({0.9, 0.5}), 1350);
+}
+
+TEST(ExecPredictor, ForgetsOldBurstsBeyondTheWindow) {
+  ExecPredictor p(FunctionSpec{});
+  for (int i = 0; i < ExecPredictor::kWindow; ++i) p.Observe(10'000);
+  for (int i = 0; i < ExecPredictor::kWindow; ++i) p.Observe(100);
+  EXPECT_EQ(p.Quantile(0.99), 100);
+}
+
+TEST(ArrivalPredictor, RecognisesTimers) {
+  ArrivalPredictor timer, bursty;
+  for (int i = 0; i < 10; ++i) timer.Observe(i * 60'000'000);
+  const Time gaps[] = {0, 10, 20, 5'000'000, 5'000'010, 30'000'000, 30'000'100, 31'000'000, 90'000'000};
+  for (Time t : gaps) bursty.Observe(t);
+  EXPECT_TRUE(timer.Periodic());
+  EXPECT_EQ(timer.NextArrival(), 10 * 60'000'000);
+  EXPECT_FALSE(bursty.Periodic());
+  EXPECT_GT(bursty.GapCv(), 1.0);
+}
+
+TEST(BandwidthPredictor, MovesTowardObservedTransfers) {
+  BandwidthPredictor b(1000.0);
+  for (int i = 0; i < 50; ++i) b.Observe(500'000, 1000);  // 500 B/us
+  EXPECT_NEAR(b.bytes_per_us(), 500.0, 1.0);
+  b.Observe(0, 0);  // ignored
+  EXPECT_NEAR(b.bytes_per_us(), 500.0, 1.0);
+}
+
+TEST(TransferCost, ParkedSwapMovesWeightsOnlyOnItsOwnGpu) {
+  FunctionSpec f;
+  f.weights_bytes = 2'000'000;
+  f.context_bytes = 1'000'000;
+  GpuSpec g;
+  g.link_bytes_per_us = 1000.0;
+  g.restore_overhead = 500;
+  EXPECT_EQ(SwapInCost(f, Residency::kParked, 3, 3, g).time, 2000);
+  EXPECT_EQ(SwapInCost(f, Residency::kParked, 3, 4, g).time, 3500);  // migration
+  EXPECT_EQ(SwapInCost(f, Residency::kHost, kNoGpu, 0, g).bytes, 3'000'000u);
+  EXPECT_EQ(DeepEvictCost(f, Residency::kResident, g).bytes, 1'000'000u);
+  EXPECT_EQ(FootprintBytes(f, Residency::kParked), 1'000'000u);
+}
+
+}  // namespace
+}  // namespace gshare::policy

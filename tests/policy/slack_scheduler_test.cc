@@ -1,0 +1,100 @@
+// dual-queue's and aggressive's decisions: lazy placement at the last safe moment, eager
+// placement on an active GPU, parking and deep eviction of idle functions, GPU release, pinning
+// of functions that cannot afford a swap.
+#include <gtest/gtest.h>
+
+#include "driver.h"
+
+namespace gshare::policy::testing {
+namespace {
+
+// f0: 10 MB (a host swap takes 10 ms + 1 ms restore on SmallGpu), 5 ms bursts, 100 ms SLO.
+constexpr Duration kSwap = 11'000;
+constexpr Duration kExec = 5'000;
+constexpr Duration kSlo = 100'000;
+constexpr Duration kMargin = 1'000;
+
+TEST(DualQueue, WaitsInTheShareQueueUntilTheLastSafeMoment) {
+  Driver d("dual-queue", 1);
+  d.Send(0, FunctionRegistered{0, Fn(10, kExec, kSlo)});
+  auto a = d.Send(0, BurstStart{0});
+  EXPECT_TRUE(a.empty()) << Describe(a);
+  const Time latest = kSlo - kExec * 14 / 10 - kSwap - kMargin;  // 40% padding
+  EXPECT_EQ(d.policy->NextWakeup(), latest);
+  EXPECT_TRUE(d.Send(latest - 1, Timer{}).empty());
+  a = d.Send(latest, Timer{});
+  EXPECT_TRUE(Has(a, ActionKind::kActivateGpu, kNoFunction, 0)) << Describe(a);
+  EXPECT_TRUE(Has(a, ActionKind::kSwapIn, 0, 0)) << Describe(a);
+}
+
+TEST(Aggressive, PlacesAtOnceOnAnActiveGpu) {
+  Driver d("aggressive", 2);
+  d.Send(0, FunctionRegistered{0, Fn(10, kExec, kSlo)});
+  d.Send(0, FunctionRegistered{1, Fn(10, kExec, kSlo)});
+  d.Send(0, BurstStart{0});
+  const Time latest = kSlo - kExec - kSwap - kMargin;  // learned prediction: no fixed pad
+  EXPECT_EQ(d.policy->NextWakeup(), latest);
+  auto a = d.Send(latest, Timer{});
+  EXPECT_TRUE(Has(a, ActionKind::kActivateGpu, kNoFunction, 0)) << Describe(a);
+  a = d.Send(latest + 1, BurstStart{1});
+  EXPECT_TRUE(Has(a, ActionKind::kSwapIn, 1, 0)) << Describe(a);
+  EXPECT_FALSE(Has(a, ActionKind::kActivateGpu)) << Describe(a);
+}
+
+TEST(Aggressive, ParksThenDeepEvictsAnIdleFunctionAndReleasesItsGpu) {
+  Driver d("aggressive", 1);
+  d.Send(0, FunctionRegistered{0, Fn(10, kExec, kSlo, /*ctx_mb=*/5)});
+  d.Send(0, BurstStart{0});
+  auto a = d.Send(d.policy->NextWakeup(), Timer{});
+  ASSERT_TRUE(Has(a, ActionKind::kSwapIn, 0, 0)) << Describe(a);
+  a = d.Send(100'000, SwapDone{0, 0, SwapKind::kIn, 0, 16'000});
+  ASSERT_TRUE(Has(a, ActionKind::kGrant, 0, 0)) << Describe(a);
+  const Time end = 105'000;
+  d.Send(end, BurstEnd{0, 0, kExec});
+  // Never seen an inter-arrival gap: park after 10 s idle, deep-evict 10 s later.
+  EXPECT_TRUE(d.Send(end + 10 * kUsPerSecond - 1, Timer{}).empty());
+  a = d.Send(end + 10 * kUsPerSecond, Timer{});
+  EXPECT_TRUE(Has(a, ActionKind::kSwapOut, 0)) << Describe(a);
+  a = d.Send(end + 10 * kUsPerSecond, SwapDone{0, 0, SwapKind::kOut, 0, 0});
+  EXPECT_TRUE(a.empty()) << Describe(a);
+  a = d.Send(end + 20 * kUsPerSecond, Timer{});
+  EXPECT_TRUE(Has(a, ActionKind::kDeepEvict, 0)) << Describe(a);
+  a = d.Send(end + 20 * kUsPerSecond + 5'000, SwapDone{0, 0, SwapKind::kDeepEvict, 5'000'000, 5'000});
+  EXPECT_TRUE(Has(a, ActionKind::kReleaseGpu, kNoFunction, 0)) << "release empty GPUs at once: "
+                                                                << Describe(a);
+}
+
+TEST(DualQueue, KeepsAnEmptyGpuForAMinute) {
+  Driver d("dual-queue", 1);
+  d.Send(0, FunctionRegistered{0, Fn(10, kExec, kSlo)});
+  d.Send(0, BurstStart{0});
+  d.Send(d.policy->NextWakeup(), Timer{});
+  d.Send(100'000, SwapDone{0, 0, SwapKind::kIn, 0, 11'000});
+  d.Send(105'000, BurstEnd{0, 0, kExec});
+  auto a = d.Send(105'000 + 60 * kUsPerSecond, Timer{});
+  EXPECT_TRUE(Has(a, ActionKind::kDeepEvict, 0)) << Describe(a);
+  a = d.Send(106'000 + 60 * kUsPerSecond, SwapDone{0, 0, SwapKind::kDeepEvict, 0, 0});
+  EXPECT_FALSE(Has(a, ActionKind::kReleaseGpu)) << Describe(a);
+  a = d.Send(107'000 + 120 * kUsPerSecond, Timer{});
+  EXPECT_TRUE(Has(a, ActionKind::kReleaseGpu, kNoFunction, 0)) << Describe(a);
+}
+
+TEST(Aggressive, PinsAFunctionThatCannotAffordASwap) {
+  Driver d("aggressive", 1);
+  // 100 MB: a host swap takes 101 ms, more than its 50 ms SLO: the cache queue.
+  d.Send(0, FunctionRegistered{0, Fn(100, kExec, 50'000)});
+  auto a = d.Send(0, BurstStart{0});
+  EXPECT_TRUE(Has(a, ActionKind::kActivateGpu)) << "no slack to wait with: " << Describe(a);
+  EXPECT_TRUE(Has(a, ActionKind::kSwapIn, 0, 0)) << Describe(a);
+  bool pinned = false;
+  for (const Action& act : a) pinned |= act.kind == ActionKind::kKeepResident && act.pin;
+  EXPECT_TRUE(pinned) << Describe(a);
+  d.Send(101'000, SwapDone{0, 0, SwapKind::kIn, 0, 101'000});
+  d.Send(106'000, BurstEnd{0, 0, kExec});
+  a = d.Send(106'000 + 60 * kUsPerSecond, Timer{});
+  EXPECT_FALSE(Has(a, ActionKind::kSwapOut)) << Describe(a);
+  EXPECT_FALSE(Has(a, ActionKind::kDeepEvict)) << Describe(a);
+}
+
+}  // namespace
+}  // namespace gshare::policy::testing

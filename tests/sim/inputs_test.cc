@@ -1,0 +1,110 @@
+// gshare-sim's workload inputs: csv traces with execution times, SLOs from the functions' own
+// p90, busy functions split into instances, errors passed through with the line number.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "gshare/sim/inputs.h"
+
+namespace gshare::sim {
+namespace {
+
+class TempFile {
+ public:
+  explicit TempFile(const std::string& text)
+      : path_(std::filesystem::temp_directory_path() /
+              ("gshare-sim-inputs-" + std::to_string(getpid()) + "-" + std::to_string(counter_++) + ".csv")) {
+    std::ofstream(path_) << text;
+  }
+  ~TempFile() { std::filesystem::remove(path_); }
+  std::string path() const { return path_.string(); }
+
+ private:
+  static inline int counter_ = 0;
+  std::filesystem::path path_;
+};
+
+TEST(Inputs, CsvWithExecutionTimesAndSloFromTheFunctionsP90) {
+  std::string text = "timestamp_ms,function,exec_ms\n";
+  for (int i = 0; i < 20; ++i) text += std::to_string(i * 1000) + ",a," + std::to_string(i + 1) + "\n";
+  text += "5,b,2\n";
+  TempFile file(text);
+  InputOptions o;
+  o.trace = file.path();
+  o.format = "csv";
+  o.slo_factor = 2;
+  o.slo_floor_ms = 10;
+  const Inputs in = LoadInputs(o);
+  ASSERT_TRUE(in.error.empty()) << in.error;
+  ASSERT_EQ(in.workload.functions.size(), 2u);
+  ASSERT_EQ(in.workload.requests.size(), 21u);
+  EXPECT_EQ(in.workload.requests[0].exec, 1000);
+  // a: p90 of 1..20 ms is 19 ms -> SLO 38 ms; b: too few requests: catalog p90, 10 ms floor.
+  EXPECT_EQ(in.workload.functions[0].slo, 38'000);
+  EXPECT_GE(in.workload.functions[1].slo, 10'000);
+}
+
+TEST(Inputs, SplitsABusyFunctionIntoInstances) {
+  std::string text = "timestamp_ms,function,exec_ms\n";
+  for (int i = 0; i < 100; ++i) text += std::to_string(i * 10) + ",hot,8\n";  // 80% busy
+  TempFile file(text);
+  InputOptions o;
+  o.trace = file.path();
+  o.format = "csv";
+  o.max_instance_load = 0.5;
+  const Inputs in = LoadInputs(o);
+  ASSERT_TRUE(in.error.empty()) << in.error;
+  ASSERT_EQ(in.workload.functions.size(), 2u);
+  EXPECT_EQ(in.workload.requests[0].function, 0u);
+  EXPECT_EQ(in.workload.requests[1].function, 1u);
+  EXPECT_EQ(in.workload.requests[2].function, 0u);
+}
+
+TEST(Inputs, ReportsParseErrorsWithTheLine) {
+  TempFile file("timestamp_ms,function\n1,a\nx,b\n");
+  InputOptions o;
+  o.trace = file.path();
+  o.format = "csv";
+  const Inputs in = LoadInputs(o);
+  EXPECT_NE(in.error.find(":3:"), std::string::npos) << in.error;
+}
+
+TEST(Inputs, ShippedAzureLlmTraceLoads) {
+  InputOptions o;
+  o.format = "azure-llm";
+  o.functions = 20;
+  o.max_requests = 2000;
+  const Inputs in = LoadInputs(o);
+  ASSERT_TRUE(in.error.empty()) << in.error;
+  EXPECT_EQ(in.workload.requests.size(), 2000u);
+  EXPECT_GE(in.workload.functions.size(), 20u);
+}
+
+TEST(Inputs, SyntheticIsSeeded) {
+  InputOptions o;
+  o.synthetic = true;
+  o.functions = 30;
+  o.duration_s = 600;
+  const Inputs a = LoadInputs(o), b = LoadInputs(o);
+  o.seed = 2;
+  const Inputs c = LoadInputs(o);
+  ASSERT_EQ(a.workload.requests.size(), b.workload.requests.size());
+  for (size_t i = 0; i < a.workload.requests.size(); ++i) {
+    EXPECT_EQ(a.workload.requests[i].arrival, b.workload.requests[i].arrival);
+    EXPECT_EQ(a.workload.requests[i].exec, b.workload.requests[i].exec);
+  }
+  EXPECT_NE(a.workload.requests.size(), c.workload.requests.size());
+}
+
+TEST(Inputs, UnknownFormatIsAnError) {
+  InputOptions o;
+  o.format = "parquet";
+  o.trace = "/nonexistent";
+  EXPECT_FALSE(LoadInputs(o).error.empty());
+}
+
+}  // namespace
+}  // namespace gshare::sim
