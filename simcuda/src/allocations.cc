@@ -70,7 +70,9 @@ namespace {
 // Maps `bytes` of anonymous memory and records it.
 void* MapAndRecord(CUctx_st* ctx, size_t bytes, size_t mapped, MemKind kind, unsigned flags, int device,
                    CUmemoryPool pool) {
-  void* p = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  int populate = kind != MemKind::kHost && Driver()->config.populate ? MAP_POPULATE : 0;
+  void* p = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | populate,
+                 -1, 0);
   if (p == MAP_FAILED) return nullptr;
   Allocation a;
   a.base = reinterpret_cast<uintptr_t>(p);

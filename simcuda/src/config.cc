@@ -202,6 +202,9 @@ std::optional<Config> LoadConfigFromEnvironment(std::string* error) {
     }
     config.time_scale = *v;
   }
+  if (const char* pop = std::getenv("SIMCUDA_POPULATE"); pop != nullptr) {
+    config.populate = std::string_view(pop) == "1";
+  }
   if (const char* reg = std::getenv("SIMCUDA_REGISTRY"); reg != nullptr && *reg != '\0') {
     config.registry_name = reg;
   }

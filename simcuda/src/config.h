@@ -33,6 +33,10 @@ struct Config {
   double time_scale = 1.0;
   // Name of the shared-memory device registry ("/simcuda-..."); derived when not configured.
   std::string registry_name;
+  // SIMCUDA_POPULATE=1: device memory is populated when allocated/mapped (as physical GPU memory
+  // is), so first touches inside timed copies do not page-fault. Off by default: simulated
+  // devices may be larger than the host's memory.
+  bool populate = false;
 };
 
 // Parses a SIMCUDA_DEVICES value: comma-separated device groups "[N x]SIZE[:key=value]...",

@@ -146,7 +146,7 @@ int ProtFor(const Mapping& m) {
 // Maps `m` of physical `p` at `base` with its recorded access. REQUIRES: mu held.
 bool MapRange(uintptr_t base, const Mapping& m, Physical& p, bool poison) {
   int prot = ProtFor(m);
-  int populate = p.recycled ? MAP_POPULATE : 0;
+  int populate = p.recycled || Driver()->config.populate ? MAP_POPULATE : 0;
   void* r = mmap(reinterpret_cast<void*>(base), m.size, poison ? PROT_READ | PROT_WRITE : prot,
                  MAP_SHARED | MAP_FIXED | populate, p.fd, static_cast<off_t>(m.offset));
   if (r == MAP_FAILED) return false;
