@@ -23,6 +23,12 @@ namespace {
 // std::less<> allows lookup by string_view without building a string.
 using NameIndex = std::map<std::string, const SimcudaKernelDesc*, std::less<>>;
 
+// Largest parameter a kernel may take (CUDA's kernel parameter space is at most 32 KiB in all;
+// anything this large is a corrupt table).
+constexpr size_t kMaxParamBytes = 4096;
+// Largest table a plugin may return (a guard against a garbage count).
+constexpr size_t kMaxKernelsPerPlugin = 100000;
+
 }  // namespace
 
 struct KernelRegistry::Index {
@@ -38,7 +44,7 @@ std::string ValidateDesc(const SimcudaKernelDesc& d) {
     return std::string(d.name) + ": num_params > 0 but param_sizes is null";
   }
   for (unsigned i = 0; i < d.num_params; ++i) {
-    if (d.param_sizes[i] == 0 || d.param_sizes[i] > 4096) {
+    if (d.param_sizes[i] == 0 || d.param_sizes[i] > kMaxParamBytes) {
       return std::string(d.name) + ": parameter " + std::to_string(i) + " has size " +
              std::to_string(d.param_sizes[i]);
     }
@@ -73,6 +79,9 @@ std::string LoadPlugin(const std::string& path, NameIndex* index) {
            std::to_string(SIMCUDA_PLUGIN_ABI);
   }
   if (count > 0 && table == nullptr) return path + ": null descriptor table";
+  if (count > kMaxKernelsPerPlugin) {
+    return path + ": implausible kernel count " + std::to_string(count);
+  }
   std::string errors;
   for (size_t i = 0; i < count; ++i) {
     const SimcudaKernelDesc& d = table[i];
