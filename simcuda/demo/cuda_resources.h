@@ -1,5 +1,5 @@
 // Owning wrappers for the driver objects simcuda-demo creates (device memory, streams, events,
-// modules, the primary context), so every exit path releases them. Header-only. Each wrapper is
+// modules, the context), so every exit path releases them. Header-only. Each wrapper is
 // move-only; the context they were created in must be current when they are destroyed.
 // Release errors are ignored (the demo reports the first error of the work itself).
 #ifndef SIMCUDA_DEMO_CUDA_RESOURCES_H_
@@ -53,26 +53,21 @@ using Stream = Owned<CUstream, ReleaseStream>;
 using Event = Owned<CUevent, ReleaseEvent>;
 using Module = Owned<CUmodule, ReleaseModule>;
 
-// Retains a device's primary context and makes it current for the lifetime of the object.
-class PrimaryContext {
+// A context created on a device (cuCtxCreate) and current on this thread for the lifetime of the
+// object; destroyed (which also pops it) at the end.
+class CreatedContext {
  public:
-  explicit PrimaryContext(CUdevice dev) : dev_(dev) {}
-  PrimaryContext(const PrimaryContext&) = delete;
-  PrimaryContext& operator=(const PrimaryContext&) = delete;
-  ~PrimaryContext() {
-    if (ctx_ != nullptr) {
-      (void)cuCtxSetCurrent(nullptr);
-      (void)cuDevicePrimaryCtxRelease(dev_);
-    }
+  explicit CreatedContext(CUdevice dev) : dev_(dev) {}
+  CreatedContext(const CreatedContext&) = delete;
+  CreatedContext& operator=(const CreatedContext&) = delete;
+  ~CreatedContext() {
+    if (ctx_ != nullptr) (void)cuCtxDestroy(ctx_);
   }
-  // Retains and sets current; call once.
+  // Creates the context (which makes it current); call once.
   CUresult Open() {
-    CUresult r = cuDevicePrimaryCtxRetain(&ctx_, dev_);
-    if (r != CUDA_SUCCESS) {
-      ctx_ = nullptr;
-      return r;
-    }
-    return cuCtxSetCurrent(ctx_);
+    CUresult r = cuCtxCreate(&ctx_, nullptr, 0, dev_);
+    if (r != CUDA_SUCCESS) ctx_ = nullptr;
+    return r;
   }
 
  private:

@@ -75,8 +75,8 @@ Error RunOnDevice(int ordinal, const DemoOptions& o, DeviceReport* report) {
   const auto wall_start = std::chrono::steady_clock::now();
 
   // Declared first so that it is released last.
-  PrimaryContext ctx(dev);
-  if (!cu.Ok(ctx.Open(), "cuDevicePrimaryCtxRetain/cuCtxSetCurrent")) return cu.error();
+  CreatedContext ctx(dev);
+  if (!cu.Ok(ctx.Open(), "cuCtxCreate")) return cu.error();
   Module basic, gemm;
   CUfunction f_add = nullptr, f_saxpy = nullptr, f_gemm = nullptr, f_fill = nullptr,
              f_checksum = nullptr;
