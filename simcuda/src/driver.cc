@@ -4,6 +4,7 @@
 #include <pthread.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -46,6 +47,13 @@ void AfterForkInChild() {
   if (d == nullptr) return;
   if (d->registry) d->registry->ReattachAfterFork();
   StartCheckpointService();
+}
+
+// At normal exit the process's device memory goes back to the registry at once (a killed
+// process's is reclaimed by the next process that attaches or runs short).
+void DetachAtExit() {
+  DriverState* d = g_driver.load();
+  if (d != nullptr && d->registry) d->registry->Detach();
 }
 }  // namespace
 
@@ -92,6 +100,7 @@ CUresult InitDriver() {
   state->devices.resize(static_cast<size_t>(state->registry->device_count()));
   state->primary.resize(state->devices.size());
   pthread_atfork(nullptr, nullptr, AfterForkInChild);
+  std::atexit(DetachAtExit);
   g_driver.store(state, std::memory_order_release);
   StartCheckpointService();
   g_init_result = CUDA_SUCCESS;

@@ -192,7 +192,18 @@ bool Registry::ClaimSlot() {
 
 void Registry::ReattachAfterFork() {
   slot_ = -1;
+  detached_ = false;
   ClaimSlot();
+}
+
+void Registry::Detach() {
+  if (slot_ < 0 || detached_.exchange(true)) return;
+  SharedProcess& p = shared_->processes[slot_];
+  for (uint32_t d = 0; d < shared_->device_count; ++d) {
+    uint64_t bytes = p.used[d].exchange(0, std::memory_order_acq_rel);
+    if (bytes != 0) shared_->devices[d].used.fetch_sub(bytes, std::memory_order_acq_rel);
+  }
+  p.state.store(kFree, std::memory_order_release);
 }
 
 int Registry::ReclaimDead() {
@@ -233,6 +244,7 @@ uint64_t Registry::UsedByThisProcess(int dev) const {
 }
 
 bool Registry::Reserve(int dev, uint64_t bytes) {
+  if (detached_.load(std::memory_order_acquire)) return false;
   SharedDevice& d = shared_->devices[dev];
   for (int attempt = 0; attempt < 2; ++attempt) {
     uint64_t used = d.used.load(std::memory_order_acquire);
@@ -248,6 +260,7 @@ bool Registry::Reserve(int dev, uint64_t bytes) {
 }
 
 void Registry::Release(int dev, uint64_t bytes) {
+  if (detached_.load(std::memory_order_acquire)) return;
   if (slot_ >= 0) shared_->processes[slot_].used[dev].fetch_sub(bytes, std::memory_order_acq_rel);
   shared_->devices[dev].used.fetch_sub(bytes, std::memory_order_acq_rel);
 }

@@ -69,6 +69,9 @@ class Registry {
 
   // Re-claims a fresh slot after fork() (the child must not share its parent's slot).
   void ReattachAfterFork();
+  // Returns everything this process holds and frees its slot (at normal process exit); later
+  // Reserve calls fail and Release calls do nothing.
+  void Detach();
 
   struct Shared;
 
@@ -78,6 +81,7 @@ class Registry {
 
   Shared* shared_ = nullptr;
   int slot_ = -1;
+  std::atomic<bool> detached_{false};
 };
 
 // The start time of process `pid` (clock ticks since boot, /proc/<pid>/stat field 22), or 0 if

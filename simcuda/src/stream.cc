@@ -52,6 +52,24 @@ uint64_t Enqueue(CUstream_st* s, OpFn fn) {
   return ++s->core->submitted;
 }
 
+// The per-thread default streams this thread created; destroyed (after draining) when the
+// thread exits, so short-lived threads do not leave workers behind.
+struct PerThreadStreams {
+  std::vector<std::pair<CUctx_st*, CUstream_st*>> streams;
+  ~PerThreadStreams() {
+    for (auto& [ctx, s] : streams) {
+      if (!IsLiveContext(ctx) || !IsLiveStream(s)) continue;
+      {
+        std::lock_guard<std::mutex> lock(ctx->mu);
+        auto it = ctx->per_thread.find(std::this_thread::get_id());
+        if (it == ctx->per_thread.end() || it->second != s) continue;
+        ctx->per_thread.erase(it);
+      }
+      DeleteStream(s);
+    }
+  }
+};
+
 }  // namespace
 
 uint64_t WaitForTicket(StreamCore& core, uint64_t ticket) {
@@ -112,7 +130,11 @@ CUresult ResolveStream(CUstream h, bool per_thread_entry, CUstream_st** out) {
     return CUDA_SUCCESS;
   }
   CUstream_st*& pts = ctx->per_thread[std::this_thread::get_id()];
-  if (pts == nullptr) pts = NewStream(ctx, 0, 0, StreamKind::kPerThread);
+  if (pts == nullptr) {
+    pts = NewStream(ctx, 0, 0, StreamKind::kPerThread);
+    thread_local PerThreadStreams mine;
+    mine.streams.emplace_back(ctx, pts);
+  }
   *out = pts;
   return CUDA_SUCCESS;
 }

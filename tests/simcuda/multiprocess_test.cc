@@ -50,4 +50,11 @@ TEST(MultiProcessAttach, DeadProcessMemoryIsReclaimedAtAttach) {
   other.Wait();
 }
 
+TEST_F(MultiProcess, NormalExitReturnsMemoryAtOnce) {
+  size_t free0 = simcuda_test::FreeOn(1);
+  // The helper allocates and exits without freeing.
+  EXPECT_EQ(simcuda_test::RunHelper({"alloc", std::to_string(256ull << 20), "1"}), 0);
+  EXPECT_EQ(simcuda_test::FreeOn(1), free0);
+}
+
 }  // namespace

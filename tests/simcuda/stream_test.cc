@@ -1,5 +1,7 @@
 // Tests of streams and events: in-order execution, the legacy default stream's synchronisation
 // rules, per-thread default streams, event timing in simulated time, capture status.
+#include <dirent.h>
+
 #include <atomic>
 #include <future>
 #include <mutex>
@@ -123,6 +125,31 @@ TEST_F(StreamTest, PerThreadDefaultStreamsAreDistinctPerThread) {
   EXPECT_NE(mine, legacy);
   EXPECT_CU(cuStreamSynchronize(CU_STREAM_PER_THREAD));
   EXPECT_CU_ERR(cuStreamDestroy(CU_STREAM_PER_THREAD), CUDA_ERROR_INVALID_HANDLE);
+}
+
+// Threads of this process (/proc/self/task entries).
+int ThreadCount() {
+  int n = 0;
+  if (DIR* d = opendir("/proc/self/task")) {
+    while (dirent* e = readdir(d)) n += e->d_name[0] != '.';
+    closedir(d);
+  }
+  return n;
+}
+
+TEST_F(StreamTest, ExitedThreadsPerThreadStreamWorkerIsGone) {
+  ASSERT_CU(cuStreamSynchronize(nullptr));
+  int before = ThreadCount();
+  CUcontext ctx = ctx_;
+  int during = 0;
+  std::thread([&] {
+    cuCtxSetCurrent(ctx);
+    cuLaunchHostFunc(CU_STREAM_PER_THREAD, [](void*) {}, nullptr);
+    cuStreamSynchronize(CU_STREAM_PER_THREAD);
+    during = ThreadCount();
+  }).join();
+  EXPECT_EQ(during, before + 2);  // this thread and its per-thread stream's worker
+  EXPECT_EQ(ThreadCount(), before);
 }
 
 TEST_F(StreamTest, StreamQueriesAndCallbacks) {
