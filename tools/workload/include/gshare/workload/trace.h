@@ -14,8 +14,9 @@ namespace gshare::workload {
 
 // One request arrival.
 struct Invocation {
-  // Arrival time in microseconds since the start of the trace (parsers rebase real timestamps
-  // so that the first request arrives at 0, except ParseCsvTrace, which keeps the file's times).
+  // Arrival time in microseconds since the start of the trace: azure-llm rebases so that the
+  // first request arrives at 0, azure-functions counts from the start of the first replayed
+  // minute, the generator from 0, and csv keeps the file's times. Never negative.
   int64_t arrival_us = 0;
   // Index into Trace::functions.
   uint32_t function = 0;
