@@ -12,8 +12,9 @@ namespace {
 
 TEST(SubmissionGate, OpenGateAdmits) {
   SubmissionGate gate;
-  ASSERT_TRUE(gate.TryEnter());
-  gate.Exit();
+  unsigned slot = 0;
+  ASSERT_TRUE(gate.TryEnter(&slot));
+  gate.Exit(slot);
   EXPECT_FALSE(gate.closed());
 }
 
@@ -21,13 +22,15 @@ TEST(SubmissionGate, ClosedGateRefusesUntilOpened) {
   SubmissionGate gate;
   gate.Close();
   EXPECT_TRUE(gate.closed());
-  EXPECT_FALSE(gate.TryEnter());
+  unsigned slot = 0;
+  EXPECT_FALSE(gate.TryEnter(&slot));
   std::atomic<bool> admitted{false};
   std::thread waiter([&] {
     gate.WaitOpen();
-    if (gate.TryEnter()) {
+    unsigned mine = 0;
+    if (gate.TryEnter(&mine)) {
       admitted = true;
-      gate.Exit();
+      gate.Exit(mine);
     }
   });
   gate.Open();
@@ -37,7 +40,8 @@ TEST(SubmissionGate, ClosedGateRefusesUntilOpened) {
 
 TEST(SubmissionGate, CloseWaitsForSubmittersInside) {
   SubmissionGate gate;
-  ASSERT_TRUE(gate.TryEnter());
+  unsigned slot = 0;
+  ASSERT_TRUE(gate.TryEnter(&slot));
   std::atomic<bool> closed{false};
   std::thread closer([&] {
     gate.Close();
@@ -47,10 +51,10 @@ TEST(SubmissionGate, CloseWaitsForSubmittersInside) {
   // it would be wrong for it to finish at any point before Exit).
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   EXPECT_FALSE(closed.load());
-  gate.Exit();
+  gate.Exit(slot);
   closer.join();
   EXPECT_TRUE(closed.load());
-  EXPECT_FALSE(gate.TryEnter());
+  EXPECT_FALSE(gate.TryEnter(&slot));
 }
 
 TEST(SubmissionGate, ManyThreadsNeverInsideWhileClosed) {
@@ -60,14 +64,15 @@ TEST(SubmissionGate, ManyThreadsNeverInsideWhileClosed) {
   std::atomic<int> violations{0};
   std::atomic<bool> closed_flag{false};
   std::vector<std::thread> threads;
-  for (int t = 0; t < 4; ++t) {
+  for (int t = 0; t < 20; ++t) {  // more threads than slots: slots are shared
     threads.emplace_back([&] {
       while (!stop) {
-        if (gate.TryEnter()) {
+        unsigned slot = 0;
+        if (gate.TryEnter(&slot)) {
           ++inside;
           if (closed_flag) ++violations;
           --inside;
-          gate.Exit();
+          gate.Exit(slot);
         }
       }
     });

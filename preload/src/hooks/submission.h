@@ -17,15 +17,15 @@ namespace gshare::preload {
 class SubmissionScope {
  public:
   SubmissionScope() : rt_(Runtime::Get()) {
-    if (rt_.gate().TryEnter()) {
+    if (rt_.gate().TryEnter(&slot_)) {
       entered_ = true;
       return;
     }
-    error_ = rt_.AdmitSlow();
+    error_ = rt_.AdmitSlow(&slot_);
     entered_ = error_ == CUDA_SUCCESS;
   }
   ~SubmissionScope() {
-    if (entered_) rt_.gate().Exit();
+    if (entered_) rt_.gate().Exit(slot_);
   }
   SubmissionScope(const SubmissionScope&) = delete;
   SubmissionScope& operator=(const SubmissionScope&) = delete;
@@ -40,6 +40,7 @@ class SubmissionScope {
 
  private:
   Runtime& rt_;
+  unsigned slot_ = 0;
   bool entered_ = false;
   CUresult error_ = CUDA_SUCCESS;
 };

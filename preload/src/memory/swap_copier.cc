@@ -29,6 +29,9 @@ ScopedDeviceContext::~ScopedDeviceContext() {
 }
 
 SwapCopier::~SwapCopier() {
+  for (const auto& mark : marks_) {
+    for (CUevent e : mark) (void)api_.event_destroy(e);
+  }
   for (CUstream s : streams_) (void)api_.stream_destroy(s);
 }
 
@@ -65,6 +68,28 @@ void SwapCopier::CopyIn(CUdeviceptr device, const void* host, uint64_t bytes) {
     first_error_ = api_.memcpy_htod_async(device + done, src + done, n, NextStream());
     done += n;
   }
+}
+
+size_t SwapCopier::Mark() {
+  std::vector<CUevent> events;
+  for (CUstream s : streams_) {
+    if (first_error_ != CUDA_SUCCESS) break;
+    CUevent e = nullptr;
+    first_error_ = api_.event_create(&e, CU_EVENT_DISABLE_TIMING);
+    if (first_error_ != CUDA_SUCCESS) break;
+    events.push_back(e);
+    first_error_ = api_.event_record(e, s);
+  }
+  marks_.push_back(std::move(events));
+  return marks_.size() - 1;
+}
+
+CUresult SwapCopier::WaitMark(size_t id) {
+  for (CUevent e : marks_[id]) {
+    if (first_error_ != CUDA_SUCCESS) break;
+    first_error_ = api_.event_synchronize(e);
+  }
+  return first_error_;
 }
 
 CUresult SwapCopier::Finish() {

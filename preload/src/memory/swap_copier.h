@@ -46,6 +46,11 @@ class SwapCopier {
   // Enqueue copies of `bytes`, split into pieces. Errors are remembered and returned by Finish.
   void CopyOut(void* host, CUdeviceptr device, uint64_t bytes);
   void CopyIn(CUdeviceptr device, const void* host, uint64_t bytes);
+  // Records a mark after everything enqueued so far (an event on every stream) and returns its
+  // number (0, 1, ...). Errors are remembered.
+  size_t Mark();
+  // Waits until everything enqueued before mark `id` has completed; returns the first error.
+  CUresult WaitMark(size_t id);
   // Waits for every stream; returns the first error seen since Start.
   CUresult Finish();
 
@@ -55,6 +60,7 @@ class SwapCopier {
   const DeviceApi& api_;
   uint64_t piece_bytes_;
   std::vector<CUstream> streams_;
+  std::vector<std::vector<CUevent>> marks_;  // per mark, one event per stream
   size_t next_ = 0;
   CUresult first_error_ = CUDA_SUCCESS;
 };

@@ -30,6 +30,9 @@ namespace gshare::memory {
 namespace {
 
 constexpr uint64_t kPreferredGranule = 2 * kMiB;
+// Swap-out releases physical memory in batches of at least this many bytes, each as soon as its
+// copies have completed.
+constexpr uint64_t kReleaseBatchBytes = 64 * kMiB;
 
 uint64_t AlignUp(uint64_t value, uint64_t alignment) {
   return (value + alignment - 1) / alignment * alignment;
@@ -177,6 +180,7 @@ class VgpuMemory::Impl {
     }
     Reclaim(/*wait=*/true);
     const std::vector<PieceRef> pieces = PiecesWithUsers();
+    CUresult release_rc = CUDA_SUCCESS;
     if (!pieces.empty()) {
       const uint64_t total = backed_bytes_;
       // Pin with headroom so a growing image does not re-pin (slow) at every swap-out.
@@ -186,23 +190,52 @@ class VgpuMemory::Impl {
       rc = copier.Start(options_.swap_streams);
       if (rc != CUDA_SUCCESS) return rc;
       const auto copy_start = std::chrono::steady_clock::now();
+      // Enqueue every copy, with a mark after each release batch, then release each batch as
+      // soon as its copies are done, so unmapping overlaps the copies still running.
+      std::vector<size_t> batch_end;
       uint64_t offset = 0;
-      for (const PieceRef& p : pieces) {
+      uint64_t batch_bytes = 0;
+      for (size_t i = 0; i < pieces.size(); ++i) {
+        const PieceRef& p = pieces[i];
         const uint64_t size = p.segment->piece_size();
         copier.CopyOut(staging_.data() + offset, p.segment->piece_address(p.index), size);
         p.segment->piece(p.index).host_offset = offset;
         offset += size;
+        batch_bytes += size;
+        if (batch_bytes >= kReleaseBatchBytes || i + 1 == pieces.size()) {
+          (void)copier.Mark();
+          batch_end.push_back(i + 1);
+          batch_bytes = 0;
+        }
       }
-      rc = copier.Finish();
-      if (rc != CUDA_SUCCESS) return rc;
+      size_t released = 0;
+      for (size_t b = 0; b < batch_end.size(); ++b) {
+        rc = copier.WaitMark(b);
+        if (rc != CUDA_SUCCESS) break;
+        for (; released < batch_end[b]; ++released) {
+          const PieceRef& p = pieces[released];
+          p.segment->piece(p.index).has_host_copy = true;
+          const CUresult unback_rc = p.segment->Unback(p.index);
+          if (release_rc == CUDA_SUCCESS) release_rc = unback_rc;
+        }
+      }
+      if (rc == CUDA_SUCCESS) rc = copier.Finish();
+      if (rc != CUDA_SUCCESS) {
+        // A copy failed: put back what was already released (its bytes are in the staging) and
+        // stay resident.
+        const std::vector<PieceRef> undo(pieces.begin(),
+                                         pieces.begin() + static_cast<long>(released));
+        const CUresult undo_rc = BackAndCopyIn(undo, device_, nullptr);
+        if (undo_rc != CUDA_SUCCESS) {
+          if (auto log = Logger()) {
+            log->error("vgpu memory: swap-out failed and its undo failed too ({}); {} pieces lost",
+                       static_cast<int>(undo_rc), undo.size());
+          }
+        }
+        return rc;
+      }
       result.copy_time = Since(copy_start);
       result.bytes = offset;
-    }
-    CUresult release_rc = CUDA_SUCCESS;
-    for (const PieceRef& p : pieces) {
-      p.segment->piece(p.index).has_host_copy = true;
-      const CUresult rc = p.segment->Unback(p.index);
-      if (release_rc == CUDA_SUCCESS) release_rc = rc;
     }
     result.physical_pieces = pieces.size();
     resident_ = false;
@@ -227,30 +260,10 @@ class VgpuMemory::Impl {
     if (!pieces.empty()) {
       ScopedDeviceContext context(api_, device);
       if (context.status() != CUDA_SUCCESS) return context.status();
-      SwapCopier copier(api_, options_.swap_piece_bytes);
-      CUresult rc = copier.Start(options_.swap_streams);
-      if (rc != CUDA_SUCCESS) return rc;
       const auto copy_start = std::chrono::steady_clock::now();
-      size_t backed = 0;
-      for (; backed < pieces.size(); ++backed) {
-        const PieceRef& p = pieces[backed];
-        rc = p.segment->Back(p.index, device);
-        if (rc != CUDA_SUCCESS) break;
-        const PieceState& state = p.segment->piece(p.index);
-        if (state.has_host_copy) {
-          copier.CopyIn(p.segment->piece_address(p.index), staging_.data() + state.host_offset,
-                        p.segment->piece_size());
-          result.bytes += p.segment->piece_size();
-        }
-      }
-      const CUresult copy_rc = copier.Finish();
-      if (rc == CUDA_SUCCESS) rc = copy_rc;
-      if (rc != CUDA_SUCCESS) {
-        for (size_t i = 0; i < backed; ++i) (void)pieces[i].segment->Unback(pieces[i].index);
-        return rc;
-      }
+      const CUresult rc = BackAndCopyIn(pieces, device, &result.bytes);
+      if (rc != CUDA_SUCCESS) return rc;
       result.copy_time = Since(copy_start);
-      for (const PieceRef& p : pieces) p.segment->piece(p.index).has_host_copy = false;
     }
     result.physical_pieces = pieces.size();
     resident_ = true;
@@ -299,6 +312,38 @@ class VgpuMemory::Impl {
   }
 
  private:
+  // Backs `pieces` on `device`, maps them at their addresses and copies back those whose bytes
+  // are in the staging, pipelined: mapping piece i+1 overlaps the copies of piece i. On success
+  // clears has_host_copy and adds the copied bytes to *bytes (if non-null); on failure releases
+  // what it created. REQUIRES: a context of `device` is current; the pieces have no handle.
+  CUresult BackAndCopyIn(const std::vector<PieceRef>& pieces, CUdevice device, uint64_t* bytes) {
+    SwapCopier copier(api_, options_.swap_piece_bytes);
+    CUresult rc = copier.Start(options_.swap_streams);
+    if (rc != CUDA_SUCCESS) return rc;
+    uint64_t copied = 0;
+    size_t backed = 0;
+    for (; backed < pieces.size(); ++backed) {
+      const PieceRef& p = pieces[backed];
+      rc = p.segment->Back(p.index, device);
+      if (rc != CUDA_SUCCESS) break;
+      const PieceState& state = p.segment->piece(p.index);
+      if (state.has_host_copy) {
+        copier.CopyIn(p.segment->piece_address(p.index), staging_.data() + state.host_offset,
+                      p.segment->piece_size());
+        copied += p.segment->piece_size();
+      }
+    }
+    const CUresult copy_rc = copier.Finish();
+    if (rc == CUDA_SUCCESS) rc = copy_rc;
+    if (rc != CUDA_SUCCESS) {
+      for (size_t i = 0; i < backed; ++i) (void)pieces[i].segment->Unback(pieces[i].index);
+      return rc;
+    }
+    for (const PieceRef& p : pieces) p.segment->piece(p.index).has_host_copy = false;
+    if (bytes != nullptr) *bytes += copied;
+    return CUDA_SUCCESS;
+  }
+
   static CUresult Report(CUresult rc, const SwapStats& result, SwapStats* stats) {
     if (stats != nullptr) *stats = result;
     return rc;

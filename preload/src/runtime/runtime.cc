@@ -142,7 +142,7 @@ CUresult Runtime::DrainDevice() {
   return ctx_synchronize_ != nullptr ? ctx_synchronize_() : CUDA_ERROR_NOT_SUPPORTED;
 }
 
-CUresult Runtime::AdmitSlow() {
+CUresult Runtime::AdmitSlow(unsigned* slot) {
   for (;;) {
     {
       std::lock_guard<std::mutex> lock(swap_mutex_);  // waits out a running swap
@@ -158,9 +158,9 @@ CUresult Runtime::AdmitSlow() {
         gate_.Open();
       }
     }
-    if (gate_.TryEnter()) return CUDA_SUCCESS;
+    if (gate_.TryEnter(slot)) return CUDA_SUCCESS;
     gate_.WaitOpen();
-    if (gate_.TryEnter()) return CUDA_SUCCESS;
+    if (gate_.TryEnter(slot)) return CUDA_SUCCESS;
   }
 }
 

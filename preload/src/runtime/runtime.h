@@ -52,8 +52,8 @@ class Runtime {
 
   // Slow path of a submission whose TryEnter failed: waits for a running swap to finish and
   // swaps the vGPU back in (on the device it left) when it is out. Returns CUDA_SUCCESS once the
-  // caller is inside the gate (it must then Exit()), or the swap-in's error.
-  CUresult AdmitSlow();
+  // caller is inside the gate (it must then Exit(*slot)), or the swap-in's error.
+  CUresult AdmitSlow(unsigned* slot);
 
   // Swap control (the debug control socket and tests; later the arbiter). Serialised by one
   // mutex. SwapOut closes the gate, drains, and leaves the gate closed on success.

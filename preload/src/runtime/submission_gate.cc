@@ -5,13 +5,20 @@
 
 namespace gshare::preload {
 
+unsigned SubmissionGate::NextSlot() {
+  static std::atomic<unsigned> next{0};
+  return next.fetch_add(1, std::memory_order_relaxed) % kSlots;
+}
+
 void SubmissionGate::Close() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     closed_.store(true, std::memory_order_seq_cst);
   }
   // Submitters inside are in the middle of one driver call: they leave soon.
-  while (active_.load(std::memory_order_acquire) != 0) sched_yield();
+  for (Slot& slot : slots_) {
+    while (slot.active.load(std::memory_order_acquire) != 0) sched_yield();
+  }
 }
 
 void SubmissionGate::Open() {

@@ -2,15 +2,17 @@
 // while it is being swapped (or is swapped out).
 //
 // Invariants:
-//   1. A submitter is "inside" between a successful TryEnter and its Exit; `active_` counts them.
-//   2. Close() sets `closed_` and then waits for `active_` to reach zero; because TryEnter
-//      increments `active_` before reading `closed_` (both sequentially consistent), no
+//   1. A submitter is "inside" between a successful TryEnter and its Exit; the sum of the
+//      per-slot `active` counters counts them (a thread always uses the same slot, so threads
+//      submitting concurrently touch different cache lines).
+//   2. Close() sets `closed_` and then waits for every slot to reach zero; because TryEnter
+//      increments its slot before reading `closed_` (both sequentially consistent), no
 //      submitter can be inside after Close() returns until Open() is called.
 //   3. While closed, TryEnter fails; the caller then waits in WaitOpen() (mutex + condition
 //      variable, the slow path) or resolves the closure itself (auto swap-in).
 //
-// Fast path (open gate): one atomic increment, one atomic load, one atomic decrement; no
-// syscalls, no locks.
+// Fast path (open gate): one atomic increment, one atomic load, one atomic decrement on the
+// calling thread's slot; no syscalls, no locks.
 //
 // Thread-safety: all methods are thread-safe. Close/Open are called by one controller at a time
 // (the runtime's swap mutex serialises them).
@@ -25,14 +27,16 @@ namespace gshare::preload {
 
 class SubmissionGate {
  public:
-  // True: the caller is inside and must call Exit(). False: the gate is closed; nothing to undo.
-  bool TryEnter() {
-    active_.fetch_add(1, std::memory_order_seq_cst);
+  // True: the caller is inside and must call Exit(*slot). False: the gate is closed; nothing
+  // to undo.
+  bool TryEnter(unsigned* slot) {
+    *slot = ThreadSlot();
+    slots_[*slot].active.fetch_add(1, std::memory_order_seq_cst);
     if (!closed_.load(std::memory_order_seq_cst)) return true;
-    Exit();
+    slots_[*slot].active.fetch_sub(1, std::memory_order_release);
     return false;
   }
-  void Exit() { active_.fetch_sub(1, std::memory_order_release); }
+  void Exit(unsigned slot) { slots_[slot].active.fetch_sub(1, std::memory_order_release); }
 
   // Stops new submissions and waits until every admitted one has returned.
   // REQUIRES: the caller is not itself inside the gate.
@@ -44,8 +48,21 @@ class SubmissionGate {
   [[nodiscard]] bool closed() const { return closed_.load(std::memory_order_acquire); }
 
  private:
-  std::atomic<uint64_t> active_{0};
-  std::atomic<bool> closed_{false};
+  static constexpr unsigned kSlots = 16;
+  struct alignas(64) Slot {
+    std::atomic<uint64_t> active{0};
+  };
+  // The calling thread's slot, assigned round-robin on its first submission. Initial-exec TLS:
+  // one thread-pointer-relative load, no __tls_get_addr call (libgshare.so is preloaded).
+  static unsigned ThreadSlot() {
+    static constinit __attribute__((tls_model("initial-exec"))) thread_local unsigned slot = 0;
+    if (slot == 0) slot = 1 + NextSlot();
+    return slot - 1;
+  }
+  static unsigned NextSlot();
+
+  Slot slots_[kSlots];
+  alignas(64) std::atomic<bool> closed_{false};
   std::mutex mutex_;
   std::condition_variable opened_;
 };

@@ -1,0 +1,340 @@
+// ArbiterClient: registration, token acquire/release, idle release, burst reports, swap
+// orders, arbiter-loss handling and re-registration. See arbiter_client.h.
+#include "arbiter_client.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "gshare/shm/futex.h"
+
+namespace gshare::preload {
+namespace {
+
+uint64_t Now() { return shm::MonotonicNowNs(); }
+
+template <typename... Args>
+void LogAt(spdlog::logger* log, spdlog::level::level_enum lvl, spdlog::format_string_t<Args...> fmt,
+           Args&&... args) {
+  if (log != nullptr) log->log(lvl, fmt, std::forward<Args>(args)...);
+}
+
+constexpr auto kGrantPoll = std::chrono::milliseconds(20);
+constexpr auto kIdleTick = std::chrono::milliseconds(5);
+
+}  // namespace
+
+ArbiterClient::ArbiterClient(const ArbiterClientOptions& options, ShimHost* host)
+    : options_(options), host_(host) {}
+
+shm::Result<std::unique_ptr<ArbiterClient>> ArbiterClient::Start(const ArbiterClientOptions& options,
+                                                                 ShimHost* host) {
+  std::unique_ptr<ArbiterClient> client(new ArbiterClient(options, host));
+  // No token yet: submissions go through Acquire().
+  host->CloseGate();
+  if (auto s = client->Connect(false); !s.ok()) {
+    host->OpenGate();
+    return s;
+  }
+  client->thread_ = std::thread([c = client.get()] { c->ServiceLoop(); });
+  return client;
+}
+
+ArbiterClient::~ArbiterClient() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+shm::Status ArbiterClient::Connect(bool re_register) {
+  shm::RegisterRequest req;
+  req.quota_bytes = options_.quota_bytes;
+  req.slo_ms = options_.slo_ms;
+  req.function_name = options_.function_name;
+  if (re_register) {
+    req.flags |= shm::kFlagReRegister;
+    req.previous_client_id = client_id();
+    req.resident_bytes = std::min(host_->ResidentBytes(), options_.quota_bytes);
+    if (host_->Resident()) {
+      req.flags |= shm::kFlagResident;
+      req.current_gpu = host_->CurrentGpu();
+    }
+  }
+  auto reg = shm::Register(options_.socket_path, req, options_.register_timeout);
+  if (!reg.ok()) return reg.status();
+  auto chan = shm::ClientChannel::Attach(std::move(reg->channel), std::move(reg->doorbell));
+  if (!chan.ok()) return chan.status();
+  auto ch = std::make_shared<shm::ClientChannel>(std::move(*chan));
+  const bool resident = host_->Resident();
+  (void)ch->SetResidency(resident ? shm::Residency::kResident : shm::Residency::kSwappedOut,
+                         resident ? host_->CurrentGpu() : shm::kNoGpu, host_->ResidentBytes());
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    connection_ = std::move(reg->connection);
+    channel_ = ch;
+    client_id_ = reg->reply.client_id;
+    connected_ = true;
+    ++registrations_;
+    last_order_seq_ = 0;
+  }
+  LogAt(options_.log, spdlog::level::info, "registered with the arbiter as client {} on GPU {}{}",
+        reg->reply.client_id, reg->reply.gpu, re_register ? " (re-registration)" : "");
+  // An order may already wait in the new channel (a client that does not fit starts swapped
+  // out): obey it before the application can allocate.
+  const shm::SwapOrder order = ch->ReadSwapOrder();
+  if (order.seq != 0) HandleSwapOrder(order);
+  return {};
+}
+
+void ArbiterClient::Acquire() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    if (state_ == TokenState::kHeld || state_ == TokenState::kStandalone || stop_) return;
+    if (state_ != TokenState::kNone) {
+      cv_.wait(lock);
+      continue;
+    }
+    if (!connected_) {  // fail-closed: wait for the arbiter to come back
+      cv_.wait_for(lock, kGrantPoll);
+      continue;
+    }
+    state_ = TokenState::kAcquiring;
+    const std::shared_ptr<shm::ClientChannel> ch = channel_;
+    if (!in_burst_) {
+      in_burst_ = true;
+      burst_gpu_ns_ = 0;
+      (void)ch->ReportBurstStart(Now());
+    }
+    // Residency first: ask the arbiter (it may have to make room), never swap in on our own.
+    bool ok = true;
+    if (!host_->Resident()) {
+      (void)ch->RequestSwapIn();
+      ok = WaitResident(lock);
+    }
+    std::optional<shm::GrantInfo> grant;
+    if (ok) {
+      lock.unlock();
+      (void)ch->RequestToken();
+      for (;;) {
+        auto r = ch->WaitForGrant(kGrantPoll);
+        if (r.ok()) {
+          grant = *r;
+          break;
+        }
+        std::lock_guard<std::mutex> g(mu_);
+        if (!connected_ || channel_ != ch || stop_) break;
+      }
+      lock.lock();
+    }
+    if (grant && connected_ && channel_ == ch && state_ == TokenState::kAcquiring) {
+      grant_ = *grant;
+      state_ = TokenState::kHeld;
+      held_since_ns_ = Now();
+      last_activity_ns_ = held_since_ns_;
+      host_->OpenGate();
+      cv_.notify_all();
+      return;
+    }
+    // The arbiter went away meanwhile (OnArbiterLost may already have switched us).
+    if (state_ == TokenState::kAcquiring) state_ = TokenState::kNone;
+    cv_.notify_all();
+  }
+}
+
+bool ArbiterClient::WaitResident(std::unique_lock<std::mutex>& lock) {
+  const std::shared_ptr<shm::ClientChannel> ch = channel_;
+  while (!host_->Resident()) {
+    if (!connected_ || channel_ != ch || stop_) return false;
+    cv_.wait_for(lock, kGrantPoll);
+  }
+  return true;
+}
+
+void ArbiterClient::Release(bool want_again) {
+  std::shared_ptr<shm::ClientChannel> ch;
+  uint32_t seq = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (state_ != TokenState::kHeld) return;
+    state_ = TokenState::kReleasing;
+    ch = channel_;
+    seq = grant_.seq;
+  }
+  (void)ch->BeginDraining();
+  host_->CloseGate();
+  if (!host_->Drain())
+    LogAt(options_.log, spdlog::level::warn, "draining in-flight work failed; releasing anyway");
+  std::lock_guard<std::mutex> lock(mu_);
+  const uint64_t now = Now();
+  burst_gpu_ns_ += now - held_since_ns_;
+  if (!want_again) {
+    (void)ch->ReportBurstEnd(now, burst_gpu_ns_);
+    in_burst_ = false;
+  }
+  (void)ch->Release(seq, want_again);
+  state_ = TokenState::kNone;
+  cv_.notify_all();
+}
+
+void ArbiterClient::HandleSwapOrder(const shm::SwapOrder& order) {
+  std::shared_ptr<shm::ClientChannel> ch;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    last_order_seq_ = order.seq;
+    ch = channel_;
+  }
+  SwapOutcome r;
+  if (order.op == shm::SwapOp::kSwapOut) {
+    Release(false);  // the arbiter never orders a holder out; be safe if it does
+    (void)ch->SetResidency(shm::Residency::kSwappingOut, host_->CurrentGpu(), host_->ResidentBytes());
+    r = host_->SwapOut();
+  } else if (order.op == shm::SwapOp::kSwapIn) {
+    (void)ch->SetResidency(shm::Residency::kSwappingIn, shm::kNoGpu, 0);
+    r = host_->SwapIn(order.target_gpu);
+  } else {
+    return;
+  }
+  const bool resident = host_->Resident();
+  (void)ch->AckSwap(order.seq, r.ok ? shm::SwapAckStatus::kOk : shm::SwapAckStatus::kFailed,
+                    r.bytes, r.duration_ns,
+                    resident ? shm::Residency::kResident : shm::Residency::kSwappedOut,
+                    resident ? host_->CurrentGpu() : shm::kNoGpu, host_->ResidentBytes());
+  LogAt(options_.log, spdlog::level::debug, "swap-{} order {}: {} ({} bytes in {} us)",
+        order.op == shm::SwapOp::kSwapOut ? "out" : "in", order.seq, r.ok ? "done" : "FAILED",
+        r.bytes, r.duration_ns / 1000);
+  cv_.notify_all();
+}
+
+void ArbiterClient::OnArbiterLost(const std::string& why) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!connected_) return;
+  connected_ = false;
+  LogAt(options_.log, spdlog::level::warn, "arbiter lost ({}); running {}", why,
+        options_.fail_closed ? "fail-closed (submissions wait)" : "fail-open under the last assignment");
+  if (options_.fail_closed) {
+    if (state_ == TokenState::kHeld) {
+      lock.unlock();
+      host_->CloseGate();
+      lock.lock();
+      state_ = TokenState::kNone;
+    }
+    cv_.notify_all();
+    return;
+  }
+  // Fail-open: wait for a release in progress, then run stand-alone.
+  while (state_ == TokenState::kReleasing) cv_.wait(lock);
+  state_ = TokenState::kStandalone;
+  in_burst_ = false;
+  lock.unlock();
+  if (!host_->Resident()) {
+    const SwapOutcome r = host_->SwapIn(host_->CurrentGpu());
+    if (!r.ok) LogAt(options_.log, spdlog::level::err, "stand-alone swap-in failed");
+  }
+  host_->OpenGate();
+  cv_.notify_all();
+}
+
+void ArbiterClient::ServiceLoop() {
+  uint64_t last_reconnect = 0;
+  for (;;) {
+    std::shared_ptr<shm::ClientChannel> ch;
+    int conn_fd = -1;
+    bool connected = false;
+    TokenState state = TokenState::kNone;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stop_) return;
+      ch = channel_;
+      conn_fd = connection_.get();
+      connected = connected_;
+      state = state_;
+    }
+    const uint64_t now = Now();
+    if (!connected) {
+      if (now - last_reconnect >= static_cast<uint64_t>(options_.reconnect_interval.count())) {
+        last_reconnect = now;
+        if (Connect(true).ok()) {
+          std::unique_lock<std::mutex> lock(mu_);
+          if (state_ == TokenState::kStandalone) {
+            lock.unlock();
+            host_->CloseGate();  // from now on submissions need the token again
+            lock.lock();
+          }
+          state_ = TokenState::kNone;
+          in_burst_ = false;
+          cv_.notify_all();
+          continue;
+        }
+      }
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait_for(lock, std::min<std::chrono::nanoseconds>(options_.reconnect_interval, kGrantPoll));
+      continue;
+    }
+    // Sleep until a swap order arrives or the tick passes. While holding, the tick is short
+    // enough to see idleness and preemption promptly.
+    const auto tick = state == TokenState::kHeld
+                          ? std::clamp<std::chrono::nanoseconds>(options_.idle_release / 4,
+                                                                 std::chrono::microseconds(20),
+                                                                 std::chrono::milliseconds(1))
+                          : std::chrono::nanoseconds(kIdleTick);
+    uint32_t last_seq = 0;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      last_seq = last_order_seq_;
+    }
+    auto order = ch->WaitForSwapOrder(last_seq, tick);
+    if (order.ok() && order->seq != last_seq) HandleSwapOrder(*order);
+
+    // Liveness: the connection carries nothing but a Goodbye or EOF.
+    auto bye = shm::ReceiveGoodbye(conn_fd, std::chrono::nanoseconds(0));
+    if (bye.ok()) {
+      OnArbiterLost("goodbye: " + bye->reason);
+      continue;
+    }
+    if (bye.status().code() != shm::StatusCode::kTimeout) {
+      OnArbiterLost(bye.status().ToString());
+      continue;
+    }
+
+    const uint64_t t = Now();
+    ch->Heartbeat(t);
+    bool release = false;
+    bool want_again = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (state_ != TokenState::kHeld) continue;
+      if (host_->TakeActivity()) last_activity_ns_ = t;
+      const bool idle = t - last_activity_ns_ >= static_cast<uint64_t>(options_.idle_release.count());
+      const uint32_t preempt = ch->PreemptSeq();
+      if (preempt != 0 && preempt == grant_.seq) {
+        release = true;
+        want_again = !idle;
+      } else if (idle) {
+        release = true;
+      }
+    }
+    if (release) Release(want_again);
+  }
+}
+
+bool ArbiterClient::connected() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return connected_;
+}
+uint32_t ArbiterClient::client_id() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return client_id_;
+}
+uint64_t ArbiterClient::registrations() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return registrations_;
+}
+bool ArbiterClient::holding() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return state_ == TokenState::kHeld;
+}
+
+}  // namespace gshare::preload

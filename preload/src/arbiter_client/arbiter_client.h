@@ -1,0 +1,134 @@
+// ArbiterClient: the shim's side of the arbiter protocol (docs/arbiter.md, "The client").
+// Registers the vGPU with gshare-arbiter over its Unix socket, then keeps the time-slice
+// token and the vGPU's residency in step with the arbiter:
+//   - Acquire() (the submission gate's slow path) makes the vGPU resident (by *requesting* a
+//     swap-in, never doing one on its own) and waits for the token (bounded spinning when the
+//     arbiter says "you are next", futex otherwise), then opens the gate;
+//   - a service thread releases the token when the arbiter preempts (end of slice while others
+//     wait) or after `idle_release` without submissions, draining the process's in-flight work
+//     first; it reports burst starts/ends with GPU time; it obeys swap orders and acknowledges
+//     them with bytes and time; it watches the connection and, when the arbiter dies, runs
+//     the process under its last assignment (fail-open) or holds submissions (fail-closed)
+//     and re-registers when an arbiter is back.
+//
+// The client never touches CUDA itself: the shim passes a ShimHost (the runtime's gate, drain
+// and VgpuMemory swap calls); tests pass a fake.
+//
+// Ownership: Start() returns the sole owner; the service thread is joined by the destructor
+// (the shim never destroys it: process-lifetime). Thread-safety: Acquire() from any number of
+// submitting threads; everything else is internal.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "gshare/shm/channel.h"
+#include "gshare/shm/registration.h"
+
+namespace spdlog {
+class logger;
+}
+
+namespace gshare::preload {
+
+struct SwapOutcome {
+  bool ok = false;
+  uint64_t bytes = 0;
+  uint64_t duration_ns = 0;
+};
+
+// What the client needs from the shim. Every method is called from the client's threads;
+// none may call back into the ArbiterClient.
+class ShimHost {
+ public:
+  virtual ~ShimHost() = default;
+  // Stops new submissions and waits until the admitted ones have returned (gate close).
+  virtual void CloseGate() = 0;
+  // Admits submissions again.
+  virtual void OpenGate() = 0;
+  // Waits for the process's in-flight GPU work (tracked streams and events; never a stream
+  // that is being captured). False if draining failed (the token is released anyway).
+  virtual bool Drain() = 0;
+  // True if a submission was admitted since the previous call (clears the mark) or GPU work
+  // is still in flight (checked without blocking): the process is not idle.
+  virtual bool TakeActivity() = 0;
+  // Swaps the vGPU out (device memory released, addresses kept) / in onto `gpu`.
+  virtual SwapOutcome SwapOut() = 0;
+  virtual SwapOutcome SwapIn(uint32_t gpu) = 0;
+  virtual bool Resident() const = 0;
+  virtual uint64_t ResidentBytes() const = 0;
+  // The GPU the vGPU is resident on (meaningful while Resident()).
+  virtual uint32_t CurrentGpu() const = 0;
+};
+
+struct ArbiterClientOptions {
+  std::string socket_path;     // GSHARE_ARBITER_SOCKET
+  uint64_t quota_bytes = 0;    // GSHARE_VGPU_MEMORY (non-zero)
+  uint32_t slo_ms = 1000;      // GSHARE_SLO_MS
+  std::string function_name;   // GSHARE_FUNCTION
+  std::chrono::nanoseconds idle_release{std::chrono::microseconds(300)};  // GSHARE_IDLE_RELEASE_US
+  bool fail_closed = false;    // GSHARE_ARBITER_FAIL=closed
+  std::chrono::nanoseconds reconnect_interval{std::chrono::milliseconds(50)};
+  std::chrono::nanoseconds register_timeout{std::chrono::seconds(2)};
+  spdlog::logger* log = nullptr;  // null: silent
+};
+
+class ArbiterClient {
+ public:
+  // Registers and starts the service thread. Errors: kUnavailable (no arbiter: the caller runs
+  // stand-alone), kRefused (message = the arbiter's reason), others from shm/.
+  static shm::Result<std::unique_ptr<ArbiterClient>> Start(const ArbiterClientOptions& options,
+                                                           ShimHost* host);
+  ~ArbiterClient();
+  ArbiterClient(const ArbiterClient&) = delete;
+  ArbiterClient& operator=(const ArbiterClient&) = delete;
+
+  // The gate's slow path: returns once the vGPU is resident and holds the token and the gate
+  // is open (or, with no arbiter and fail-open, once the gate is open). Never fails in
+  // fail-open mode; in fail-closed mode waits for the arbiter to come back.
+  void Acquire();
+
+  // For tests and the control socket.
+  bool connected() const;
+  uint32_t client_id() const;
+  uint64_t registrations() const;
+  bool holding() const;
+
+ private:
+  enum class TokenState { kNone, kAcquiring, kHeld, kReleasing, kStandalone };
+
+  ArbiterClient(const ArbiterClientOptions& options, ShimHost* host);
+  shm::Status Connect(bool re_register);
+  void ServiceLoop();
+  void HandleSwapOrder(const shm::SwapOrder& order);
+  void Release(bool want_again);
+  void OnArbiterLost(const std::string& why);
+  bool WaitResident(std::unique_lock<std::mutex>& lock);
+
+  ArbiterClientOptions options_;
+  ShimHost* host_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  TokenState state_ = TokenState::kNone;           // guarded by mu_
+  bool connected_ = false;                         // guarded by mu_
+  bool stop_ = false;                              // guarded by mu_
+  shm::UniqueFd connection_;                       // guarded by mu_ (replaced on re-registration)
+  std::shared_ptr<shm::ClientChannel> channel_;    // guarded by mu_ (kept alive by users)
+  uint32_t client_id_ = 0;                         // guarded by mu_
+  uint64_t registrations_ = 0;                     // guarded by mu_
+  shm::GrantInfo grant_;                           // guarded by mu_
+  uint32_t last_order_seq_ = 0;                    // service thread only
+  bool in_burst_ = false;                          // guarded by mu_
+  uint64_t burst_gpu_ns_ = 0;                      // guarded by mu_
+  uint64_t held_since_ns_ = 0;                     // guarded by mu_
+  uint64_t last_activity_ns_ = 0;                  // guarded by mu_
+  std::thread thread_;
+};
+
+}  // namespace gshare::preload
