@@ -44,6 +44,10 @@ CUresult Copy3D(const CUDA_MEMCPY3D* p, CUstream stream, bool per_thread, bool s
   return CopyStrided(p, simcuda::ShapeFrom3D, stream, per_thread, sync);
 }
 
+CUresult Copy3DPeer(const CUDA_MEMCPY3D_PEER* p, CUstream stream, bool per_thread, bool sync) {
+  return CopyStrided(p, simcuda::ShapeFrom3DPeer, stream, per_thread, sync);
+}
+
 CUresult CopyPeer(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, CUcontext src_ctx, size_t n,
                   CUstream stream, bool per_thread, bool sync) {
   if (CUresult r = simcuda::CheckInit(); r != CUDA_SUCCESS) return r;
@@ -97,6 +101,8 @@ SIMCUDA_PAIR(cuMemcpyPeer, _ptds,
 SIMCUDA_PAIR(cuMemcpyPeerAsync, _ptsz,
              (CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n, CUstream s),
              CopyPeer(dst, dc, src, sc, n, s, kPt, false))
+SIMCUDA_PAIR(cuMemcpy3DPeer, _ptds, (const CUDA_MEMCPY3D_PEER* p), Copy3DPeer(p, nullptr, kPt, true))
+SIMCUDA_PAIR(cuMemcpy3DPeerAsync, _ptsz, (const CUDA_MEMCPY3D_PEER* p, CUstream s), Copy3DPeer(p, s, kPt, false))
 
 SIMCUDA_PAIR(cuMemsetD8_v2, _ptds, (CUdeviceptr d, unsigned char v, size_t n),
              Memset(d, 0, v, 1, n, 1, nullptr, kPt, true))

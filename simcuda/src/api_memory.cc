@@ -4,6 +4,7 @@
 #include "api.h"
 #include "context.h"
 #include "driver.h"
+#include "stream.h"
 
 namespace {
 
@@ -71,6 +72,61 @@ CUresult cuMemGetAddressRange_v2(CUdeviceptr* pbase, size_t* psize, CUdeviceptr 
   if (pbase != nullptr) *pbase = a->base;
   if (psize != nullptr) *psize = a->size;
   return CUDA_SUCCESS;
+}
+
+}  // extern "C"
+
+// Managed memory is plain host memory in simcuda: prefetches and advice have nothing to do
+// beyond validation (prefetches are ordered in their stream as no-ops).
+namespace {
+
+CUresult CheckManagedRange(CUdeviceptr ptr, size_t count) {
+  if (simcuda::Driver() == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  std::optional<simcuda::Allocation> a = simcuda::AllocationTable::Instance().Find(ptr);
+  if (!a || count == 0 || ptr + count > a->base + a->size) return CUDA_ERROR_INVALID_VALUE;
+  return CUDA_SUCCESS;
+}
+
+CUresult Prefetch(CUdeviceptr ptr, size_t count, CUstream h, bool per_thread) {
+  if (CUresult r = CheckManagedRange(ptr, count); r != CUDA_SUCCESS) return r;
+  CUstream_st* s = nullptr;
+  if (CUresult r = simcuda::ResolveStream(h, per_thread, &s); r != CUDA_SUCCESS) return r;
+  return simcuda::Submit(s, [](uint64_t start) { return start; });
+}
+
+}  // namespace
+
+extern "C" {
+
+CUresult cuMemPrefetchAsync_v2(CUdeviceptr devPtr, size_t count, CUmemLocation location, unsigned int flags,
+                               CUstream hStream) {
+  (void)location;
+  (void)flags;
+  return Prefetch(devPtr, count, hStream, false);
+}
+CUresult cuMemPrefetchAsync_v2_ptsz(CUdeviceptr devPtr, size_t count, CUmemLocation location,
+                                    unsigned int flags, CUstream hStream) {
+  (void)location;
+  (void)flags;
+  return Prefetch(devPtr, count, hStream, true);
+}
+CUresult cuMemPrefetchAsync(CUdeviceptr devPtr, size_t count, CUdevice dstDevice, CUstream hStream) {
+  (void)dstDevice;
+  return Prefetch(devPtr, count, hStream, false);
+}
+CUresult cuMemPrefetchAsync_ptsz(CUdeviceptr devPtr, size_t count, CUdevice dstDevice, CUstream hStream) {
+  (void)dstDevice;
+  return Prefetch(devPtr, count, hStream, true);
+}
+CUresult cuMemAdvise_v2(CUdeviceptr devPtr, size_t count, CUmem_advise advice, CUmemLocation location) {
+  (void)advice;
+  (void)location;
+  return CheckManagedRange(devPtr, count);
+}
+CUresult cuMemAdvise(CUdeviceptr devPtr, size_t count, CUmem_advise advice, CUdevice device) {
+  (void)advice;
+  (void)device;
+  return CheckManagedRange(devPtr, count);
 }
 
 }  // extern "C"

@@ -185,7 +185,9 @@ CUresult ShapeFrom2D(const CUDA_MEMCPY2D* p, CopyShape* s, int* dst_kind, int* s
   return CUDA_SUCCESS;
 }
 
-CUresult ShapeFrom3D(const CUDA_MEMCPY3D* p, CopyShape* s, int* dst_kind, int* src_kind) {
+namespace {
+template <typename Desc>
+CUresult Shape3D(const Desc* p, CopyShape* s, int* dst_kind, int* src_kind) {
   uintptr_t dst = 0, src = 0;
   if (CUresult r = Sides(p, &dst, &src, dst_kind, src_kind); r != CUDA_SUCCESS) return r;
   s->width = p->WidthInBytes;
@@ -198,6 +200,15 @@ CUresult ShapeFrom3D(const CUDA_MEMCPY3D* p, CopyShape* s, int* dst_kind, int* s
   s->src = src + (p->srcZ * s->src_height + p->srcY) * s->src_pitch + p->srcXInBytes;
   s->dst = dst + (p->dstZ * s->dst_height + p->dstY) * s->dst_pitch + p->dstXInBytes;
   return CUDA_SUCCESS;
+}
+}  // namespace
+
+CUresult ShapeFrom3D(const CUDA_MEMCPY3D* p, CopyShape* s, int* dst_kind, int* src_kind) {
+  return Shape3D(p, s, dst_kind, src_kind);
+}
+
+CUresult ShapeFrom3DPeer(const CUDA_MEMCPY3D_PEER* p, CopyShape* s, int* dst_kind, int* src_kind) {
+  return Shape3D(p, s, dst_kind, src_kind);
 }
 
 }  // namespace simcuda

@@ -50,6 +50,7 @@ CUresult RunOp(CUstream stream, bool per_thread_entry, bool sync, OpFn op);
 // Converts CUDA_MEMCPY2D / CUDA_MEMCPY3D (device-pointer and host-pointer forms only).
 CUresult ShapeFrom2D(const CUDA_MEMCPY2D* p, CopyShape* shape, int* dst_kind, int* src_kind);
 CUresult ShapeFrom3D(const CUDA_MEMCPY3D* p, CopyShape* shape, int* dst_kind, int* src_kind);
+CUresult ShapeFrom3DPeer(const CUDA_MEMCPY3D_PEER* p, CopyShape* shape, int* dst_kind, int* src_kind);
 
 }  // namespace simcuda
 

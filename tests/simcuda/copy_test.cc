@@ -160,6 +160,26 @@ TEST_F(CopyTest, PeerCopyBetweenDevices) {
   ASSERT_CU(cuMemcpyPeer(b, other, a, ctx_, 4096));
   ASSERT_CU(cuMemcpyDtoH(out.data(), b, 4096));
   EXPECT_EQ(in, out);
+  // The same through the 3D peer form, rows 1..2 of a 4x1024 box.
+  std::vector<unsigned char> zero(4096, 0);
+  ASSERT_CU(cuMemcpyHtoD(b, zero.data(), 4096));
+  CUDA_MEMCPY3D_PEER p{};
+  p.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+  p.srcDevice = a;
+  p.srcContext = ctx_;
+  p.srcPitch = 1024;
+  p.srcY = 1;
+  p.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+  p.dstDevice = b;
+  p.dstContext = other;
+  p.dstPitch = 1024;
+  p.dstY = 1;
+  p.WidthInBytes = 1024;
+  p.Height = 2;
+  p.Depth = 1;
+  ASSERT_CU(cuMemcpy3DPeer(&p));
+  ASSERT_CU(cuMemcpyDtoH(out.data(), b, 4096));
+  for (size_t i = 0; i < 4096; ++i) ASSERT_EQ(out[i], (i >= 1024 && i < 3072) ? in[i] : 0) << i;
   ASSERT_CU(cuMemFree(a));
   ASSERT_CU(cuMemFree(b));
   ASSERT_CU(cuDevicePrimaryCtxRelease(1));

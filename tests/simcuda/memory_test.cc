@@ -85,6 +85,12 @@ TEST_F(MemoryTest, ManagedMemoryIsCounted) {
   ASSERT_CU(cuMemGetInfo(&free1, &total));
   EXPECT_EQ(free0 - free1, 8u << 20);
   reinterpret_cast<int*>(p)[0] = 5;
+  CUmemLocation loc{CU_MEM_LOCATION_TYPE_DEVICE, 0};
+  ASSERT_CU(cuMemPrefetchAsync(p, 8 << 20, loc, 0, nullptr));
+  ASSERT_CU(cuMemAdvise(p, 4096, CU_MEM_ADVISE_SET_READ_MOSTLY, loc));
+  EXPECT_CU_ERR(cuMemPrefetchAsync(p, 9 << 20, loc, 0, nullptr), CUDA_ERROR_INVALID_VALUE);
+  ASSERT_CU(cuCtxSynchronize());
+  EXPECT_EQ(reinterpret_cast<int*>(p)[0], 5);
   ASSERT_CU(cuMemFree(p));
 }
 
