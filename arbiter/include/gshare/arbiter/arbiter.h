@@ -1,0 +1,84 @@
+// Arbiter: the node daemon's logic, usable in-process (tests) and by gshare-arbiter (main.cc).
+// One epoll event loop owns the truth: registered clients and their channels, per-GPU token
+// holder, per-vGPU residency, per-GPU memory reservations, swap orders in flight; it drives a
+// scheduling policy through gshare/policy/policy.h and writes the node event ring.
+// The design and state machine are in docs/arbiter.md.
+//
+// Ownership: the Arbiter owns its listening socket, epoll/timer/signal/stop fds, every client's
+// connection and channel, and the event ring. Thread-safety: Run() on one thread; Stop() may be
+// called from any thread (and from a signal handler: it writes an eventfd); stats() is safe
+// after Run() returned.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gshare/arbiter/config.h"
+#include "gshare/shm/status.h"
+
+namespace gshare::arbiter {
+
+// One managed GPU as the arbiter sees it.
+struct GpuInfo {
+  uint32_t ordinal = 0;       // CUDA device ordinal (what clients and swap orders name)
+  uint64_t memory_bytes = 0;  // total device memory
+};
+
+struct GpuStats {
+  uint32_t ordinal = 0;
+  uint64_t usable_bytes = 0;         // memory minus the reserve
+  uint64_t reserved_bytes = 0;       // quotas of the vGPUs resident (or becoming resident) now
+  uint64_t peak_reserved_bytes = 0;  // the most ever reserved at once (never > usable)
+  uint64_t overshoot_events = 0;     // re-registrations that arrived resident beyond usable
+};
+
+struct ArbiterStats {
+  std::vector<GpuStats> gpus;
+  uint64_t registrations = 0;
+  uint64_t re_registrations = 0;
+  uint64_t refusals = 0;
+  uint64_t grants = 0;
+  uint64_t yields = 0;
+  uint64_t preemptions = 0;
+  uint64_t swap_outs = 0;
+  uint64_t swap_ins = 0;
+  uint64_t client_deaths = 0;
+  uint64_t malformed_channels = 0;
+  uint64_t enforcements = 0;  // clients locked and checkpointed for not yielding
+  uint64_t restores = 0;
+};
+
+// The GPUs to manage: from config.gpu_memory (gpu_count identical GPUs, no driver needed) or
+// from the driver named by config.libcuda, filtered by config.gpus. Errors name the key.
+shm::Result<std::vector<GpuInfo>> ResolveGpus(const ArbiterConfig& config);
+
+class Arbiter {
+ public:
+  // Binds the socket, creates the policy and the event ring. `handle_signals`: block SIGTERM,
+  // SIGINT in the calling thread and treat them as Stop() (the daemon; tests pass false).
+  static shm::Result<std::unique_ptr<Arbiter>> Create(const ArbiterConfig& config,
+                                                      std::vector<GpuInfo> gpus,
+                                                      bool handle_signals);
+  virtual ~Arbiter() = default;
+  Arbiter(const Arbiter&) = delete;
+  Arbiter& operator=(const Arbiter&) = delete;
+
+  // Serves until Stop() or a handled signal, then shuts down cleanly: no new grants or
+  // registrations, holders finish their slice (bounded by slice + preempt grace), every client
+  // is told goodbye. Returns an error only if the loop itself failed.
+  virtual shm::Status Run() = 0;
+  // Asks Run() to shut down. Async-signal-safe and thread-safe.
+  virtual void Stop() = 0;
+  virtual ArbiterStats stats() const = 0;
+  virtual uint64_t epoch() const = 0;
+
+ protected:
+  Arbiter() = default;
+};
+
+// Writes `stats` as JSON to `path`. Errors as values.
+shm::Status WriteSummary(const std::string& path, const ArbiterStats& stats);
+
+}  // namespace gshare::arbiter

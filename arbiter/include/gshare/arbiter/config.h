@@ -1,0 +1,80 @@
+// The arbiter's configuration: defaults, the TOML config file (toml++) and the command line
+// (CLI11), command-line values overriding the file's. Every malformed value is reported as an
+// error naming the key or flag; nothing here exits or throws into the caller.
+// Pure functions of their inputs; thread-safe.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gshare::arbiter {
+
+enum class FailMode : uint8_t { kOpen, kClosed };
+
+struct ArbiterConfig {
+  // Registration socket (`socket`, --socket). Its directory must exist.
+  std::string socket_path = "/run/gshare/arbiter.sock";
+  // Permission bits of the socket file (`socket_mode`, octal string "0666").
+  mode_t socket_mode = 0666;
+  // GPU ordinals to manage (`gpus`, --gpus 0,1); empty = every visible GPU.
+  std::vector<uint32_t> gpus;
+  // Memory of each managed GPU (`gpu_memory`, --gpu-memory). Unset: asked from the driver.
+  std::optional<uint64_t> gpu_memory_bytes;
+  // How many GPUs exist when gpu_memory is set and the driver is not asked (`gpu_count`).
+  uint32_t gpu_count = 1;
+  // Memory kept free on every GPU (`memory_reserve`, --memory-reserve), default 0.
+  uint64_t memory_reserve_bytes = 0;
+  // Default time slice (`slice`, --slice), default 20 ms.
+  std::chrono::nanoseconds slice{std::chrono::milliseconds(20)};
+  // A client that has not submitted for this long is reported idle to the policy
+  // (`idle_release`, --idle-release), default 300 us. Clients use GSHARE_IDLE_RELEASE_US.
+  std::chrono::nanoseconds idle_release{std::chrono::microseconds(300)};
+  // After a preemption request, how long a holder may take to yield before it is enforced on
+  // (locked and checkpointed) (`preempt_grace`, --preempt-grace), default 200 ms.
+  std::chrono::nanoseconds preempt_grace{std::chrono::milliseconds(200)};
+  // Idle vGPUs are deep-evicted (checkpointed) after this long; 0 = never (`deep_evict_after`).
+  std::chrono::nanoseconds deep_evict_after{0};
+  // Scheduling policy (`policy`, --policy), default "aggressive".
+  std::string policy = "aggressive";
+  // Prometheus metrics address host:port (`metrics`, --metrics); "" = off.
+  std::string metrics_address;
+  // What clients do while the arbiter is away (`fail_mode`, --fail-mode open|closed).
+  FailMode fail_mode = FailMode::kOpen;
+  // The node event ring file (`event_ring`, --event-ring); "" = none. And its capacity in
+  // records (`event_ring_capacity`, a power of two).
+  std::string event_ring_path;
+  uint64_t event_ring_capacity = 1 << 16;
+  // Most clients served at once (`max_clients`).
+  uint32_t max_clients = 4096;
+  // Driver library the arbiter dlopens for GPU discovery and enforcement (`libcuda`).
+  std::string libcuda = "libcuda.so.1";
+  // spdlog level name (`log_level`, --log-level), default "info".
+  std::string log_level = "info";
+  // Command line only: write a JSON summary here on exit (tests and operators' post-mortems).
+  std::string summary_path;
+};
+
+// Result of parsing: a config, or an error message naming the offending key or flag.
+struct ConfigResult {
+  ArbiterConfig config;
+  std::string error;  // empty on success
+  bool help = false;  // --help was given; `error` then holds the help text
+  bool ok() const { return error.empty(); }
+};
+
+// Applies the TOML document `text` on top of `base`. Unknown keys are errors.
+ConfigResult ParseConfigToml(std::string_view text, const ArbiterConfig& base);
+
+// Parses the command line: defaults, then the --config FILE (if given), then the flags.
+ConfigResult ParseCommandLine(int argc, const char* const* argv);
+
+// Name of a fail mode ("open" / "closed").
+const char* FailModeName(FailMode mode);
+
+}  // namespace gshare::arbiter

@@ -1,0 +1,178 @@
+// ArbiterImpl: the state and event loop behind Arbiter (arbiter.h). Split over three files:
+//   arbiter_loop.cc      - epoll loop, timers, signals, shutdown;
+//   arbiter_clients.cc   - registration, validation, liveness (socket EOF), client removal;
+//   arbiter_schedule.cc  - channel reports -> policy events, policy actions -> grants,
+//                          preemptions and swap orders, memory reservations, enforcement.
+//
+// INVARIANTS (checked by CheckInvariants() in debug builds and by the tests through stats):
+//  1. gpus_[g].reserved == sum of quota over clients with reserved_on == g, and it never
+//     exceeds gpus_[g].usable except through re-registrations of clients already resident
+//     (counted in overshoot_events).
+//  2. A swap-in order is issued only after its quota has been reserved on the target GPU.
+//     A reservation is released only when a swap-out is acknowledged, a checkpoint succeeded,
+//     or the client is gone.
+//  3. gpus_[g].holder is the one client holding GPU g's token (0 = none); that client's
+//     holding == true and hold_gpu == g.
+//  4. Each client has at most one swap order in flight (transfer.issued).
+//  5. Policy function ids are never reused; client ids are never reused within an epoch.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "driver.h"
+#include "gshare/arbiter/arbiter.h"
+#include "gshare/policy/policy.h"
+#include "gshare/shm/channel.h"
+#include "gshare/shm/event_ring.h"
+#include "gshare/shm/registration.h"
+
+namespace gshare::arbiter {
+
+// Where a client's device memory is, as the arbiter knows it.
+enum class Where : uint8_t { kResident, kOut, kCheckpointed };
+
+struct Transfer {
+  shm::SwapOp op = shm::SwapOp::kNone;
+  uint32_t gpu = 0;          // index into gpus_ (target for swap-in, source for swap-out)
+  bool for_policy = false;   // answer the policy with SwapDone when acknowledged
+  policy::SwapKind kind = policy::SwapKind::kIn;
+  bool issued = false;       // the order is in the channel (else: waiting for room)
+  uint32_t order_seq = 0;
+  uint64_t issued_ns = 0;
+};
+
+struct Client {
+  uint32_t id = 0;
+  policy::FunctionId fid = policy::kNoFunction;
+  shm::RegistrationConnection conn;
+  shm::ArbiterChannel chan;
+  pid_t pid = 0;
+  uid_t uid = 0;
+  uint64_t quota = 0;
+  uint32_t slo_ms = 0;
+  std::string name;
+
+  Where where = Where::kOut;
+  uint32_t gpu = 0;                           // index: where resident / last resident
+  std::optional<uint32_t> reserved_on;        // index of the GPU holding its reservation
+  bool shadow = false;  // resident although the policy believes it is not (adapter-managed)
+  std::deque<Transfer> transfers;  // front: the order in flight (or waiting for room)
+  // A grant the policy issued while the client was not resident on that GPU (e.g. after
+  // enforcement checkpointed it): executed when the swap-in / restore completes.
+  std::optional<std::pair<uint32_t, policy::Duration>> pending_grant;
+  bool enforce_warned = false;
+
+  bool holding = false;
+  uint32_t hold_gpu = 0;
+  uint64_t grant_ns = 0;
+  uint64_t slice_deadline_ns = 0;
+  bool preempt_sent = false;
+  uint64_t preempt_ns = 0;
+  bool burst_outstanding = false;  // BurstStart delivered to the policy, no BurstEnd yet
+  uint64_t last_use_ns = 0;
+
+  uint32_t swapin_requests_seen = 0;
+  uint32_t bursts_seen = 0;
+};
+
+struct GpuState {
+  GpuInfo info;
+  uint64_t usable = 0;
+  uint64_t reserved = 0;
+  uint64_t peak_reserved = 0;
+  uint64_t overshoot_events = 0;
+  uint32_t holder = 0;  // client id, 0 = none
+};
+
+class ArbiterImpl final : public Arbiter {
+ public:
+  ArbiterImpl(ArbiterConfig config, std::vector<GpuInfo> gpus);
+  shm::Status Init(bool handle_signals);
+
+  shm::Status Run() override;
+  void Stop() override;
+  ArbiterStats stats() const override;
+  uint64_t epoch() const override { return epoch_; }
+
+ private:
+  // ---- loop (arbiter_loop.cc)
+  shm::Status AddFd(int fd, uint64_t tag);
+  void DelFd(int fd);
+  void ArmTimer(uint64_t now_ns);
+  void OnSignal();
+  void BeginShutdown(const char* why);
+  bool ShutdownComplete(uint64_t now_ns) const;
+  void SayGoodbyeToAll(const std::string& reason);
+
+  // ---- clients (arbiter_clients.cc)
+  void AcceptPending(uint64_t now_ns);
+  void Register(shm::RegistrationConnection conn, uint64_t now_ns);
+  std::string Validate(const shm::RegisterRequest& req, const shm::PeerCredentials& peer) const;
+  void OnConnectionEvent(uint32_t client_id, uint64_t now_ns);
+  void RemoveClient(uint32_t client_id, uint64_t reason, uint64_t now_ns);
+  std::optional<uint32_t> GpuIndex(uint32_t ordinal) const;
+
+  // ---- scheduling (arbiter_schedule.cc)
+  void Deliver(uint64_t now_ns, policy::EventBody body);
+  void Execute(uint64_t now_ns, const policy::ActionList& actions);
+  void PollClient(Client& c, uint64_t now_ns);
+  void PollAll(uint64_t now_ns);
+  void CheckSlices(uint64_t now_ns);
+  void Grant(Client& c, uint32_t g, policy::Duration slice_us, uint64_t now_ns);
+  void Preempt(Client& c, uint64_t now_ns);
+  void Enforce(Client& c, uint64_t now_ns);
+  void QueueTransfer(Client& c, Transfer t, uint64_t now_ns);
+  void PumpTransfers(uint64_t now_ns);
+  bool TryIssue(Client& c, uint64_t now_ns);
+  void CompleteTransfer(Client& c, const shm::ClientView& v, uint64_t now_ns);
+  bool MakeRoom(uint32_t g, uint64_t need, uint64_t now_ns);
+  void Reserve(Client& c, uint32_t g);
+  void Unreserve(Client& c);
+  void Record(shm::EventType type, const Client* c, uint32_t gpu, uint64_t a0 = 0,
+              uint64_t a1 = 0, uint64_t a2 = 0, uint64_t a3 = 0);
+  uint64_t NextDeadlineNs() const;
+  Client* ByFid(policy::FunctionId fid);
+  Client* ById(uint32_t id);
+
+  ArbiterConfig config_;
+  std::vector<GpuState> gpus_;
+  uint64_t epoch_ = 0;
+  std::unique_ptr<policy::Policy> policy_;
+  std::optional<DriverLib> driver_;
+  std::optional<shm::EventRingWriter> ring_;
+  shm::RegistrationListener listener_;
+  shm::UniqueFd epoll_;
+  shm::UniqueFd timer_;
+  shm::UniqueFd signal_;
+  shm::UniqueFd stop_;
+
+  std::map<uint32_t, std::unique_ptr<Client>> clients_;
+  std::vector<uint32_t> fid_to_client_;  // policy function id -> client id (0 = gone)
+  uint32_t next_client_id_ = 1;
+  std::deque<std::pair<uint64_t, policy::EventBody>> pending_events_;  // completions to deliver
+  bool delivering_ = false;
+  policy::Time policy_now_ = 0;
+
+  bool stopping_ = false;
+  uint64_t stop_deadline_ns_ = 0;
+  ArbiterStats stats_;
+};
+
+inline constexpr uint64_t kTagListener = 1ULL << 32;
+inline constexpr uint64_t kTagSignal = 2ULL << 32;
+inline constexpr uint64_t kTagTimer = 3ULL << 32;
+inline constexpr uint64_t kTagStop = 4ULL << 32;
+inline constexpr uint64_t kTagConn = 5ULL << 32;
+inline constexpr uint64_t kTagDoorbell = 6ULL << 32;
+
+uint64_t NowNs();
+
+}  // namespace gshare::arbiter

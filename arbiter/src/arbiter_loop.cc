@@ -1,0 +1,317 @@
+// The arbiter's event loop: epoll over the registration socket, client connections (liveness)
+// and doorbells, a timerfd for slice ends / preemption grace / policy wakeups, a signalfd for
+// SIGTERM/SIGINT and an eventfd for Stop(); plus creation, shutdown and statistics.
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/signalfd.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <fstream>
+#include <random>
+
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "arbiter_impl.h"
+#include "gshare/common/units.h"
+
+namespace gshare::arbiter {
+
+uint64_t NowNs() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ULL + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+shm::Result<std::vector<GpuInfo>> ResolveGpus(const ArbiterConfig& config) {
+  std::vector<uint64_t> memory;
+  if (config.gpu_memory_bytes) {
+    uint32_t count = config.gpu_count;
+    for (uint32_t g : config.gpus) count = std::max(count, g + 1);
+    memory.assign(count, *config.gpu_memory_bytes);
+  } else {
+    auto lib = DriverLib::Open(config.libcuda);
+    if (!lib.ok())
+      return shm::Status(shm::StatusCode::kUnavailable,
+                         "libcuda: " + lib.status().message() +
+                             " (set gpu_memory to run without asking the driver)");
+    auto mem = lib->DeviceMemory();
+    if (!mem.ok()) return shm::Status(mem.status().code(), "libcuda: " + mem.status().message());
+    memory = std::move(*mem);
+  }
+  std::vector<GpuInfo> gpus;
+  if (config.gpus.empty()) {
+    for (uint32_t i = 0; i < memory.size(); ++i) gpus.push_back({i, memory[i]});
+  } else {
+    for (uint32_t g : config.gpus) {
+      if (g >= memory.size())
+        return shm::Status(shm::StatusCode::kInvalidArgument,
+                           "gpus: GPU " + std::to_string(g) + " does not exist (" +
+                               std::to_string(memory.size()) + " visible)");
+      gpus.push_back({g, memory[g]});
+    }
+  }
+  if (gpus.empty()) return shm::Status(shm::StatusCode::kUnavailable, "gpus: no GPU to manage");
+  for (const auto& g : gpus) {
+    if (g.memory_bytes <= config.memory_reserve_bytes)
+      return shm::Status(shm::StatusCode::kInvalidArgument,
+                         "memory_reserve: " + FormatByteSize(config.memory_reserve_bytes) +
+                             " leaves nothing of GPU " + std::to_string(g.ordinal) + "'s " +
+                             FormatByteSize(g.memory_bytes));
+  }
+  return gpus;
+}
+
+shm::Result<std::unique_ptr<Arbiter>> Arbiter::Create(const ArbiterConfig& config,
+                                                     std::vector<GpuInfo> gpus,
+                                                     bool handle_signals) {
+  auto impl = std::make_unique<ArbiterImpl>(config, std::move(gpus));
+  if (auto s = impl->Init(handle_signals); !s.ok()) return s;
+  return std::unique_ptr<Arbiter>(std::move(impl));
+}
+
+ArbiterImpl::ArbiterImpl(ArbiterConfig config, std::vector<GpuInfo> gpus)
+    : config_(std::move(config)) {
+  for (const auto& g : gpus) {
+    GpuState st;
+    st.info = g;
+    st.usable = g.memory_bytes - config_.memory_reserve_bytes;
+    gpus_.push_back(st);
+  }
+}
+
+shm::Status ArbiterImpl::Init(bool handle_signals) {
+  std::random_device rd;
+  epoch_ = (static_cast<uint64_t>(rd()) << 32 | rd()) | 1;
+
+  policy::PolicyConfig pc;
+  for (const auto& g : gpus_) {
+    policy::GpuSpec spec;
+    spec.memory_bytes = g.usable;
+    pc.gpus.push_back(spec);
+  }
+  pc.slice = std::chrono::duration_cast<std::chrono::microseconds>(config_.slice).count();
+  auto made = policy::Make(config_.policy, pc);
+  if (!made.ok()) return shm::Status(shm::StatusCode::kInvalidArgument, "policy: " + made.error);
+  policy_ = std::move(made.policy);
+
+  // The driver is optional: without it (or without its checkpoint API) the arbiter schedules
+  // cooperative clients but cannot enforce on one that ignores preemption.
+  if (auto lib = DriverLib::Open(config_.libcuda); lib.ok()) {
+    driver_ = std::move(*lib);
+  } else {
+    spdlog::warn("libcuda: {}", lib.status().message());
+  }
+  if (!driver_ || !driver_->can_checkpoint())
+    spdlog::warn("no driver checkpoint API: clients that ignore preemption cannot be enforced on");
+
+  if (!config_.event_ring_path.empty()) {
+    auto ring = shm::EventRingWriter::CreateFile(config_.event_ring_path,
+                                                 config_.event_ring_capacity, epoch_, 0644);
+    if (!ring.ok()) return shm::Status(ring.status().code(), "event_ring: " + ring.status().message());
+    ring_ = std::move(*ring);
+  }
+
+  auto listener = shm::RegistrationListener::Listen(config_.socket_path, config_.socket_mode);
+  if (!listener.ok())
+    return shm::Status(listener.status().code(), "socket: " + listener.status().message());
+  listener_ = std::move(*listener);
+
+  epoll_.Reset(::epoll_create1(EPOLL_CLOEXEC));
+  timer_.Reset(::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC));
+  stop_.Reset(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+  if (!epoll_ || !timer_ || !stop_) return shm::Status::FromErrno("epoll/timerfd/eventfd", errno);
+  if (handle_signals) {
+    sigset_t mask;
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGINT);
+    if (::pthread_sigmask(SIG_BLOCK, &mask, nullptr) != 0)
+      return shm::Status::FromErrno("pthread_sigmask", errno);
+    signal_.Reset(::signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC));
+    if (!signal_) return shm::Status::FromErrno("signalfd", errno);
+    if (auto s = AddFd(signal_.get(), kTagSignal); !s.ok()) return s;
+  }
+  // SIGPIPE would kill the daemon when a client dies mid-send; sends use MSG_NOSIGNAL anyway.
+  ::signal(SIGPIPE, SIG_IGN);
+  if (auto s = AddFd(listener_.fd(), kTagListener); !s.ok()) return s;
+  if (auto s = AddFd(timer_.get(), kTagTimer); !s.ok()) return s;
+  if (auto s = AddFd(stop_.get(), kTagStop); !s.ok()) return s;
+
+  const uint64_t now = NowNs();
+  Deliver(now, policy::Started{});
+  for (const auto& g : gpus_)
+    spdlog::info("managing GPU {}: {} ({} usable)", g.info.ordinal,
+                 FormatByteSize(g.info.memory_bytes), FormatByteSize(g.usable));
+  spdlog::info("arbiter epoch {:#x} listening on {} with policy '{}', slice {} us",
+               epoch_, config_.socket_path, policy_->name(),
+               std::chrono::duration_cast<std::chrono::microseconds>(config_.slice).count());
+  return {};
+}
+
+shm::Status ArbiterImpl::AddFd(int fd, uint64_t tag) {
+  epoll_event ev{};
+  ev.events = EPOLLIN | ((tag & 0xFFFFFFFF00000000ULL) == kTagConn ? EPOLLRDHUP : 0U);
+  ev.data.u64 = tag;
+  if (::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, fd, &ev) != 0)
+    return shm::Status::FromErrno("epoll_ctl(ADD)", errno);
+  return {};
+}
+
+void ArbiterImpl::DelFd(int fd) { (void)::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, fd, nullptr); }
+
+void ArbiterImpl::Stop() {
+  const uint64_t one = 1;
+  (void)!::write(stop_.get(), &one, sizeof(one));
+}
+
+void ArbiterImpl::ArmTimer(uint64_t now_ns) {
+  uint64_t at = NextDeadlineNs();
+  if (stopping_) at = std::min(at, stop_deadline_ns_);
+  itimerspec spec{};
+  if (at != UINT64_MAX) {
+    at = std::max(at, now_ns + 1);
+    spec.it_value.tv_sec = static_cast<time_t>(at / 1'000'000'000ULL);
+    spec.it_value.tv_nsec = static_cast<long>(at % 1'000'000'000ULL);
+  }
+  (void)::timerfd_settime(timer_.get(), TFD_TIMER_ABSTIME, &spec, nullptr);
+}
+
+void ArbiterImpl::OnSignal() {
+  signalfd_siginfo info{};
+  while (::read(signal_.get(), &info, sizeof(info)) == sizeof(info)) {
+    BeginShutdown(info.ssi_signo == SIGINT ? "SIGINT" : "SIGTERM");
+  }
+}
+
+void ArbiterImpl::BeginShutdown(const char* why) {
+  if (stopping_) return;
+  stopping_ = true;
+  const uint64_t now = NowNs();
+  stop_deadline_ns_ = now + static_cast<uint64_t>(config_.slice.count()) +
+                      static_cast<uint64_t>(config_.preempt_grace.count());
+  spdlog::info("{}: shutting down: no new grants or registrations; holders finish their slice",
+               why);
+  // Holders are asked to yield at the end of their slice (CheckSlices does it while stopping).
+}
+
+bool ArbiterImpl::ShutdownComplete(uint64_t now_ns) const {
+  if (!stopping_) return false;
+  if (now_ns >= stop_deadline_ns_) return true;
+  for (const auto& g : gpus_)
+    if (g.holder != 0) return false;
+  return true;
+}
+
+void ArbiterImpl::SayGoodbyeToAll(const std::string& reason) {
+  for (auto& [id, c] : clients_) {
+    auto s = c->conn.SendGoodbye(reason, std::chrono::milliseconds(10));
+    if (!s.ok()) spdlog::debug("goodbye to client {} failed: {}", id, s.ToString());
+  }
+}
+
+shm::Status ArbiterImpl::Run() {
+  constexpr int kMaxEvents = 64;
+  epoll_event events[kMaxEvents];
+  for (;;) {
+    uint64_t now = NowNs();
+    PollAll(now);
+    CheckSlices(now);
+    PumpTransfers(now);
+    if (ShutdownComplete(now)) break;
+    // Arm every doorbell, then look once more so a report written before arming is not missed.
+    for (auto& [id, c] : clients_) c->chan.ArmDoorbell();
+    PollAll(now);
+    ArmTimer(now);
+    const int n = ::epoll_wait(epoll_.get(), events, kMaxEvents, -1);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return shm::Status::FromErrno("epoll_wait", errno);
+    }
+    now = NowNs();
+    for (auto& [id, c] : clients_) c->chan.DisarmDoorbell();
+    for (int i = 0; i < n; ++i) {
+      const uint64_t tag = events[i].data.u64;
+      const uint64_t kind = tag & 0xFFFFFFFF00000000ULL;
+      const auto id = static_cast<uint32_t>(tag & 0xFFFFFFFFULL);
+      switch (kind) {
+        case kTagListener:
+          AcceptPending(now);
+          break;
+        case kTagSignal:
+          OnSignal();
+          break;
+        case kTagStop: {
+          uint64_t v = 0;
+          (void)!::read(stop_.get(), &v, sizeof(v));
+          BeginShutdown("stop requested");
+          break;
+        }
+        case kTagTimer: {
+          uint64_t v = 0;
+          (void)!::read(timer_.get(), &v, sizeof(v));
+          Deliver(now, policy::Timer{});
+          break;
+        }
+        case kTagConn:
+          OnConnectionEvent(id, now);
+          break;
+        case kTagDoorbell:
+          if (Client* c = ById(id)) (void)c->chan.DrainDoorbell();
+          break;
+        default:
+          break;
+      }
+    }
+  }
+  SayGoodbyeToAll("arbiter shutting down");
+  const uint64_t now = NowNs();
+  std::vector<uint32_t> ids;
+  for (const auto& [id, c] : clients_) ids.push_back(id);
+  for (uint32_t id : ids) RemoveClient(id, 0, now);
+  spdlog::info("arbiter stopped: {} registrations, {} grants, {} swap-ins, {} swap-outs",
+               stats_.registrations, stats_.grants, stats_.swap_ins, stats_.swap_outs);
+  return {};
+}
+
+ArbiterStats ArbiterImpl::stats() const {
+  ArbiterStats s = stats_;
+  s.gpus.clear();
+  for (const auto& g : gpus_)
+    s.gpus.push_back({g.info.ordinal, g.usable, g.reserved, g.peak_reserved, g.overshoot_events});
+  return s;
+}
+
+shm::Status WriteSummary(const std::string& path, const ArbiterStats& s) {
+  nlohmann::json j;
+  j["registrations"] = s.registrations;
+  j["re_registrations"] = s.re_registrations;
+  j["refusals"] = s.refusals;
+  j["grants"] = s.grants;
+  j["yields"] = s.yields;
+  j["preemptions"] = s.preemptions;
+  j["swap_outs"] = s.swap_outs;
+  j["swap_ins"] = s.swap_ins;
+  j["client_deaths"] = s.client_deaths;
+  j["malformed_channels"] = s.malformed_channels;
+  j["enforcements"] = s.enforcements;
+  j["restores"] = s.restores;
+  for (const auto& g : s.gpus) {
+    j["gpus"].push_back({{"ordinal", g.ordinal},
+                         {"usable_bytes", g.usable_bytes},
+                         {"reserved_bytes", g.reserved_bytes},
+                         {"peak_reserved_bytes", g.peak_reserved_bytes},
+                         {"overshoot_events", g.overshoot_events}});
+  }
+  std::ofstream out(path);
+  out << j.dump(2) << "\n";
+  if (!out) return shm::Status(shm::StatusCode::kOsError, "cannot write summary " + path);
+  return {};
+}
+
+}  // namespace gshare::arbiter

@@ -1,0 +1,410 @@
+// The policy adapter: turns what clients write in their channels into policy events (burst
+// start, burst end, slice expired, swap done), and the policy's actions into grants,
+// preemptions and swap orders, while keeping the arbiter's own truth about residency and
+// memory reservations (see the invariants in arbiter_impl.h and docs/arbiter.md).
+//
+// Where the policy's model and the live node differ, this file bridges them:
+//  - the policy believes a newly registered function is on the host; the live client may
+//    already be resident (fresh, or re-registered after an arbiter restart). Such a client is
+//    a "shadow" resident: the policy's swap-in completes at once, and the adapter itself swaps
+//    shadow residents out (least recently used first) when a swap-in needs their memory;
+//  - the policy frees memory when it issues a swap-out; the arbiter frees the reservation only
+//    when the client acknowledges it, so a swap-in waits for room (never overshooting);
+//  - the policy's grant slice is advisory: the arbiter asks the holder to yield at the end of
+//    its slice only when another client waits, and enforces after the preemption grace.
+#include <algorithm>
+
+#include <spdlog/spdlog.h>
+
+#include "arbiter_impl.h"
+#include "gshare/common/units.h"
+
+namespace gshare::arbiter {
+namespace {
+
+policy::Duration ToUs(uint64_t ns) { return static_cast<policy::Duration>(ns / 1000); }
+
+}  // namespace
+
+void ArbiterImpl::Record(shm::EventType type, const Client* c, uint32_t gpu, uint64_t a0,
+                         uint64_t a1, uint64_t a2, uint64_t a3) {
+  if (!ring_) return;
+  shm::Event e;
+  e.timestamp_ns = NowNs();
+  e.type = type;
+  e.client_id = c != nullptr ? c->id : 0;
+  e.gpu = gpu;
+  e.args = {a0, a1, a2, a3};
+  ring_->Append(e);
+}
+
+void ArbiterImpl::Deliver(uint64_t now_ns, policy::EventBody body) {
+  pending_events_.emplace_back(now_ns, std::move(body));
+  if (delivering_) return;
+  delivering_ = true;
+  policy::ActionList actions;
+  while (!pending_events_.empty()) {
+    auto [at, ev] = std::move(pending_events_.front());
+    pending_events_.pop_front();
+    policy_now_ = std::max(policy_now_, static_cast<policy::Time>(at / 1000));
+    actions.clear();
+    policy_->Handle(policy::Event{policy_now_, std::move(ev)}, actions);
+    Execute(at, actions);
+  }
+  delivering_ = false;
+}
+
+void ArbiterImpl::Execute(uint64_t now_ns, const policy::ActionList& actions) {
+  for (const policy::Action& a : actions) {
+    Client* c = a.function == policy::kNoFunction ? nullptr : ByFid(a.function);
+    switch (a.kind) {
+      case policy::ActionKind::kActivateGpu:
+      case policy::ActionKind::kReleaseGpu:
+      case policy::ActionKind::kKeepResident:
+        spdlog::debug("policy: {} gpu {} fn {}", policy::ActionKindName(a.kind), a.gpu, a.function);
+        break;
+      case policy::ActionKind::kSwapIn:
+        if (c != nullptr) QueueTransfer(*c, {shm::SwapOp::kSwapIn, a.gpu, true, policy::SwapKind::kIn}, now_ns);
+        break;
+      case policy::ActionKind::kSwapOut:
+        if (c != nullptr) QueueTransfer(*c, {shm::SwapOp::kSwapOut, c->gpu, true, policy::SwapKind::kOut}, now_ns);
+        break;
+      case policy::ActionKind::kDeepEvict:
+        if (c != nullptr)
+          QueueTransfer(*c, {shm::SwapOp::kSwapOut, c->gpu, true, policy::SwapKind::kDeepEvict}, now_ns);
+        break;
+      case policy::ActionKind::kGrant:
+        if (c != nullptr) Grant(*c, a.gpu, a.slice, now_ns);
+        break;
+      case policy::ActionKind::kPreempt:
+        if (c != nullptr) Preempt(*c, now_ns);
+        break;
+    }
+    if (c == nullptr && a.function != policy::kNoFunction)
+      spdlog::debug("policy: {} for function {} that is gone", policy::ActionKindName(a.kind),
+                    a.function);
+  }
+}
+
+void ArbiterImpl::Reserve(Client& c, uint32_t g) {
+  if (c.reserved_on) return;
+  gpus_[g].reserved += c.quota;
+  gpus_[g].peak_reserved = std::max(gpus_[g].peak_reserved, gpus_[g].reserved);
+  c.reserved_on = g;
+}
+
+void ArbiterImpl::Unreserve(Client& c) {
+  if (!c.reserved_on) return;
+  gpus_[*c.reserved_on].reserved -= c.quota;
+  c.reserved_on.reset();
+}
+
+void ArbiterImpl::QueueTransfer(Client& c, Transfer t, uint64_t now_ns) {
+  c.transfers.push_back(t);
+  if (c.transfers.size() == 1) (void)TryIssue(c, now_ns);
+}
+
+void ArbiterImpl::PumpTransfers(uint64_t now_ns) {
+  for (auto& [id, c] : clients_)
+    if (!c->transfers.empty() && !c->transfers.front().issued) (void)TryIssue(*c, now_ns);
+}
+
+bool ArbiterImpl::MakeRoom(uint32_t g, uint64_t need, uint64_t now_ns) {
+  GpuState& gpu = gpus_[g];
+  uint64_t freeing = 0;
+  std::vector<Client*> candidates;
+  for (auto& [id, c] : clients_) {
+    if (c->reserved_on != g) continue;
+    if (!c->transfers.empty()) {
+      if (c->transfers.front().op == shm::SwapOp::kSwapOut && c->transfers.front().issued)
+        freeing += c->quota;
+      continue;
+    }
+    if (c->shadow && !c->holding && c->where == Where::kResident) candidates.push_back(c.get());
+  }
+  const uint64_t free_now = gpu.usable - std::min(gpu.usable, gpu.reserved);
+  if (free_now + freeing >= need) return false;  // room is on its way
+  std::sort(candidates.begin(), candidates.end(),
+            [](const Client* a, const Client* b) { return a->last_use_ns < b->last_use_ns; });
+  bool issued = false;
+  for (Client* v : candidates) {
+    if (free_now + freeing >= need) break;
+    spdlog::debug("evicting idle client {} from GPU {} to make room", v->id, gpu.info.ordinal);
+    QueueTransfer(*v, {shm::SwapOp::kSwapOut, g, false, policy::SwapKind::kOut}, now_ns);
+    freeing += v->quota;
+    issued = true;
+  }
+  return issued;
+}
+
+bool ArbiterImpl::TryIssue(Client& c, uint64_t now_ns) {
+  if (c.transfers.empty()) return false;
+  Transfer& t = c.transfers.front();
+  if (t.issued) return false;
+  const uint32_t ordinal = gpus_[t.gpu].info.ordinal;
+  if (t.op == shm::SwapOp::kSwapOut) {
+    if (c.holding) return false;  // swapped out once it yields
+    if (c.where != Where::kResident) {  // nothing to move
+      const Transfer done = t;
+      c.transfers.pop_front();
+      if (done.for_policy)
+        Deliver(now_ns, policy::SwapDone{c.fid, done.gpu, done.kind, 0, 0});
+      return TryIssue(c, now_ns);
+    }
+    t.order_seq = c.chan.IssueSwapOrder(shm::SwapOp::kSwapOut, gpus_[c.gpu].info.ordinal, now_ns);
+    t.issued = true;
+    t.issued_ns = now_ns;
+    ++stats_.swap_outs;
+    Record(shm::EventType::kSwapOutBegin, &c, gpus_[c.gpu].info.ordinal, t.order_seq, c.quota);
+    return true;
+  }
+  // Swap-in to t.gpu.
+  if (c.where == Where::kResident && c.gpu == t.gpu && c.reserved_on == t.gpu) {
+    const Transfer done = t;
+    c.transfers.pop_front();
+    if (done.for_policy) c.shadow = false;
+    if (done.for_policy) Deliver(now_ns, policy::SwapDone{c.fid, done.gpu, policy::SwapKind::kIn, 0, 0});
+    if (c.pending_grant && c.pending_grant->first == done.gpu) {
+      const auto pg = *c.pending_grant;
+      c.pending_grant.reset();
+      Grant(c, pg.first, pg.second, now_ns);
+    }
+    return TryIssue(c, now_ns);
+  }
+  if (c.where == Where::kResident) {  // resident elsewhere: move off that GPU first
+    c.transfers.push_front({shm::SwapOp::kSwapOut, c.gpu, false, policy::SwapKind::kOut});
+    return TryIssue(c, now_ns);
+  }
+  GpuState& gpu = gpus_[t.gpu];
+  if (gpu.reserved + c.quota > gpu.usable) {
+    (void)MakeRoom(t.gpu, c.quota, now_ns);
+    return false;  // retried by PumpTransfers when memory frees
+  }
+  Reserve(c, t.gpu);
+  if (c.where == Where::kCheckpointed) {
+    const auto from = static_cast<int>(gpus_[c.gpu].info.ordinal);
+    auto s = driver_ ? driver_->RestoreAndUnlock(c.pid, from, static_cast<int>(ordinal))
+                     : shm::Status(shm::StatusCode::kUnavailable, "no driver");
+    if (!s.ok()) {
+      spdlog::error("client {}: restore failed: {}", c.id, s.ToString());
+      Unreserve(c);
+      return false;
+    }
+    ++stats_.restores;
+    Record(shm::EventType::kCheckpoint, &c, ordinal, 1, ordinal);
+    spdlog::info("client {} '{}' restored onto GPU {}", c.id, c.name, ordinal);
+    c.where = Where::kResident;
+    c.gpu = t.gpu;
+    return TryIssue(c, now_ns);  // now resident on the target: completes at once
+  }
+  t.order_seq = c.chan.IssueSwapOrder(shm::SwapOp::kSwapIn, ordinal, now_ns);
+  t.issued = true;
+  t.issued_ns = now_ns;
+  ++stats_.swap_ins;
+  Record(shm::EventType::kSwapInBegin, &c, ordinal, t.order_seq, c.quota);
+  return true;
+}
+
+void ArbiterImpl::CompleteTransfer(Client& c, const shm::ClientView& v, uint64_t now_ns) {
+  const Transfer t = c.transfers.front();
+  c.transfers.pop_front();
+  const bool ok = v.ack_status == shm::SwapAckStatus::kOk;
+  const uint32_t ordinal = gpus_[t.gpu].info.ordinal;
+  if (t.op == shm::SwapOp::kSwapOut) {
+    Record(shm::EventType::kSwapOutEnd, &c, ordinal, t.order_seq, v.ack_bytes_moved,
+           v.ack_duration_ns);
+    if (ok) {
+      c.where = Where::kOut;
+      c.shadow = false;
+      Unreserve(c);
+    } else {
+      spdlog::error("client {} '{}': swap-out failed; it stays resident", c.id, c.name);
+      c.shadow = true;  // the policy will believe it is off the GPU
+    }
+  } else {
+    Record(shm::EventType::kSwapInEnd, &c, ordinal, t.order_seq, v.ack_bytes_moved,
+           v.ack_duration_ns);
+    if (ok) {
+      c.where = Where::kResident;
+      c.gpu = t.gpu;
+      if (t.for_policy) c.shadow = false;
+    } else {
+      spdlog::error("client {} '{}': swap-in onto GPU {} failed", c.id, c.name, ordinal);
+      Unreserve(c);
+    }
+  }
+  spdlog::debug("client {}: {} acknowledged: {} in {} us", c.id,
+                t.op == shm::SwapOp::kSwapOut ? "swap-out" : "swap-in",
+                FormatByteSize(v.ack_bytes_moved), v.ack_duration_ns / 1000);
+  if (t.for_policy)
+    Deliver(now_ns, policy::SwapDone{c.fid, t.gpu, t.kind, v.ack_bytes_moved, ToUs(v.ack_duration_ns)});
+  if (t.op == shm::SwapOp::kSwapIn && ok && c.pending_grant && c.pending_grant->first == t.gpu) {
+    const auto pg = *c.pending_grant;
+    c.pending_grant.reset();
+    Grant(c, pg.first, pg.second, now_ns);
+  }
+  (void)TryIssue(c, now_ns);
+  PumpTransfers(now_ns);
+}
+
+void ArbiterImpl::Grant(Client& c, uint32_t g, policy::Duration slice_us, uint64_t now_ns) {
+  if (stopping_ || c.holding) return;
+  if (c.where != Where::kResident || c.gpu != g || c.reserved_on != g ||
+      (!c.transfers.empty() && c.transfers.front().issued)) {
+    // Not (yet) resident there: make it so, then grant.
+    c.pending_grant = {g, slice_us};
+    bool queued = false;
+    for (const auto& t : c.transfers) queued |= t.op == shm::SwapOp::kSwapIn && t.gpu == g;
+    if (!queued) QueueTransfer(c, {shm::SwapOp::kSwapIn, g, false, policy::SwapKind::kIn}, now_ns);
+    return;
+  }
+  if (gpus_[g].holder != 0 && gpus_[g].holder != c.id)
+    spdlog::error("policy granted GPU {} to client {} while client {} holds it",
+                  gpus_[g].info.ordinal, c.id, gpus_[g].holder);
+  const uint64_t slice_ns = slice_us > 0 ? static_cast<uint64_t>(slice_us) * 1000
+                                         : static_cast<uint64_t>(config_.slice.count());
+  const uint64_t deadline = now_ns + slice_ns;
+  const uint32_t seq = c.chan.Grant(gpus_[g].info.ordinal, deadline);
+  c.holding = true;
+  c.hold_gpu = g;
+  c.grant_ns = now_ns;
+  c.slice_deadline_ns = deadline;
+  c.preempt_sent = false;
+  c.last_use_ns = now_ns;
+  gpus_[g].holder = c.id;
+  ++stats_.grants;
+  Record(shm::EventType::kGrant, &c, gpus_[g].info.ordinal, seq, deadline);
+}
+
+void ArbiterImpl::Preempt(Client& c, uint64_t now_ns) {
+  if (!c.holding || c.preempt_sent) return;
+  c.chan.RequestPreempt();
+  c.preempt_sent = true;
+  c.preempt_ns = now_ns;
+  ++stats_.preemptions;
+  Record(shm::EventType::kPreempt, &c, gpus_[c.hold_gpu].info.ordinal, c.chan.grant_seq());
+}
+
+void ArbiterImpl::Enforce(Client& c, uint64_t now_ns) {
+  const uint32_t g = c.hold_gpu;
+  const uint32_t ordinal = gpus_[g].info.ordinal;
+  if (!driver_ || !driver_->can_checkpoint()) {
+    if (!c.enforce_warned)
+      spdlog::warn("client {} '{}' has not yielded GPU {} {} ms after preemption; no checkpoint "
+                   "API to enforce with",
+                   c.id, c.name, ordinal, (now_ns - c.preempt_ns) / 1'000'000);
+    c.enforce_warned = true;
+    return;
+  }
+  spdlog::warn("client {} '{}' (pid {}) ignored preemption on GPU {}: locking and checkpointing",
+               c.id, c.name, c.pid, ordinal);
+  const auto grace_ms = static_cast<unsigned>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(config_.preempt_grace).count());
+  auto s = driver_->LockAndCheckpoint(c.pid, std::max(1U, grace_ms));
+  if (!s.ok()) {
+    spdlog::error("client {}: enforcement failed: {}", c.id, s.ToString());
+    c.preempt_ns = now_ns;  // try again after another grace period
+    return;
+  }
+  ++stats_.enforcements;
+  Record(shm::EventType::kCheckpoint, &c, ordinal, 0, ordinal);
+  Record(shm::EventType::kRevoke, &c, ordinal, c.chan.grant_seq(), 1);
+  c.chan.Revoke();
+  c.holding = false;
+  c.preempt_sent = false;
+  gpus_[g].holder = 0;
+  c.where = Where::kCheckpointed;
+  Unreserve(c);
+  Deliver(now_ns, policy::SliceExpired{c.fid, g});
+  PumpTransfers(now_ns);
+}
+
+void ArbiterImpl::PollClient(Client& c, uint64_t now_ns) {
+  auto view = c.chan.ReadClient(now_ns);
+  if (!view.ok()) {
+    ++stats_.malformed_channels;
+    spdlog::warn("client {} '{}' wrote a malformed channel ({}); disconnecting it", c.id, c.name,
+                 view.status().ToString());
+    RemoveClient(c.id, 2, now_ns);
+    return;
+  }
+  const shm::ClientView& v = *view;
+  if (!c.transfers.empty() && c.transfers.front().issued && v.ack_seq == c.transfers.front().order_seq)
+    CompleteTransfer(c, v, now_ns);
+  if (c.holding && v.released) {
+    const uint32_t g = c.hold_gpu;
+    c.holding = false;
+    gpus_[g].holder = 0;
+    c.last_use_ns = now_ns;
+    ++stats_.yields;
+    Record(shm::EventType::kYield, &c, gpus_[g].info.ordinal, c.chan.grant_seq(), now_ns - c.grant_ns);
+    if (v.in_burst) {
+      Deliver(now_ns, policy::SliceExpired{c.fid, g});
+    } else {
+      uint64_t gpu_time = v.burst_gpu_time_ns;
+      if (gpu_time == 0) gpu_time = now_ns - c.grant_ns;
+      if (v.burst_end_ns != 0) Record(shm::EventType::kBurstEnd, &c, gpus_[g].info.ordinal, v.burst_end_ns, gpu_time);
+      c.burst_outstanding = false;
+      Deliver(now_ns, policy::BurstEnd{c.fid, g, std::max<policy::Duration>(1, ToUs(gpu_time))});
+    }
+    if (ById(c.id) == nullptr) return;
+  }
+  const bool wants = v.state == shm::ClientTokenState::kWaiting ||
+                     v.swapin_requests != c.swapin_requests_seen;
+  c.swapin_requests_seen = v.swapin_requests;
+  c.bursts_seen = v.bursts_started;
+  if (!c.holding && !c.burst_outstanding && wants) {
+    c.burst_outstanding = true;
+    c.last_use_ns = now_ns;
+    Record(shm::EventType::kBurstStart, &c, shm::kNoGpu, v.burst_start_ns);
+    Deliver(now_ns, policy::BurstStart{c.fid});
+  }
+}
+
+void ArbiterImpl::PollAll(uint64_t now_ns) {
+  std::vector<uint32_t> ids;
+  ids.reserve(clients_.size());
+  for (const auto& [id, c] : clients_) ids.push_back(id);
+  for (uint32_t id : ids)
+    if (Client* c = ById(id)) PollClient(*c, now_ns);
+}
+
+void ArbiterImpl::CheckSlices(uint64_t now_ns) {
+  bool anyone_waits = false;
+  for (const auto& [id, c] : clients_) anyone_waits |= c->burst_outstanding && !c->holding;
+  for (auto& gpu : gpus_) {
+    if (gpu.holder == 0) continue;
+    Client* c = ById(gpu.holder);
+    if (c == nullptr) {
+      gpu.holder = 0;
+      continue;
+    }
+    if (!c->preempt_sent && now_ns >= c->slice_deadline_ns && (anyone_waits || stopping_))
+      Preempt(*c, now_ns);
+    if (c->preempt_sent && now_ns >= c->preempt_ns + static_cast<uint64_t>(config_.preempt_grace.count()))
+      Enforce(*c, now_ns);
+  }
+}
+
+uint64_t ArbiterImpl::NextDeadlineNs() const {
+  uint64_t at = UINT64_MAX;
+  const policy::Time wake = policy_->NextWakeup();
+  if (wake != policy::kNever) at = static_cast<uint64_t>(std::max<policy::Time>(wake, 0)) * 1000;
+  bool anyone_waits = stopping_;
+  for (const auto& [id, c] : clients_) anyone_waits |= c->burst_outstanding && !c->holding;
+  for (const auto& gpu : gpus_) {
+    if (gpu.holder == 0) continue;
+    auto it = clients_.find(gpu.holder);
+    if (it == clients_.end()) continue;
+    const Client& c = *it->second;
+    if (c.preempt_sent) {
+      if (!c.enforce_warned)
+        at = std::min(at, c.preempt_ns + static_cast<uint64_t>(config_.preempt_grace.count()));
+    } else if (anyone_waits) {
+      at = std::min(at, c.slice_deadline_ns);
+    }
+  }
+  return at;
+}
+
+}  // namespace gshare::arbiter

@@ -1,0 +1,291 @@
+// Parsing of the arbiter's configuration: TOML file (toml++) then command line (CLI11).
+// Every value goes through one setter per key so the file and the flags validate identically
+// and every error names the key (file) or the flag (command line).
+#include "gshare/arbiter/config.h"
+
+#include <CLI/CLI.hpp>
+#include <toml++/toml.h>
+
+#include <charconv>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <sstream>
+
+#include "gshare/common/units.h"
+#include "gshare/shm/wire.h"
+
+namespace gshare::arbiter {
+namespace {
+
+// Sets one key from its textual value; returns an error message without the key's name.
+using Setter = std::function<std::string(ArbiterConfig&, const std::string&)>;
+
+std::string SetDuration(std::chrono::nanoseconds& out, const std::string& v, bool allow_zero) {
+  std::string err;
+  auto d = ParseDuration(v, &err);
+  if (!d) return err;
+  if (!allow_zero && d->count() == 0) return "must be greater than zero";
+  if (*d > std::chrono::hours(24)) return "must be at most 24h";
+  out = *d;
+  return {};
+}
+
+std::string SetUnsigned(uint64_t& out, const std::string& v, uint64_t min, uint64_t max) {
+  uint64_t x = 0;
+  const auto* end = v.data() + v.size();
+  auto [p, ec] = std::from_chars(v.data(), end, x);
+  if (ec != std::errc() || p != end || v.empty()) return "'" + v + "' is not a non-negative integer";
+  if (x < min || x > max)
+    return "must be between " + std::to_string(min) + " and " + std::to_string(max);
+  out = x;
+  return {};
+}
+
+std::string SetGpuList(std::vector<uint32_t>& out, const std::string& v) {
+  std::vector<uint32_t> gpus;
+  std::stringstream ss(v);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    uint64_t g = 0;
+    if (auto e = SetUnsigned(g, item, 0, shm::kMaxGpus - 1); !e.empty()) return "GPU ordinal " + e;
+    for (uint32_t seen : gpus)
+      if (seen == g) return "GPU " + item + " listed twice";
+    gpus.push_back(static_cast<uint32_t>(g));
+  }
+  if (gpus.empty() && !v.empty()) return "expected a comma-separated list of GPU ordinals";
+  out = std::move(gpus);
+  return {};
+}
+
+const std::map<std::string, Setter>& Setters() {
+  static const auto* setters = new std::map<std::string, Setter>{
+      {"socket",
+       [](ArbiterConfig& c, const std::string& v) -> std::string {
+         if (v.empty()) return "must not be empty";
+         if (v.size() >= 108) return "path longer than a Unix socket allows (107 bytes)";
+         c.socket_path = v;
+         return {};
+       }},
+      {"socket_mode",
+       [](ArbiterConfig& c, const std::string& v) -> std::string {
+         unsigned mode = 0;
+         auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), mode, 8);
+         if (v.empty() || ec != std::errc() || p != v.data() + v.size() || mode > 0777)
+           return "'" + v + "' is not an octal permission mode such as 0666";
+         c.socket_mode = static_cast<mode_t>(mode);
+         return {};
+       }},
+      {"gpus", [](ArbiterConfig& c, const std::string& v) { return SetGpuList(c.gpus, v); }},
+      {"gpu_memory",
+       [](ArbiterConfig& c, const std::string& v) -> std::string {
+         std::string err;
+         auto b = ParseByteSize(v, &err);
+         if (!b) return err;
+         if (*b < (1u << 20) || *b > shm::kMaxQuotaBytes) return "must be between 1MiB and 16TiB";
+         c.gpu_memory_bytes = *b;
+         return {};
+       }},
+      {"gpu_count",
+       [](ArbiterConfig& c, const std::string& v) -> std::string {
+         uint64_t n = 0;
+         if (auto e = SetUnsigned(n, v, 1, shm::kMaxGpus); !e.empty()) return e;
+         c.gpu_count = static_cast<uint32_t>(n);
+         return {};
+       }},
+      {"memory_reserve",
+       [](ArbiterConfig& c, const std::string& v) -> std::string {
+         std::string err;
+         auto b = ParseByteSize(v, &err);
+         if (!b) return err;
+         c.memory_reserve_bytes = *b;
+         return {};
+       }},
+      {"slice", [](ArbiterConfig& c, const std::string& v) { return SetDuration(c.slice, v, false); }},
+      {"idle_release",
+       [](ArbiterConfig& c, const std::string& v) { return SetDuration(c.idle_release, v, false); }},
+      {"preempt_grace",
+       [](ArbiterConfig& c, const std::string& v) { return SetDuration(c.preempt_grace, v, false); }},
+      {"deep_evict_after",
+       [](ArbiterConfig& c, const std::string& v) { return SetDuration(c.deep_evict_after, v, true); }},
+      {"policy",
+       [](ArbiterConfig& c, const std::string& v) -> std::string {
+         if (v.empty()) return "must name a policy";
+         c.policy = v;  // checked against the policy factory when the arbiter starts
+         return {};
+       }},
+      {"metrics",
+       [](ArbiterConfig& c, const std::string& v) -> std::string {
+         if (!v.empty()) {
+           const auto colon = v.rfind(':');
+           uint64_t port = 0;
+           if (colon == std::string::npos || colon == 0 ||
+               !SetUnsigned(port, v.substr(colon + 1), 1, 65535).empty())
+             return "'" + v + "' is not HOST:PORT (port 1-65535)";
+         }
+         c.metrics_address = v;
+         return {};
+       }},
+      {"fail_mode",
+       [](ArbiterConfig& c, const std::string& v) -> std::string {
+         if (v == "open") {
+           c.fail_mode = FailMode::kOpen;
+         } else if (v == "closed") {
+           c.fail_mode = FailMode::kClosed;
+         } else {
+           return "'" + v + "' is neither 'open' nor 'closed'";
+         }
+         return {};
+       }},
+      {"event_ring",
+       [](ArbiterConfig& c, const std::string& v) -> std::string {
+         c.event_ring_path = v;
+         return {};
+       }},
+      {"event_ring_capacity",
+       [](ArbiterConfig& c, const std::string& v) -> std::string {
+         uint64_t n = 0;
+         if (auto e = SetUnsigned(n, v, 16, uint64_t{1} << 24); !e.empty()) return e;
+         if ((n & (n - 1)) != 0) return "must be a power of two";
+         c.event_ring_capacity = n;
+         return {};
+       }},
+      {"max_clients",
+       [](ArbiterConfig& c, const std::string& v) -> std::string {
+         uint64_t n = 0;
+         if (auto e = SetUnsigned(n, v, 1, 1u << 20); !e.empty()) return e;
+         c.max_clients = static_cast<uint32_t>(n);
+         return {};
+       }},
+      {"libcuda",
+       [](ArbiterConfig& c, const std::string& v) -> std::string {
+         if (v.empty()) return "must not be empty";
+         c.libcuda = v;
+         return {};
+       }},
+      {"log_level",
+       [](ArbiterConfig& c, const std::string& v) -> std::string {
+         static const char* const kLevels[] = {"trace", "debug", "info", "warn",
+                                               "error", "critical", "off"};
+         for (const char* l : kLevels)
+           if (v == l) {
+             c.log_level = v;
+             return {};
+           }
+         return "'" + v + "' is not one of trace, debug, info, warn, error, critical, off";
+       }},
+  };
+  return *setters;
+}
+
+// A TOML value as the text a setter takes; lists of integers become "0,1".
+std::optional<std::string> TomlText(const toml::node& node) {
+  if (auto s = node.value<std::string>(); s && node.is_string()) return *s;
+  if (node.is_integer()) return std::to_string(*node.value<int64_t>());
+  if (node.is_boolean()) return *node.value<bool>() ? "true" : "false";
+  if (const auto* arr = node.as_array()) {
+    std::string out;
+    for (const auto& el : *arr) {
+      if (!el.is_integer()) return std::nullopt;
+      if (!out.empty()) out += ',';
+      out += std::to_string(*el.value<int64_t>());
+    }
+    return out;
+  }
+  return std::nullopt;
+}
+
+std::string FlagName(const std::string& key) {
+  std::string flag = "--" + key;
+  for (char& ch : flag)
+    if (ch == '_') ch = '-';
+  return flag;
+}
+
+}  // namespace
+
+const char* FailModeName(FailMode mode) { return mode == FailMode::kOpen ? "open" : "closed"; }
+
+ConfigResult ParseConfigToml(std::string_view text, const ArbiterConfig& base) {
+  ConfigResult result{base, {}, false};
+  toml::table root;
+  try {
+    root = toml::parse(text);
+  } catch (const toml::parse_error& e) {
+    std::ostringstream os;
+    os << "config file: " << e.description() << " (line " << e.source().begin.line << ")";
+    result.error = os.str();
+    return result;
+  }
+  // An [arbiter] table is accepted as well as top-level keys.
+  const toml::table* table = &root;
+  if (const auto* sub = root["arbiter"].as_table()) table = sub;
+  for (const auto& [key, node] : *table) {
+    const std::string name(key.str());
+    if (table == &root && name == "arbiter") continue;
+    const auto it = Setters().find(name);
+    if (it == Setters().end()) {
+      result.error = "config key '" + name + "': unknown key";
+      return result;
+    }
+    const auto text_value = TomlText(node);
+    if (!text_value) {
+      result.error = "config key '" + name + "': unsupported value type";
+      return result;
+    }
+    if (auto err = it->second(result.config, *text_value); !err.empty()) {
+      result.error = "config key '" + name + "': " + err;
+      return result;
+    }
+  }
+  return result;
+}
+
+ConfigResult ParseCommandLine(int argc, const char* const* argv) {
+  ConfigResult result;
+  CLI::App app{"gshare-arbiter: the node daemon that lets GPU functions share a node's GPUs"};
+  std::string config_file;
+  app.add_option("--config", config_file, "TOML config file (keys as the long flags, '_' for '-')");
+  std::map<std::string, std::string> values;
+  for (const auto& [key, setter] : Setters()) {
+    app.add_option(FlagName(key), values[key], "see docs/operating.md");
+  }
+  app.add_option("--summary", result.config.summary_path, "write a JSON summary here on exit");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    result.help = true;
+    result.error = app.help();
+    return result;
+  } catch (const CLI::ParseError& e) {
+    result.error = std::string("command line: ") + e.what();
+    return result;
+  }
+  const std::string summary = result.config.summary_path;
+  if (!config_file.empty()) {
+    std::ifstream in(config_file);
+    if (!in) {
+      result.error = "--config: cannot read '" + config_file + "'";
+      return result;
+    }
+    std::stringstream buf;
+    buf << in.rdbuf();
+    ConfigResult file = ParseConfigToml(buf.str(), result.config);
+    if (!file.ok()) {
+      result.error = file.error + " in " + config_file;
+      return result;
+    }
+    result.config = file.config;
+    result.config.summary_path = summary;
+  }
+  for (const auto& [key, setter] : Setters()) {
+    if (app.count(FlagName(key)) == 0) continue;
+    if (auto err = setter(result.config, values[key]); !err.empty()) {
+      result.error = FlagName(key) + ": " + err;
+      return result;
+    }
+  }
+  return result;
+}
+
+}  // namespace gshare::arbiter

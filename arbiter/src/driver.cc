@@ -1,0 +1,118 @@
+// DriverLib: dlopen'ed CUDA driver entry points for discovery and process checkpointing.
+#include "driver.h"
+
+#include <dlfcn.h>
+
+#include <cstring>
+
+namespace gshare::arbiter {
+namespace {
+
+template <typename Fn>
+void Load(void* handle, const char* name, Fn*& out) {
+  out = reinterpret_cast<Fn*>(::dlsym(handle, name));
+}
+
+}  // namespace
+
+shm::Result<DriverLib> DriverLib::Open(const std::string& path) {
+  DriverLib lib;
+  lib.handle_ = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (lib.handle_ == nullptr) {
+    const char* err = ::dlerror();
+    return shm::Status(shm::StatusCode::kUnavailable,
+                       "cannot load " + path + ": " + (err != nullptr ? err : "unknown error"));
+  }
+  CUresult (*init)(unsigned) = nullptr;
+  Load(lib.handle_, "cuInit", init);
+  Load(lib.handle_, "cuGetErrorName", lib.get_error_name_);
+  Load(lib.handle_, "cuDeviceGetCount", lib.device_get_count_);
+  Load(lib.handle_, "cuDeviceGet", lib.device_get_);
+  Load(lib.handle_, "cuDeviceTotalMem_v2", lib.device_total_mem_);
+  Load(lib.handle_, "cuDeviceGetUuid_v2", lib.device_get_uuid_);
+  if (lib.device_get_uuid_ == nullptr) Load(lib.handle_, "cuDeviceGetUuid", lib.device_get_uuid_);
+  Load(lib.handle_, "cuCheckpointProcessLock", lib.lock_);
+  Load(lib.handle_, "cuCheckpointProcessCheckpoint", lib.checkpoint_);
+  Load(lib.handle_, "cuCheckpointProcessRestore", lib.restore_);
+  Load(lib.handle_, "cuCheckpointProcessUnlock", lib.unlock_);
+  Load(lib.handle_, "cuCheckpointProcessGetState", lib.get_state_);
+  if (init == nullptr || lib.device_get_count_ == nullptr || lib.device_get_ == nullptr ||
+      lib.device_total_mem_ == nullptr) {
+    return shm::Status(shm::StatusCode::kUnavailable, path + " lacks the device query API");
+  }
+  if (auto s = lib.Check(init(0), "cuInit"); !s.ok()) return s;
+  return lib;
+}
+
+shm::Status DriverLib::Check(CUresult r, const char* what) const {
+  if (r == CUDA_SUCCESS) return {};
+  const char* name = nullptr;
+  if (get_error_name_ == nullptr || get_error_name_(r, &name) != CUDA_SUCCESS || name == nullptr)
+    name = "unknown CUresult";
+  return shm::Status(shm::StatusCode::kUnavailable,
+                     std::string(what) + " failed: " + name + " (" + std::to_string(r) + ")");
+}
+
+shm::Result<std::vector<uint64_t>> DriverLib::DeviceMemory() const {
+  int count = 0;
+  if (auto s = Check(device_get_count_(&count), "cuDeviceGetCount"); !s.ok()) return s;
+  std::vector<uint64_t> mem;
+  for (int i = 0; i < count; ++i) {
+    CUdevice dev = 0;
+    if (auto s = Check(device_get_(&dev, i), "cuDeviceGet"); !s.ok()) return s;
+    size_t bytes = 0;
+    if (auto s = Check(device_total_mem_(&bytes, dev), "cuDeviceTotalMem"); !s.ok()) return s;
+    mem.push_back(bytes);
+  }
+  return mem;
+}
+
+shm::Status DriverLib::LockAndCheckpoint(int pid, unsigned timeout_ms) const {
+  if (!can_checkpoint())
+    return shm::Status(shm::StatusCode::kUnavailable, "the driver has no process checkpoint API");
+  CUcheckpointLockArgs lock_args;
+  std::memset(&lock_args, 0, sizeof(lock_args));
+  lock_args.timeoutMs = timeout_ms;
+  if (auto s = Check(lock_(pid, &lock_args), "cuCheckpointProcessLock"); !s.ok()) return s;
+  CUcheckpointCheckpointArgs ck_args;
+  std::memset(&ck_args, 0, sizeof(ck_args));
+  if (auto s = Check(checkpoint_(pid, &ck_args), "cuCheckpointProcessCheckpoint"); !s.ok()) {
+    CUcheckpointUnlockArgs un;
+    std::memset(&un, 0, sizeof(un));
+    (void)unlock_(pid, &un);
+    return s;
+  }
+  return {};
+}
+
+shm::Status DriverLib::RestoreAndUnlock(int pid, int from, int to) const {
+  if (!can_checkpoint())
+    return shm::Status(shm::StatusCode::kUnavailable, "the driver has no process checkpoint API");
+  CUcheckpointRestoreArgs args;
+  std::memset(&args, 0, sizeof(args));
+  CUcheckpointGpuPair pair;
+  std::memset(&pair, 0, sizeof(pair));
+  if (from != to && device_get_uuid_ != nullptr) {
+    CUdevice a = 0;
+    CUdevice b = 0;
+    if (auto s = Check(device_get_(&a, from), "cuDeviceGet"); !s.ok()) return s;
+    if (auto s = Check(device_get_(&b, to), "cuDeviceGet"); !s.ok()) return s;
+    if (auto s = Check(device_get_uuid_(&pair.oldUuid, a), "cuDeviceGetUuid"); !s.ok()) return s;
+    if (auto s = Check(device_get_uuid_(&pair.newUuid, b), "cuDeviceGetUuid"); !s.ok()) return s;
+    args.gpuPairs = &pair;
+    args.gpuPairsCount = 1;
+  }
+  if (auto s = Check(restore_(pid, &args), "cuCheckpointProcessRestore"); !s.ok()) return s;
+  CUcheckpointUnlockArgs un;
+  std::memset(&un, 0, sizeof(un));
+  return Check(unlock_(pid, &un), "cuCheckpointProcessUnlock");
+}
+
+int DriverLib::ProcessState(int pid) const {
+  if (get_state_ == nullptr) return -1;
+  CUprocessState st = CU_PROCESS_STATE_RUNNING;
+  if (get_state_(pid, &st) != CUDA_SUCCESS) return -1;
+  return static_cast<int>(st);
+}
+
+}  // namespace gshare::arbiter

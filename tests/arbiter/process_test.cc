@@ -1,0 +1,284 @@
+// Multi-process tests of gshare-arbiter with function processes speaking the real protocol
+// (arbiter_fake_function: the shim's ArbiterClient over a fake GPU host). Each test runs its
+// own arbiter on a socket in its own temporary directory.
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "gshare/shm/event_ring.h"
+#include "gshare/shm/registration.h"
+#include "gshare/shm/unix_socket.h"
+#include "gshare/shm/wire.h"
+#include "test_util.h"
+
+namespace gshare::arbiter::testing {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+// A shared page holding the "someone is submitting" counter the fake functions check.
+std::string MakeSharedFile(const TempDir& dir) {
+  const std::string path = dir / "shared";
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC, 0644);
+  EXPECT_GE(fd, 0);
+  EXPECT_EQ(::ftruncate(fd, 4096), 0);
+  ::close(fd);
+  return path;
+}
+
+struct Function {
+  pid_t pid = -1;
+  std::string out;
+};
+
+Function StartFunction(const TempDir& dir, const ArbiterProcess& arb, const std::string& name,
+                       std::vector<std::string> args) {
+  Function f;
+  f.out = dir / (name + ".out");
+  std::vector<std::string> argv = {FAKE_FUNCTION_BIN, "--socket", arb.socket(), "--name", name};
+  argv.insert(argv.end(), args.begin(), args.end());
+  f.pid = Spawn(argv, f.out, dir / (name + ".err"));
+  return f;
+}
+
+// Reads every event of a ring file.
+std::vector<shm::Event> ReadEvents(const std::string& path) {
+  std::vector<shm::Event> all;
+  auto reader = shm::EventRingReader::Open(path);
+  if (!reader.ok()) return all;
+  reader->SeekToOldest();
+  shm::Event buf[256];
+  for (;;) {
+    const size_t n = reader->Read(buf);
+    if (n == 0) break;
+    all.insert(all.end(), buf, buf + n);
+  }
+  return all;
+}
+
+TEST(ArbiterProcess, OversubscribedFunctionsTakeTurnsAndAllFinish) {
+  TempDir dir;
+  // One 1 GiB GPU, six functions of 512 MiB each: quotas sum to 3x the GPU.
+  ArbiterProcess arb(dir, {"--gpu-memory", "1GiB", "--libcuda", "/nonexistent/libcuda.so.1",
+                           "--slice", "5ms"});
+  ASSERT_TRUE(arb.Start()) << ReadFile(arb.log());
+  const std::string shared = MakeSharedFile(dir);
+  std::vector<Function> fns;
+  for (int i = 0; i < 6; ++i)
+    fns.push_back(StartFunction(dir, arb, "f" + std::to_string(i),
+                                {"--quota-mib", "512", "--slo-ms", std::to_string(50 + 10 * i),
+                                 "--requests", "15", "--work-us", "3000", "--gap-us", "2000",
+                                 "--shared", shared}));
+  for (auto& f : fns) {
+    const int code = ExitCode(WaitFor(f.pid, seconds(90)));
+    EXPECT_EQ(code, 0) << ReadFile(f.out) << ReadFile(arb.log());
+    const auto report = LastJsonLine(f.out);
+    ASSERT_TRUE(report.is_object()) << ReadFile(f.out);
+    EXPECT_EQ(report["overlaps"], 0);
+    EXPECT_EQ(report["not_resident"], 0);
+    EXPECT_EQ(report["corrupt"], 0);
+  }
+  const auto summary = arb.Stop();
+  ASSERT_TRUE(summary.is_object()) << ReadFile(arb.log());
+  EXPECT_EQ(summary["registrations"], 6);
+  EXPECT_GT(summary["swap_ins"].get<int>(), 0);
+  EXPECT_GT(summary["swap_outs"].get<int>(), 0);
+  const auto& gpu = summary["gpus"][0];
+  EXPECT_LE(gpu["peak_reserved_bytes"].get<uint64_t>(), gpu["usable_bytes"].get<uint64_t>());
+  EXPECT_EQ(gpu["reserved_bytes"].get<uint64_t>(), 0u);
+}
+
+// Sends raw bytes as a registration and returns the arbiter's reply.
+shm::Result<shm::RegisterReply> RawRegister(const std::string& socket, const std::vector<std::byte>& bytes) {
+  const int fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, socket.c_str(), sizeof(addr.sun_path) - 1);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    ::close(fd);
+    return shm::Status(shm::StatusCode::kUnavailable, "connect");
+  }
+  shm::UniqueFd owned(fd);
+  if (auto s = shm::SendPacket(fd, bytes, {}, seconds(5)); !s.ok()) return s;
+  auto packet = shm::ReceivePacket(fd, seconds(5));
+  if (!packet.ok()) return packet.status();
+  return shm::DecodeReply(packet->bytes);
+}
+
+TEST(ArbiterProcess, MalformedRegistrationsAreRefusedAndServingContinues) {
+  TempDir dir;
+  ArbiterProcess arb(dir, {"--gpu-memory", "1GiB", "--libcuda", "/nonexistent/libcuda.so.1"});
+  ASSERT_TRUE(arb.Start()) << ReadFile(arb.log());
+
+  // Garbage.
+  std::vector<std::byte> garbage(40, std::byte{0x5a});
+  auto r1 = RawRegister(arb.socket(), garbage);
+  ASSERT_TRUE(r1.ok()) << r1.status().ToString();
+  EXPECT_FALSE(r1->accepted);
+  EXPECT_NE(r1->reason.find("malformed"), std::string::npos) << r1->reason;
+
+  // Wrong ABI version.
+  shm::RegisterRequest req;
+  req.quota_bytes = 64ull << 20;
+  req.slo_ms = 100;
+  auto good = shm::EncodeRequest(req);
+  ASSERT_TRUE(good.ok());
+  std::vector<std::byte> wrong_version = *good;
+  const uint16_t v = shm::kWireAbiVersion + 7;
+  std::memcpy(wrong_version.data() + offsetof(shm::WireHeader, abi_version), &v, sizeof(v));
+  auto r2 = RawRegister(arb.socket(), wrong_version);
+  ASSERT_TRUE(r2.ok()) << r2.status().ToString();
+  EXPECT_FALSE(r2->accepted);
+  EXPECT_NE(r2->reason.find("version"), std::string::npos) << r2->reason;
+
+  // Absurd quota: more than the GPU.
+  req.quota_bytes = 8ull << 30;
+  auto r3 = shm::Register(arb.socket(), req, seconds(5));
+  ASSERT_FALSE(r3.ok());
+  EXPECT_EQ(r3.status().code(), shm::StatusCode::kRefused);
+  EXPECT_NE(r3.status().message().find("GSHARE_VGPU_MEMORY"), std::string::npos)
+      << r3.status().message();
+
+  // The arbiter still serves a well-formed function.
+  const Function f = StartFunction(dir, arb, "ok", {"--quota-mib", "128", "--requests", "3"});
+  EXPECT_EQ(ExitCode(WaitFor(f.pid, seconds(60))), 0) << ReadFile(f.out);
+  const auto summary = arb.Stop();
+  ASSERT_TRUE(summary.is_object());
+  EXPECT_EQ(summary["refusals"], 3);
+  EXPECT_EQ(summary["registrations"], 1);
+}
+
+TEST(ArbiterProcess, KilledHolderIsReclaimedAndOthersContinue) {
+  TempDir dir;
+  // A long slice: only the holder's death can hand the token over.
+  ArbiterProcess arb(dir, {"--gpu-memory", "1GiB", "--libcuda", "/nonexistent/libcuda.so.1",
+                           "--slice", "60min", "--preempt-grace", "60min"});
+  ASSERT_TRUE(arb.Start()) << ReadFile(arb.log());
+  const std::string shared = MakeSharedFile(dir);
+  // The victim submits back to back for a long time, so it holds the token.
+  const Function victim = StartFunction(dir, arb, "victim",
+                                        {"--quota-mib", "600", "--requests", "100000",
+                                         "--work-us", "1000", "--gap-us", "0"});
+  // Wait until it holds a grant.
+  bool granted = false;
+  for (int i = 0; i < 5000 && !granted; ++i) {
+    for (const auto& e : ReadEvents(arb.events())) granted |= e.type == shm::EventType::kGrant;
+    if (!granted) std::this_thread::sleep_for(milliseconds(2));
+  }
+  ASSERT_TRUE(granted) << ReadFile(arb.log());
+  // Two others whose quotas fit only once the victim's 600 MiB are reclaimed.
+  const Function a = StartFunction(dir, arb, "a", {"--quota-mib", "500", "--requests", "5"});
+  const Function b = StartFunction(dir, arb, "b", {"--quota-mib", "500", "--requests", "5"});
+  std::this_thread::sleep_for(milliseconds(100));
+  ::kill(victim.pid, SIGKILL);
+  EXPECT_EQ(ExitCode(WaitFor(victim.pid, seconds(30))), -1 - SIGKILL);
+  EXPECT_EQ(ExitCode(WaitFor(a.pid, seconds(60))), 0) << ReadFile(a.out) << ReadFile(arb.log());
+  EXPECT_EQ(ExitCode(WaitFor(b.pid, seconds(60))), 0) << ReadFile(b.out);
+  const auto summary = arb.Stop();
+  ASSERT_TRUE(summary.is_object());
+  // Functions exit without a goodbye (like a real process), so a and b count as deaths too.
+  EXPECT_EQ(summary["client_deaths"], 3);
+  EXPECT_EQ(summary["gpus"][0]["reserved_bytes"], 0);
+  EXPECT_LE(summary["gpus"][0]["peak_reserved_bytes"].get<uint64_t>(), 1ull << 30);
+  // The event ring recorded the death (unregister reason 1) before a and b were granted.
+  bool died = false;
+  int grants_after = 0;
+  for (const auto& e : ReadEvents(arb.events())) {
+    if (e.type == shm::EventType::kUnregister && e.args[0] == 1) died = true;
+    if (died && e.type == shm::EventType::kGrant) ++grants_after;
+  }
+  EXPECT_TRUE(died);
+  EXPECT_GT(grants_after, 0);
+}
+
+TEST(ArbiterProcess, ArbiterRestartDoesNotDisturbFunctions) {
+  TempDir dir;
+  ArbiterProcess arb(dir, {"--gpu-memory", "1GiB", "--libcuda", "/nonexistent/libcuda.so.1",
+                           "--slice", "5ms"});
+  ASSERT_TRUE(arb.Start()) << ReadFile(arb.log());
+  std::vector<Function> fns;
+  for (int i = 0; i < 3; ++i)
+    fns.push_back(StartFunction(dir, arb, "r" + std::to_string(i),
+                                {"--quota-mib", "256", "--requests", "150", "--work-us", "1000",
+                                 "--gap-us", "2000"}));
+  std::this_thread::sleep_for(milliseconds(150));
+  arb.Kill();
+  std::this_thread::sleep_for(milliseconds(150));
+  ASSERT_TRUE(arb.Start()) << ReadFile(arb.log());
+  for (auto& f : fns) {
+    EXPECT_EQ(ExitCode(WaitFor(f.pid, seconds(90))), 0) << ReadFile(f.out) << ReadFile(arb.log());
+    const auto report = LastJsonLine(f.out);
+    ASSERT_TRUE(report.is_object()) << ReadFile(f.out);
+    EXPECT_EQ(report["registrations"], 2) << ReadFile(f.out);
+  }
+  const auto summary = arb.Stop();
+  ASSERT_TRUE(summary.is_object());
+  EXPECT_EQ(summary["re_registrations"], 3);
+}
+
+TEST(ArbiterProcess, IdleFunctionReleasesWithoutPreemption) {
+  TempDir dir;
+  // Slices and grace of an hour: the only way the token moves is an idle release.
+  ArbiterProcess arb(dir, {"--gpu-memory", "1GiB", "--libcuda", "/nonexistent/libcuda.so.1",
+                           "--slice", "60min", "--preempt-grace", "60min"});
+  ASSERT_TRUE(arb.Start()) << ReadFile(arb.log());
+  const Function idle = StartFunction(dir, arb, "idle",
+                                      {"--quota-mib", "128", "--requests", "1", "--gap-us", "0",
+                                       "--idle-release-us", "500", "--exit-delay-us", "30000000"});
+  const Function busy = StartFunction(dir, arb, "busy",
+                                      {"--quota-mib", "128", "--requests", "5",
+                                       "--start-delay-us", "200000"});
+  EXPECT_EQ(ExitCode(WaitFor(busy.pid, seconds(25))), 0) << ReadFile(busy.out) << ReadFile(arb.log());
+  ::kill(idle.pid, SIGKILL);
+  (void)WaitFor(idle.pid, seconds(30));
+  const auto summary = arb.Stop();
+  ASSERT_TRUE(summary.is_object());
+  EXPECT_EQ(summary["preemptions"], 0);
+}
+
+TEST(ArbiterProcess, HandoffFollowsDeadlines) {
+  TempDir dir;
+  ArbiterProcess arb(dir, {"--gpu-memory", "1GiB", "--libcuda", "/nonexistent/libcuda.so.1",
+                           "--slice", "60min", "--preempt-grace", "60min"});
+  ASSERT_TRUE(arb.Start()) << ReadFile(arb.log());
+  // (The aggressive policy starts a lone request at its latest safe start, so the holder's
+  // SLO is short.) The holder works for ~300 ms; meanwhile a lax (5 s SLO) and then an urgent (100 ms SLO)
+  // function ask for the GPU. When the holder releases, the urgent one must go first.
+  const Function holder = StartFunction(dir, arb, "holder",
+                                        {"--quota-mib", "128", "--slo-ms", "20", "--requests",
+                                         "1", "--submissions", "300", "--work-us", "300000"});
+  const Function lax = StartFunction(dir, arb, "lax", {"--quota-mib", "128", "--slo-ms", "5000",
+                                                       "--requests", "1", "--start-delay-us", "100000"});
+  const Function urgent = StartFunction(dir, arb, "urgent",
+                                        {"--quota-mib", "128", "--slo-ms", "100", "--requests",
+                                         "1", "--start-delay-us", "150000"});
+  for (const auto* f : {&holder, &lax, &urgent})
+    EXPECT_EQ(ExitCode(WaitFor(f->pid, seconds(30))), 0) << ReadFile(f->out);
+  ASSERT_TRUE(arb.Stop().is_object());
+  // Map client ids to SLOs from the registrations, then list grants in order.
+  std::map<uint32_t, uint64_t> slo;
+  std::vector<uint64_t> grant_slos;
+  for (const auto& e : ReadEvents(arb.events())) {
+    if (e.type == shm::EventType::kRegister) slo[e.client_id] = e.args[1];
+    if (e.type == shm::EventType::kGrant &&
+        (grant_slos.empty() || grant_slos.back() != slo[e.client_id]))
+      grant_slos.push_back(slo[e.client_id]);
+  }
+  ASSERT_GE(grant_slos.size(), 3u) << ReadFile(arb.log());
+  EXPECT_EQ(grant_slos[0], 20u);
+  EXPECT_EQ(grant_slos[1], 100u);
+  EXPECT_EQ(grant_slos[2], 5000u);
+}
+
+}  // namespace
+}  // namespace gshare::arbiter::testing

@@ -1,0 +1,169 @@
+// Helpers for the arbiter's multi-process tests (see test_util.h).
+#include "test_util.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+extern char** environ;
+
+namespace gshare::arbiter::testing {
+
+TempDir::TempDir() {
+  static std::atomic<int> counter{0};
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  std::string name = info != nullptr ? info->name() : "test";
+  for (char& c : name)
+    if (!isalnum(static_cast<unsigned char>(c))) c = '_';
+  path_ = "/tmp/gsa-" + name.substr(0, 24) + "-" + std::to_string(::getpid()) + "-" +
+          std::to_string(counter++);
+  std::filesystem::create_directories(path_);
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
+
+pid_t Spawn(const std::vector<std::string>& argv, const std::string& out_file,
+            const std::string& err_file, const std::vector<std::string>& env) {
+  std::vector<std::string> envs;
+  for (char** e = environ; *e != nullptr; ++e) envs.emplace_back(*e);
+  for (const auto& kv : env) {
+    const std::string key = kv.substr(0, kv.find('=') + 1);
+    std::erase_if(envs, [&](const std::string& s) { return s.rfind(key, 0) == 0; });
+    envs.push_back(kv);
+  }
+  std::vector<char*> cargv;
+  for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
+  cargv.push_back(nullptr);
+  std::vector<char*> cenv;
+  for (auto& e : envs) cenv.push_back(e.data());
+  cenv.push_back(nullptr);
+  const pid_t pid = ::fork();
+  if (pid != 0) return pid;
+  if (!out_file.empty()) {
+    const int fd = ::open(out_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd >= 0) ::dup2(fd, 1);
+  }
+  if (!err_file.empty()) {
+    const int fd = ::open(err_file.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fd >= 0) ::dup2(fd, 2);
+  }
+  ::execve(cargv[0], cargv.data(), cenv.data());
+  ::_exit(127);
+}
+
+int WaitFor(pid_t pid, std::chrono::milliseconds timeout) {
+  const auto end = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    int status = 0;
+    const pid_t r = ::waitpid(pid, &status, WNOHANG);
+    if (r == pid) return status;
+    if (r < 0) return -1;
+    if (std::chrono::steady_clock::now() > end) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      return -1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+}
+
+int ExitCode(int wait_status) {
+  if (wait_status == -1) return -1000;
+  if (WIFEXITED(wait_status)) return WEXITSTATUS(wait_status);
+  if (WIFSIGNALED(wait_status)) return -1 - WTERMSIG(wait_status);
+  return -999;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+nlohmann::json LastJsonLine(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::string last;
+  while (std::getline(in, line))
+    if (!line.empty()) last = line;
+  return nlohmann::json::parse(last, nullptr, false);
+}
+
+bool WaitForFile(const std::string& path, std::chrono::milliseconds timeout) {
+  const auto end = std::chrono::steady_clock::now() + timeout;
+  struct stat st{};
+  while (::stat(path.c_str(), &st) != 0) {
+    if (std::chrono::steady_clock::now() > end) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return true;
+}
+
+ArbiterProcess::ArbiterProcess(const TempDir& dir, std::vector<std::string> extra_args)
+    : args_(std::move(extra_args)),
+      socket_(dir / "arbiter.sock"),
+      events_(dir / "events"),
+      summary_(dir / "summary.json"),
+      log_(dir / "arbiter.log") {}
+
+ArbiterProcess::~ArbiterProcess() {
+  if (pid_ > 0) Kill();
+}
+
+bool ArbiterProcess::Start() {
+  std::vector<std::string> argv = {ARBITER_BIN, "--socket", socket_, "--event-ring",
+                                   events_ + std::to_string(starts_++), "--summary", summary_,
+                                   "--log-level", "debug"};
+  argv.insert(argv.end(), args_.begin(), args_.end());
+  ::unlink(socket_.c_str());
+  const size_t log_before = ReadFile(log_).size();
+  pid_ = Spawn(argv, "", log_);
+  if (pid_ <= 0) return false;
+  // Ready once it logged that it listens (the socket file alone may precede listen()).
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (ReadFile(log_).find("listening on", log_before) == std::string::npos) {
+    int status = 0;
+    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      return false;
+    }
+    if (std::chrono::steady_clock::now() > end) {
+      Kill();
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return true;
+}
+
+nlohmann::json ArbiterProcess::Stop() {
+  if (pid_ <= 0) return nullptr;
+  ::kill(pid_, SIGTERM);
+  const int status = WaitFor(pid_, std::chrono::seconds(30));
+  pid_ = -1;
+  if (ExitCode(status) != 0) return nullptr;
+  return nlohmann::json::parse(ReadFile(summary_), nullptr, false);
+}
+
+void ArbiterProcess::Kill() {
+  if (pid_ <= 0) return;
+  ::kill(pid_, SIGKILL);
+  (void)WaitFor(pid_, std::chrono::seconds(30));
+  pid_ = -1;
+}
+
+}  // namespace gshare::arbiter::testing
