@@ -130,6 +130,17 @@ TEST(Catalog, ShippedFileMatchesTheBuiltInDefault) {
   ExpectSameModels(*copy, DefaultCatalog());
 }
 
+TEST(Catalog, ShippedLlmCatalogIsTheDefaultsTokenDrivenModels) {
+  Result<std::filesystem::path> path = ShippedLlmCatalogPath();
+  ASSERT_TRUE(path.ok()) << path.error().message;
+  Result<Catalog> llm = LoadCatalog(*path);
+  ASSERT_TRUE(llm.ok()) << llm.error().message;
+  Catalog expected = DefaultCatalog();
+  std::erase_if(expected.models, [](const ModelSpec& m) { return m.decode_ms_per_token == 0; });
+  ASSERT_EQ(expected.models.size(), 3u);
+  ExpectSameModels(*llm, expected);
+}
+
 TEST(Catalog, DefaultCatalogFollowsTheReferenceTable) {
   const Catalog c = DefaultCatalog();
   ASSERT_GE(c.Find("resnet50"), 0);

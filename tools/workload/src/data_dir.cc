@@ -57,4 +57,6 @@ Result<fs::path> ShippedAzureLlmTracePath() {
 
 Result<fs::path> ShippedCatalogPath() { return Under(kMarker); }
 
+Result<fs::path> ShippedLlmCatalogPath() { return Under("llm-catalog.toml"); }
+
 }  // namespace gshare::workload

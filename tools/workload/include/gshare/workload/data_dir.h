@@ -1,4 +1,4 @@
-// Where the data shipped with gshare_workload (the Azure LLM 2023 trace, the default catalog)
+// Where the data shipped with gshare_workload (the Azure LLM 2023 trace, the model catalogs)
 // is found at run time, so tools work from the build tree and after `cmake --install` alike.
 //
 // Lookup order (first directory that contains default-catalog.toml wins):
@@ -21,7 +21,11 @@ Result<std::filesystem::path> ShippedDataDir();
 // <data dir>/azure-llm-2023/AzureLLMInferenceTrace_conv.csv
 Result<std::filesystem::path> ShippedAzureLlmTracePath();
 
-// <data dir>/default-catalog.toml
+// <data dir>/default-catalog.toml: the models of DefaultCatalog().
 Result<std::filesystem::path> ShippedCatalogPath();
+
+// <data dir>/llm-catalog.toml: only the token-driven LLM models of the default catalog, for the
+// Azure LLM trace (every request's execution time then follows its token counts).
+Result<std::filesystem::path> ShippedLlmCatalogPath();
 
 }  // namespace gshare::workload
