@@ -157,6 +157,17 @@ std::unique_ptr<Registry> Registry::Open(const std::string& name,
   std::unique_ptr<Registry> reg(new Registry());
   reg->shared_ = shared;
   reg->ReclaimDead();
+  if (!creator && reg->Idle()) {
+    // Nobody uses the devices: this process's configuration replaces the previous user's
+    // (sizes, time scale), and counters leaked by killed processes are cleared.
+    shared->device_count = static_cast<uint32_t>(capacities.size());
+    shared->time_scale = time_scale;
+    for (size_t d = 0; d < kMaxDevices; ++d) {
+      shared->devices[d].capacity = d < capacities.size() ? capacities[d] : 0;
+      shared->devices[d].used.store(0, std::memory_order_relaxed);
+      for (auto& b : shared->devices[d].busy_until) b.store(0, std::memory_order_relaxed);
+    }
+  }
   if (!reg->ClaimSlot()) {
     *error = "device registry " + name + " has no free process slot";
     return nullptr;
@@ -204,6 +215,13 @@ void Registry::Detach() {
     if (bytes != 0) shared_->devices[d].used.fetch_sub(bytes, std::memory_order_acq_rel);
   }
   p.state.store(kFree, std::memory_order_release);
+}
+
+bool Registry::Idle() const {
+  for (const SharedProcess& p : shared_->processes) {
+    if (p.state.load(std::memory_order_acquire) != kFree) return false;
+  }
+  return true;
 }
 
 int Registry::ReclaimDead() {

@@ -37,10 +37,11 @@ struct SimInterval {
 
 class Registry {
  public:
-  // Opens (creating if needed) the registry `name` (a POSIX shm name, "/..."), whose devices
-  // have `capacities` bytes and whose simulated clock runs at `time_scale` when this process
-  // creates it (otherwise the creator's values win), reclaims the slots of dead processes and
-  // claims a slot for this process. Returns nullptr and sets `error` on failure.
+  // Opens (creating if needed) the registry `name` (a POSIX shm name, "/..."), reclaims the
+  // slots of dead processes and claims a slot for this process. When this process creates the
+  // registry, or finds no other process attached, the devices get `capacities` bytes and the
+  // simulated clock runs at `time_scale`; otherwise the values in use win.
+  // Returns nullptr and sets `error` on failure.
   static std::unique_ptr<Registry> Open(const std::string& name,
                                         const std::vector<uint64_t>& capacities, double time_scale,
                                         std::string* error);
@@ -78,6 +79,8 @@ class Registry {
  private:
   Registry() = default;
   bool ClaimSlot();
+  // True if no process holds a slot.
+  bool Idle() const;
 
   Shared* shared_ = nullptr;
   int slot_ = -1;

@@ -50,6 +50,26 @@ TEST_F(RegistryTest, SecondOpenSharesTheCreatorsCapacity) {
   EXPECT_TRUE(b->Reserve(0, 300));
 }
 
+TEST_F(RegistryTest, AnIdleRegistryTakesTheNewConfiguration) {
+  std::string error;
+  {
+    auto a = Registry::Open(name_, {1000}, 1.0, &error);
+    ASSERT_TRUE(a) << error;
+    EXPECT_TRUE(a->Reserve(0, 600));
+    a->Detach();  // as at process exit
+  }
+  auto b = Registry::Open(name_, {2000, 3000}, 0.5, &error);
+  ASSERT_TRUE(b) << error;
+  EXPECT_EQ(b->device_count(), 2);
+  EXPECT_EQ(b->Capacity(1), 3000u);
+  EXPECT_EQ(b->time_scale(), 0.5);
+  EXPECT_EQ(b->Used(0), 0u);
+  auto c = Registry::Open(name_, {5}, 2.0, &error);  // b is attached: b's values stay
+  ASSERT_TRUE(c) << error;
+  EXPECT_EQ(c->Capacity(0), 2000u);
+  EXPECT_EQ(c->time_scale(), 0.5);
+}
+
 TEST_F(RegistryTest, TimelineIntervalsDoNotOverlap) {
   std::string error;
   auto reg = Registry::Open(name_, {1000}, 1.0, &error);
