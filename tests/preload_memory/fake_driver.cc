@@ -46,6 +46,7 @@ struct State {
   bool has_context = true;
   std::vector<CUcontext> pushed;  // contexts pushed on top of the (fake) current one
   uint64_t host_allocs = 0;
+  int64_t event_syncs_until_failure = -1;  // -1: never fail
   uintptr_t next_stream = 0x1000;
 };
 
@@ -220,6 +221,12 @@ CUresult EventQuery(CUevent event) {
   return reinterpret_cast<Event*>(event)->complete ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 CUresult EventSynchronize(CUevent event) {
+  State& s = S();
+  if (s.event_syncs_until_failure == 0) {
+    s.event_syncs_until_failure = -1;
+    return CUDA_ERROR_LAUNCH_FAILED;
+  }
+  if (s.event_syncs_until_failure > 0) --s.event_syncs_until_failure;
   reinterpret_cast<Event*>(event)->complete = true;  // "waits" until the stream gets there
   return CUDA_SUCCESS;
 }
@@ -264,6 +271,7 @@ void FakeDriver::Reset(uint64_t device_capacity_bytes) {
   s.htod_streams.clear();
   s.has_context = true;
   s.pushed.clear();
+  s.event_syncs_until_failure = -1;
 }
 
 DeviceApi FakeDriver::Api() {
@@ -315,6 +323,9 @@ void FakeDriver::FailCreates(uint64_t skip, uint64_t n) {
   std::lock_guard<std::mutex> lock(S().mu);
   S().fail_skip = skip;
   S().fail_count = n;
+}
+void FakeDriver::FailEventSyncAfter(uint64_t n) {
+  S().event_syncs_until_failure = static_cast<int64_t>(n);
 }
 void FakeDriver::HoldStream(CUstream stream) { S().held.insert(stream); }
 void FakeDriver::ReleaseStream(CUstream stream) {

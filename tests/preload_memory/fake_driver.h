@@ -35,6 +35,9 @@ class FakeDriver {
   static uint64_t MapCalls();
   // The next `n` cuMemCreate calls (after `skip` successful ones) fail with OUT_OF_MEMORY.
   static void FailCreates(uint64_t skip, uint64_t n);
+  // After `n` more successful cuEventSynchronize calls, the next one fails (LAUNCH_FAILED), as
+  // a sticky error seen while waiting for copies would.
+  static void FailEventSyncAfter(uint64_t n);
   // Events recorded on a held stream stay NOT_READY until ReleaseStream.
   static void HoldStream(CUstream stream);
   static void ReleaseStream(CUstream stream);

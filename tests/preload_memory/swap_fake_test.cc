@@ -211,6 +211,27 @@ TEST_F(SwapFakeTest, FailedSwapInStaysOutAndCanBeRetried) {
   FreeAll(mem);
 }
 
+TEST_F(SwapFakeTest, CopyFailureAfterPartialReleaseRestoresEverything) {
+  VgpuMemory mem(api_, options_);
+  for (int i = 0; i < 3; ++i) AllocFilled(mem, 100 * kMiB, 50 + i);  // three release batches
+  AllocFilled(mem, 777, 53);
+  const uint64_t backed = mem.counters().backed_bytes;
+  // Two streams: the first batch's two events complete, the second batch's wait fails after
+  // the first batch was already released.
+  FakeDriver::FailEventSyncAfter(2);
+  const uint64_t creates_before = FakeDriver::CreateCalls();
+  EXPECT_EQ(mem.SwapOut({}, nullptr), CUDA_ERROR_LAUNCH_FAILED);
+  EXPECT_EQ(FakeDriver::CreateCalls() - creates_before, 2u);  // batch one (granule + chunk) undone
+  EXPECT_TRUE(mem.resident());
+  EXPECT_EQ(FakeDriver::DeviceUsed(0), backed);
+  EXPECT_EQ(mem.counters().physical_handles, FakeDriver::LiveHandles());
+  ExpectAllIntact();
+  ASSERT_EQ(mem.SwapOut({}, nullptr), CUDA_SUCCESS);  // and it can swap normally afterwards
+  ASSERT_EQ(mem.SwapIn(0, nullptr), CUDA_SUCCESS);
+  ExpectAllIntact();
+  FreeAll(mem);
+}
+
 TEST_F(SwapFakeTest, StagingIsReleasedOnlyWhileResident) {
   VgpuMemory mem(api_, options_);
   AllocFilled(mem, 4 * kMiB, 41);
