@@ -19,9 +19,10 @@ std::mutex g_init_mu;
 CUresult g_init_result = CUDA_SUCCESS;
 bool g_init_tried = false;
 
-CUuuid MakeUuid(const DeviceSpec& spec, int ordinal) {
-  // Stable across runs: FNV-1a over the device's identity, spread over 16 bytes.
-  std::string key = spec.name + "/" + std::to_string(spec.memory_bytes) + "/" + std::to_string(ordinal);
+CUuuid MakeUuid(const std::string& registry, uint64_t memory_bytes, int ordinal) {
+  // The same in every process sharing the registry, and across runs: FNV-1a over the device's
+  // identity, spread over 16 bytes.
+  std::string key = registry + "/" + std::to_string(memory_bytes) + "/" + std::to_string(ordinal);
   uint64_t h1 = 1469598103934665603ull, h2 = 0x9e3779b97f4a7c15ull;
   for (unsigned char c : key) {
     h1 = (h1 ^ c) * 1099511628211ull;
@@ -78,7 +79,7 @@ CUresult InitDriver() {
   for (size_t i = 0; i < state->config.devices.size(); ++i) {
     const DeviceSpec& spec = state->config.devices[i];
     capacities.push_back(spec.memory_bytes);
-    state->devices.push_back({spec, MakeUuid(spec, static_cast<int>(i)), 0x17 + static_cast<int>(i)});
+    state->devices.push_back({spec, CUuuid{}, 0x17 + static_cast<int>(i)});
   }
   state->registry = Registry::Open(state->config.registry_name, capacities, state->config.time_scale, &error);
   if (!state->registry) {
@@ -86,7 +87,7 @@ CUresult InitDriver() {
     g_init_result = CUDA_ERROR_OPERATING_SYSTEM;
     return g_init_result;
   }
-  // The creator's time scale and sizes win if the registry already existed.
+  // The time scale and devices of the processes already using the registry win.
   if (state->registry->time_scale() != state->config.time_scale) {
     Log(LogLevel::kWarn, "registry %s runs simulated time at scale %g, not %g: using %g",
         state->config.registry_name.c_str(), state->registry->time_scale(), state->config.time_scale,
@@ -94,10 +95,22 @@ CUresult InitDriver() {
     state->config.time_scale = state->registry->time_scale();
     SetTimeScale(state->config.time_scale);
   }
-  for (size_t i = 0; i < state->devices.size() && static_cast<int>(i) < state->registry->device_count(); ++i) {
-    state->devices[i].spec.memory_bytes = state->registry->Capacity(static_cast<int>(i));
+  size_t shared_count = static_cast<size_t>(state->registry->device_count());
+  if (shared_count != state->devices.size()) {
+    Log(LogLevel::kWarn, "registry %s has %zu devices, not %zu: using its devices",
+        state->config.registry_name.c_str(), shared_count, state->devices.size());
   }
-  state->devices.resize(static_cast<size_t>(state->registry->device_count()));
+  while (state->devices.size() < shared_count) {
+    DeviceSpec spec = state->devices.back().spec;
+    int i = static_cast<int>(state->devices.size());
+    state->devices.push_back({spec, CUuuid{}, 0x17 + i});
+  }
+  state->devices.resize(shared_count);
+  for (size_t i = 0; i < shared_count; ++i) {
+    DeviceInfo& info = state->devices[i];
+    info.spec.memory_bytes = state->registry->Capacity(static_cast<int>(i));
+    info.uuid = MakeUuid(state->config.registry_name, info.spec.memory_bytes, static_cast<int>(i));
+  }
   state->primary.resize(state->devices.size());
   pthread_atfork(nullptr, nullptr, AfterForkInChild);
   std::atexit(DetachAtExit);
