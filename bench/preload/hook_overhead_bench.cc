@@ -9,11 +9,12 @@
 #include <cudaTypedefs.h>
 #include <dlfcn.h>
 
-#include <ctime>
 #include <cstdio>
 #include <cstdlib>
 
 #include <benchmark/benchmark.h>
+
+#include "same_run_compare.h"
 
 namespace {
 
@@ -54,13 +55,6 @@ Setup& GetSetup() {
 
 constexpr int kBatch = 256;
 
-// CPU time of this thread: a preempted thread (2 cores shared by many builds) does not count.
-double ThreadCpuNs() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) * 1e9 + static_cast<double>(ts.tv_nsec);
-}
-
 template <typename Op>
 void Compare(benchmark::State& state, Op op) {
   Setup& s = GetSetup();
@@ -68,22 +62,7 @@ void Compare(benchmark::State& state, Op op) {
     state.SkipWithError("set-up failed");
     return;
   }
-  double direct_ns = 0, shim_ns = 0;
-  int64_t calls = 0;
-  for (auto _ : state) {
-    for (const bool through_shim : {false, true}) {
-      const Table& t = through_shim ? s.shim : s.direct;
-      const double start = ThreadCpuNs();
-      for (int i = 0; i < kBatch; ++i) op(t);
-      const double ns = ThreadCpuNs() - start;
-      (through_shim ? shim_ns : direct_ns) += ns;
-    }
-    calls += kBatch;
-  }
-  state.counters["direct_ns"] = direct_ns / static_cast<double>(calls);
-  state.counters["shim_ns"] = shim_ns / static_cast<double>(calls);
-  state.counters["added_ns"] = (shim_ns - direct_ns) / static_cast<double>(calls);
-  state.counters["ratio"] = shim_ns / direct_ns;
+  gshare::bench::CompareDirectAndShim(state, s.direct, s.shim, kBatch, op, [] {});
 }
 
 void BM_LaunchKernelHook(benchmark::State& state) {

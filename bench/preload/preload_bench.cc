@@ -13,13 +13,14 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include <ctime>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <vector>
 
 #include <benchmark/benchmark.h>
+
+#include "same_run_compare.h"
 
 #include "simcuda/kernels/ptx.h"
 
@@ -94,23 +95,6 @@ Setup& GetSetup() {
 
 constexpr int kBatch = 128;
 
-// CPU time of this thread: a preempted thread (2 cores shared by many builds) does not count.
-double ThreadCpuNs() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) * 1e9 + static_cast<double>(ts.tv_nsec);
-}
-
-// Times kBatch calls of `op` on `t`, then waits for the stream (not timed).
-template <typename Op>
-double TimeBatch(const Setup& s, const Table& t, Op op) {
-  const double start = ThreadCpuNs();
-  for (int i = 0; i < kBatch; ++i) op(t);
-  const double end = ThreadCpuNs();
-  (void)s.sync(s.stream);
-  return end - start;
-}
-
 template <typename Op>
 void Compare(benchmark::State& state, Op op) {
   Setup& s = GetSetup();
@@ -118,18 +102,8 @@ void Compare(benchmark::State& state, Op op) {
     state.SkipWithError("set-up failed");
     return;
   }
-  double direct_ns = 0, shim_ns = 0;
-  int64_t calls = 0;
-  for (auto _ : state) {
-    direct_ns += TimeBatch(s, s.direct, op);
-    shim_ns += TimeBatch(s, s.shim, op);
-    calls += kBatch;
-  }
-  state.SetItemsProcessed(calls * 2);
-  state.counters["direct_ns"] = direct_ns / static_cast<double>(calls);
-  state.counters["shim_ns"] = shim_ns / static_cast<double>(calls);
-  state.counters["added_ns"] = (shim_ns - direct_ns) / static_cast<double>(calls);
-  state.counters["ratio"] = shim_ns / direct_ns;
+  gshare::bench::CompareDirectAndShim(state, s.direct, s.shim, kBatch, op,
+                                      [&s] { (void)s.sync(s.stream); });
 }
 
 void BM_LaunchKernel(benchmark::State& state) {

@@ -167,6 +167,31 @@ TEST_F(ShimTest, DlsymAndGetProcAddressHonourHandlesAndVersions) {
   EXPECT_NE(S(kv, "proc_missing").rfind("0:0:", 0), 0u) << S(kv, "proc_missing");
 }
 
+TEST_F(ShimTest, StreamOrderedPoolsPitchPointerQueriesAndAppVmm) {
+  const auto kv = RunKeyValues({GSHARE_PROBE, "memory-api"}, Env(true));
+  ASSERT_EQ(S(kv, "exit"), "0") << S(kv, "error");
+  EXPECT_EQ(U(kv, "free0"), kGiB);
+  EXPECT_EQ(U(kv, "range"), 0u);
+  EXPECT_EQ(U(kv, "range_base_ok"), 1u);
+  EXPECT_EQ(U(kv, "range_size"), 1000u);  // the allocation, not the chunk behind it
+  EXPECT_EQ(U(kv, "attr_base_ok"), 1u);
+  EXPECT_EQ(U(kv, "attr_size"), 1000u);
+  EXPECT_EQ(U(kv, "attrs"), 0u);
+  EXPECT_EQ(U(kv, "attrs_base_ok"), 1u);
+  EXPECT_EQ(U(kv, "attrs_size"), 1000u);
+  EXPECT_EQ(U(kv, "pitch_alloc"), 0u);
+  EXPECT_GE(U(kv, "pitch"), 1000u);
+  EXPECT_EQ(U(kv, "async_allocations"), 8u);  // 8 x 128 MiB = 1 GiB
+  EXPECT_EQ(U(kv, "async_refusal"), static_cast<uint64_t>(CUDA_ERROR_OUT_OF_MEMORY));
+  EXPECT_EQ(U(kv, "free_after_async"), kGiB);
+  EXPECT_EQ(U(kv, "pool_alloc"), 0u);
+  EXPECT_EQ(U(kv, "pool_free_delta"), 256 * kMiB);
+  EXPECT_EQ(U(kv, "vmm_create"), 0u);
+  EXPECT_EQ(U(kv, "vmm_free_delta"), 256 * kMiB);
+  EXPECT_EQ(U(kv, "vmm_over_quota"), static_cast<uint64_t>(CUDA_ERROR_OUT_OF_MEMORY));
+  EXPECT_EQ(U(kv, "free_end"), kGiB);
+}
+
 TEST_F(ShimTest, NeverRecursesIntoItself) {
   auto env = Env(true);
   env["GSHARE_REAL_LIBCUDA"] = GSHARE_PRELOAD_LIB;
