@@ -4,6 +4,9 @@
 //   alloc BYTES DEV        try to allocate; print "ok" or the error name; exit 0
 //   kernels N NS           load the kernel set, print "ready", wait for SIGUSR1, then launch N
 //                          sleep_ns(NS) kernels on device 0 and print "elapsed <simulated ms>"
+//   interposed             (run with an LD_PRELOADed cuMemAlloc_v2 that fails) check that the
+//                          program's own call is interposed but simcuda's internal calls and
+//                          cuGetProcAddress results are not; exit 0 if so
 //   checkpoint-target      fill 8 MiB of cuMemAlloc memory and 4 MiB of VMM memory on device 0,
 //                          print "ready", wait for SIGUSR1, then check every byte and the
 //                          devices the memory is on; print "verified <dev> <dev>" or "corrupt"
@@ -125,6 +128,22 @@ int Kernels(int n, unsigned long long ns) {
   return 0;
 }
 
+int Interposed() {
+  CUcontext ctx;
+  if (int rc = SetUp(0, &ctx); rc != 0) return rc;
+  CUdeviceptr p = 0;
+  if (cuMemAlloc(&p, 4096) != CUDA_ERROR_UNKNOWN) return 1;  // the "shim" is in front
+  size_t pitch = 0;
+  CHECK_CU(cuMemAllocPitch(&p, &pitch, 100, 4, 4));  // calls cuMemAlloc_v2 inside simcuda
+  CHECK_CU(cuMemFree(p));
+  using AllocFn = CUresult (*)(CUdeviceptr*, size_t);
+  void* fn = nullptr;
+  CHECK_CU(cuGetProcAddress("cuMemAlloc", &fn, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, nullptr));
+  CHECK_CU(reinterpret_cast<AllocFn>(fn)(&p, 4096));  // simcuda's own entry point
+  CHECK_CU(cuMemFree(p));
+  return 0;
+}
+
 uint8_t PatternByte(size_t i, unsigned salt) { return static_cast<uint8_t>((i * 2654435761u + salt) >> 7); }
 
 int CheckpointTarget() {
@@ -183,6 +202,7 @@ int main(int argc, char** argv) {
   if (cmd == "hold" && argc == 4) return Hold(std::strtoull(argv[2], nullptr, 0), std::atoi(argv[3]));
   if (cmd == "alloc" && argc == 4) return Alloc(std::strtoull(argv[2], nullptr, 0), std::atoi(argv[3]));
   if (cmd == "checkpoint-target") return CheckpointTarget();
+  if (cmd == "interposed") return Interposed();
   if (cmd == "kernels" && argc == 4) return Kernels(std::atoi(argv[2]), std::strtoull(argv[3], nullptr, 0));
   return 2;
 }

@@ -57,4 +57,9 @@ TEST_F(MultiProcess, NormalExitReturnsMemoryAtOnce) {
   EXPECT_EQ(simcuda_test::FreeOn(1), free0);
 }
 
+// An LD_PRELOADed shim sees the program's calls, never simcuda's calls to itself.
+TEST(Interposition, InternalCallsBypassPreloadedHooks) {
+  EXPECT_EQ(simcuda_test::RunHelper({"interposed"}, {"LD_PRELOAD=" SIMCUDA_TEST_INTERPOSER}), 0);
+}
+
 }  // namespace
