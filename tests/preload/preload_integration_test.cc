@@ -232,11 +232,11 @@ std::vector<std::string> ReadPointers(ChildProcess* probe) {
 }
 
 TEST_F(ShimTest, SwapOutAndInThroughTheControlSocket) {
-  // Device 1536 MiB; the probe holds a 512 MiB block plus random ones (bytes .. 256 MiB).
-  auto env = Env(true, "1GiB", "1536MiB");
+  // Device 1 GiB; the probe holds a 256 MiB block plus random ones (bytes .. 256 MiB).
+  auto env = Env(true, "1GiB", "1GiB");
   const std::string socket = (dir_ / "control-%p.sock").string();
   env["GSHARE_CONTROL_SOCKET"] = socket;
-  ChildProcess probe({GSHARE_PROBE, "swap", "7", "10", "512"}, env);
+  ChildProcess probe({GSHARE_PROBE, "swap", "7", "10", "256"}, env);
   ASSERT_TRUE(probe.started());
   std::string line;
   ASSERT_TRUE(probe.ReadLine(&line)) << "probe did not get ready";
@@ -246,8 +246,8 @@ TEST_F(ShimTest, SwapOutAndInThroughTheControlSocket) {
   std::string path = socket;
   path.replace(path.find("%p"), 2, std::to_string(probe.pid()));
 
-  // While resident, another process cannot take 1280 MiB of the 1536 MiB device.
-  const auto blocked = RunKeyValues({GSHARE_PROBE, "alloc", "1280"}, Env(false, "", "1536MiB"));
+  // While resident, another process cannot take 896 MiB of the 1 GiB device.
+  const auto blocked = RunKeyValues({GSHARE_PROBE, "alloc", "896"}, Env(false, "", "1GiB"));
   EXPECT_EQ(U(blocked, "alloc"), static_cast<uint64_t>(CUDA_ERROR_OUT_OF_MEMORY));
 
   const std::string out = UnixRequest(path, "swap-out");
@@ -255,7 +255,7 @@ TEST_F(ShimTest, SwapOutAndInThroughTheControlSocket) {
   EXPECT_NE(UnixRequest(path, "stats").find("resident=0"), std::string::npos);
 
   // Swapped out: the capacity is really released.
-  const auto fits = RunKeyValues({GSHARE_PROBE, "alloc", "1280"}, Env(false, "", "1536MiB"));
+  const auto fits = RunKeyValues({GSHARE_PROBE, "alloc", "896"}, Env(false, "", "1GiB"));
   EXPECT_EQ(U(fits, "alloc"), 0u) << S(fits, "error");
 
   const std::string in = UnixRequest(path, "swap-in 0");
