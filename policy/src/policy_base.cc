@@ -62,7 +62,15 @@ void PolicyBase::Handle(const Event& event, ActionList& out) {
       },
       event.body);
   FireTimers(now);
-  for (GpuId g = 0; g < gpus_.size(); ++g) {
+  // Only GPUs this event or its actions touched can have become empty.
+  if (std::holds_alternative<Started>(event.body)) {
+    for (GpuId g = 0; g < gpus_.size(); ++g) touched_.push_back(g);
+  }
+  std::visit([&](const auto& e) {
+    if constexpr (requires { e.gpu; }) Touch(e.gpu);
+  }, event.body);
+  for (size_t i = 0; i < touched_.size(); ++i) {
+    const GpuId g = touched_[i];
     Gpu& gpu = gpus_[g];
     if (gpu.active && gpu.empty()) {
       if (!gpu_empty_seen_[g]) {
@@ -73,11 +81,17 @@ void PolicyBase::Handle(const Event& event, ActionList& out) {
       gpu_empty_seen_[g] = false;
     }
   }
+  touched_.clear();
   out_ = nullptr;
 }
 
 void PolicyBase::Emit(ActionKind kind, FunctionId f, GpuId g, Duration slice, bool pin) {
   out_->push_back(Action{kind, f, g, slice, pin});
+  Touch(g);
+}
+
+void PolicyBase::Touch(GpuId g) {
+  if (g < gpus_.size()) touched_.push_back(g);
 }
 
 void PolicyBase::AddMember(FunctionId f, GpuId g) {
@@ -100,6 +114,7 @@ void PolicyBase::Activate(Time now, GpuId g) {
   gpus_[g].activated_at = now;
   gpus_[g].link_free = now;
   ++active_count_;
+  active_.insert(std::upper_bound(active_.begin(), active_.end(), g), g);
   Emit(ActionKind::kActivateGpu, kNoFunction, g);
 }
 
@@ -107,6 +122,7 @@ void PolicyBase::Release(GpuId g) {
   assert(gpus_[g].active && gpus_[g].empty());
   gpus_[g].active = false;
   --active_count_;
+  active_.erase(std::lower_bound(active_.begin(), active_.end(), g));
   Emit(ActionKind::kReleaseGpu, kNoFunction, g);
 }
 
@@ -119,6 +135,7 @@ Time PolicyBase::SwapIn(Time now, FunctionId f, GpuId g) {
   fn.swap_from_parked = fn.where == Residency::kParked && fn.gpu == g;
   if (fn.where != Residency::kHost) {
     gpus_[fn.gpu].used -= FootprintBytes(fn.spec, fn.where);
+    Touch(fn.gpu);
     RemoveMember(f);
   }
   gpu.used += FootprintBytes(fn.spec, Residency::kResident);
@@ -244,7 +261,7 @@ void PolicyBase::HandleArrival(Time now, FunctionId f) {
   if (fn.running || fn.queued || fn.waiting || fn.transfer) return;
   if (fn.gpu != kNoGpu && gpus_[fn.gpu].tenant == f) return;
   if (fn.where == Residency::kResident) {
-    Enqueue(now, f, fn.gpu);
+    if (!Relocate(now, f)) Enqueue(now, f, fn.gpu);
   } else {
     Place(now, f);
   }
@@ -318,16 +335,25 @@ void PolicyBase::HandleGone(Time now, FunctionId f) {
     }
   }
   const GpuId was = fn.gpu;
+  const GpuId leaving = fn.evicting_from;
   fn = Fn{};
-  if (was != kNoGpu) Dispatch(now, was);
+  Touch(leaving);
+  if (was != kNoGpu) {
+    Touch(was);
+    Dispatch(now, was);
+  }
 }
 
-std::vector<FunctionId> PolicyBase::EvictionOrder(GpuId g, Residency state) const {
+bool PolicyBase::Evictable(FunctionId f, GpuId g, bool pinned_too) const {
+  const Fn& fn = fns_[f];
+  return fn.idle() && (pinned_too || !fn.pinned) && !fn.queued && !fn.waiting &&
+         gpus_[g].tenant != f;
+}
+
+std::vector<FunctionId> PolicyBase::EvictionOrder(GpuId g, Residency state, bool pinned_too) const {
   std::vector<FunctionId> order;
   for (FunctionId f : gpus_[g].members) {
-    const Fn& fn = fns_[f];
-    if (fn.where == state && fn.idle() && !fn.pinned && !fn.queued && !fn.waiting &&
-        gpus_[g].tenant != f) {
+    if (fns_[f].where == state && Evictable(f, g, pinned_too)) {
       order.push_back(f);
     }
   }
@@ -340,10 +366,7 @@ std::vector<FunctionId> PolicyBase::EvictionOrder(GpuId g, Residency state) cons
 uint64_t PolicyBase::Reclaimable(GpuId g, Evict /*mode*/) const {
   uint64_t bytes = gpus_[g].free();
   for (FunctionId f : gpus_[g].members) {
-    const Fn& fn = fns_[f];
-    if (fn.idle() && !fn.pinned && !fn.queued && !fn.waiting && gpus_[g].tenant != f) {
-      bytes += FootprintBytes(fn.spec, fn.where);
-    }
+    if (Evictable(f, g, /*pinned_too=*/true)) bytes += FootprintBytes(fns_[f].spec, fns_[f].where);
   }
   return bytes;
 }
@@ -366,6 +389,14 @@ bool PolicyBase::MakeRoom(Time now, GpuId g, uint64_t need, Evict mode) {
   for (FunctionId f : EvictionOrder(g, Residency::kParked)) {
     if (gpu.free() >= need) return true;
     DeepEvict(now, f);
+  }
+  // Last resort: idle pinned functions, least recently used first (a pin protects a function
+  // from eviction for convenience, never to the point of starving a request).
+  for (Residency state : {Residency::kParked, Residency::kResident}) {
+    for (FunctionId f : EvictionOrder(g, state, /*pinned_too=*/true)) {
+      if (gpu.free() >= need) return true;
+      DeepEvict(now, f);
+    }
   }
   return gpu.free() >= need;
 }

@@ -51,6 +51,7 @@ class PolicyBase : public Policy {
     size_t member_pos = 0;    // index in gpus_[gpu].members
     bool swap_from_parked = false;     // the swap-in in flight moves weights only
     GpuId evicting_from = kNoGpu;      // GPU a deep eviction in flight is leaving
+    int retries = 0;                   // placements that found no GPU in a row
     ExecPredictor exec;
     ArrivalPredictor arrivals;
     Time deadline() const { return pending.empty() ? kNever : pending.front() + spec.slo; }
@@ -80,6 +81,9 @@ class PolicyBase : public Policy {
   // f has an outstanding burst, is not on any GPU's tenant/ready, not waiting, not in transfer,
   // and is not kResident. Decide: swap it in somewhere, or hold it (set waiting, wake later).
   virtual void Place(Time now, FunctionId f) = 0;
+  // f is resident and idle and a burst arrived: return true after moving it elsewhere (its
+  // GPU is too busy to meet the deadline), false to queue it where it is (the default).
+  virtual bool Relocate(Time /*now*/, FunctionId /*f*/) { return false; }
   // The policy's predicted execution time of f's next burst.
   virtual Duration Predict(FunctionId f) const = 0;
   virtual void OnStarted(Time /*now*/) {}
@@ -106,9 +110,9 @@ class PolicyBase : public Policy {
   // Puts f (with an outstanding burst) at the back of g's ready queue; dispatches if g is free.
   // f need not be resident on g: Dispatch() then loads it first (load-at-dispatch style).
   void Enqueue(Time now, FunctionId f, GpuId g);
-  // Frees at least `need` bytes on g by evicting idle, unpinned functions in LRU order (kDeep:
-  // deep-evict; kParkFirst: swap out resident ones, then deep-evict parked ones). Evicts nothing
-  // unless the goal is reachable. Returns whether free() >= need afterwards.
+  // Frees at least `need` bytes on g by evicting idle functions in LRU order (kDeep: deep-evict;
+  // kParkFirst: swap out resident ones, then deep-evict parked ones), pinned ones only as a last
+  // resort. Evicts nothing unless the goal is reachable. Returns whether free() >= need.
   bool MakeRoom(Time now, GpuId g, uint64_t need, Evict mode);
   // Bytes MakeRoom could free on g (free + evictable).
   uint64_t Reclaimable(GpuId g, Evict mode) const;
@@ -124,6 +128,8 @@ class PolicyBase : public Policy {
   // When g's current tenant and ready queue are predicted to be done.
   Time GpuFreeAt(Time now, GpuId g) const;
   int ActiveGpus() const { return active_count_; }
+  // The active GPUs in increasing id order.
+  const std::vector<GpuId>& active_gpus() const { return active_; }
 
   std::string name_;
   PolicyConfig config_;
@@ -132,6 +138,7 @@ class PolicyBase : public Policy {
 
  private:
   void Emit(ActionKind kind, FunctionId f, GpuId g, Duration slice = 0, bool pin = false);
+  void Touch(GpuId g);  // g's emptiness must be re-checked at the end of this Handle()
   void AddMember(FunctionId f, GpuId g);
   void RemoveMember(FunctionId f);
   void Dispatch(Time now, GpuId g);
@@ -143,7 +150,8 @@ class PolicyBase : public Policy {
   void HandleSwapDone(Time now, const SwapDone& e);
   void HandleGone(Time now, FunctionId f);
   void FireTimers(Time now);
-  std::vector<FunctionId> EvictionOrder(GpuId g, Residency state) const;
+  bool Evictable(FunctionId f, GpuId g, bool pinned_too) const;
+  std::vector<FunctionId> EvictionOrder(GpuId g, Residency state, bool pinned_too = false) const;
 
   struct Wake {
     Time at;
@@ -153,6 +161,8 @@ class PolicyBase : public Policy {
   };
   std::priority_queue<Wake, std::vector<Wake>, std::greater<>> wakes_;
   std::vector<bool> gpu_empty_seen_;  // OnGpuEmpty already called for this empty spell
+  std::vector<GpuId> touched_;        // GPUs to re-check at the end of Handle()
+  std::vector<GpuId> active_;         // sorted
   ActionList* out_ = nullptr;  // valid during Handle()
   int active_count_ = 0;
 };

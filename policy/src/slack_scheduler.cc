@@ -29,8 +29,10 @@ constexpr Duration kShareIdleTtl = 60 * kUsPerSecond;       // dual-queue: evict
 constexpr Duration kReleaseDelay = 60 * kUsPerSecond;       // without `release`
 constexpr Duration kScalePeriod = 5 * kUsPerSecond;         // consolidation check period
 constexpr double kScaleUtil = 0.5;                          // target utilisation after draining
+constexpr double kMaxUtil = 0.6;                            // most a GPU's functions may use
+constexpr double kUnknownUtil = 0.2;                        // assumed before any gap is seen
 constexpr Duration kPrefetchMinGap = 10 * kUsPerSecond;     // shortest period worth evicting for
-constexpr Duration kRetry = 1'000;                          // nothing fits anywhere: retry after
+constexpr Duration kRetry = 1'000;  // nothing fits anywhere: retry after this, doubling
 
 class SlackScheduler final : public PolicyBase {
  public:
@@ -73,11 +75,11 @@ class SlackScheduler final : public PolicyBase {
   GpuId Choose(Time now, FunctionId f, Time deadline) const {
     const Duration e = Predict(f);
     GpuId best = kNoGpu;
-    for (GpuId g = 0; g < gpus_.size(); ++g) {
+    for (GpuId g : active_gpus()) {
       const Gpu& gpu = gpus_[g];
-      if (!gpu.active || Reclaimable(g, evict_mode()) < Need(f, g)) continue;
       if (PredictedStart(now, f, g) + e > deadline) continue;
       if (opt_.interference && !Compatible(f, g)) continue;
+      if (Reclaimable(g, evict_mode()) < Need(f, g)) continue;
       if (!opt_.residency) return g;  // first fit
       if (fns_[f].gpu == g) return g;  // parked here: cheapest swap, context already there
       if (best == kNoGpu || gpu.used > gpus_[best].used) best = g;  // pack the fullest
@@ -85,15 +87,26 @@ class SlackScheduler final : public PolicyBase {
     return best;
   }
 
+  // Long-run GPU utilisation of f: typical burst / mean inter-arrival gap; until a gap is known,
+  // a cautious kUnknownUtil.
+  double Utilisation(FunctionId f) const {
+    const double gap = fns_[f].arrivals.MeanGap();
+    return gap > 0 ? static_cast<double>(Typical(f)) / gap : kUnknownUtil;
+  }
+
   // Whether f can share g for good: a typical burst of each of g's other functions fits in f's
-  // slack and f's typical burst fits in each of theirs (bursts are not preempted).
+  // slack and f's typical burst fits in each of theirs (bursts are not preempted), and the
+  // functions' combined utilisation leaves g room (queues stay short).
   bool Compatible(FunctionId f, GpuId g) const {
     const Duration ef = Typical(f);
     const Duration f_slack = fns_[f].spec.slo - ef;
+    double util = Utilisation(f);
     for (FunctionId m : gpus_[g].members) {
       if (m == f) continue;
       const Duration em = Typical(m);
       if (em > f_slack || ef > fns_[m].spec.slo - em) return false;
+      util += Utilisation(m);
+      if (util > kMaxUtil) return false;
     }
     return true;
   }
@@ -112,6 +125,21 @@ class SlackScheduler final : public PolicyBase {
       }
     }
     return best;
+  }
+
+  // A resident function whose GPU is now too busy to meet this burst's deadline moves to a GPU
+  // that can (keeps shared GPUs from overloading when utilisation estimates were wrong).
+  bool Relocate(Time now, FunctionId f) override {
+    if (!opt_.interference) return false;
+    Fn& fn = fns_[f];
+    const GpuId home = fn.gpu;
+    if (PredictedStart(now, f, home) + Predict(f) <= fn.deadline()) return false;
+    if (fn.pinned) return false;  // cannot afford the move's swap either
+    const GpuId g = Choose(now, f, fn.deadline());
+    if (g == kNoGpu || g == home) return false;
+    SwapOut(f);
+    Load(now, f, g);  // a migration: its context on `home` is dropped
+    return true;
   }
 
   void Load(Time now, FunctionId f, GpuId g) {
@@ -148,8 +176,8 @@ class SlackScheduler final : public PolicyBase {
     }
     if (g == kNoGpu) {
       Time best_start = kNever;
-      for (GpuId i = 0; i < gpus_.size(); ++i) {
-        if (gpus_[i].active && Reclaimable(i, evict_mode()) >= Need(f, i)) {
+      for (GpuId i : active_gpus()) {
+        if (Reclaimable(i, evict_mode()) >= Need(f, i)) {
           const Time start = PredictedStart(now, f, i);
           if (start < best_start) {
             best_start = start;
@@ -158,11 +186,13 @@ class SlackScheduler final : public PolicyBase {
         }
       }
     }
-    if (g == kNoGpu) {
+    if (g == kNoGpu) {  // every GPU is busy with its own work: back off and retry
       fns_[f].waiting = true;
-      WakeAt(now + kRetry, f, kTagSlack);
+      const int shift = std::min<int>(fns_[f].retries++, 10);
+      WakeAt(now + (kRetry << shift), f, kTagSlack);
       return;
     }
+    fns_[f].retries = 0;
     Load(now, f, g);
   }
 
@@ -267,15 +297,15 @@ class SlackScheduler final : public PolicyBase {
   // rest), so it empties and is released.
   void Consolidate(Time now) {
     double total_busy = 0;
-    for (GpuId g = 0; g < gpus_.size(); ++g) {
-      total_busy += static_cast<double>(busy_[g]);
-      busy_[g] = 0;
+    for (Duration& busy : busy_) {
+      total_busy += static_cast<double>(busy);
+      busy = 0;
     }
     const int active = ActiveGpus();
     if (active <= 1) return;
     if (total_busy / static_cast<double>(kScalePeriod) > kScaleUtil * (active - 1)) return;
     GpuId victim = kNoGpu;
-    for (GpuId g = 0; g < gpus_.size(); ++g) {
+    for (GpuId g : active_gpus()) {
       if (Drainable(g) && (victim == kNoGpu || gpus_[g].used < gpus_[victim].used)) victim = g;
     }
     if (victim == kNoGpu) return;
@@ -286,8 +316,8 @@ class SlackScheduler final : public PolicyBase {
         continue;
       }
       GpuId target = kNoGpu;
-      for (GpuId g = 0; g < gpus_.size(); ++g) {
-        if (g == victim || !gpus_[g].active || Reclaimable(g, evict_mode()) < Need(f, g)) continue;
+      for (GpuId g : active_gpus()) {
+        if (g == victim || Reclaimable(g, evict_mode()) < Need(f, g)) continue;
         if (opt_.interference && !Compatible(f, g)) continue;
         if (target == kNoGpu || gpus_[g].used > gpus_[target].used) target = g;
       }
