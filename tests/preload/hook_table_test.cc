@@ -31,6 +31,11 @@ TEST(HookTable, VersionedVariantsFollowTheHeaders) {
   EXPECT_EQ(Select("cuStreamWaitValue32", 12000, false), "cuStreamWaitValue32_v2");
   EXPECT_EQ(Select("cuMemGetInfo", 12000, false), "cuMemGetInfo_v2");
   EXPECT_EQ(Select("cuCtxCreate", 12000, false), "none");  // not hooked: passes through
+  // An ABI that changed in CUDA 13: a CUDA 12.8/12.9 caller keeps the 12.8 variant.
+  EXPECT_EQ(Select("cuMemcpyBatchAsync", 12080, false), "cuMemcpyBatchAsync");
+  EXPECT_EQ(Select("cuMemcpyBatchAsync", 12090, true), "cuMemcpyBatchAsync_ptsz");
+  EXPECT_EQ(Select("cuMemcpyBatchAsync", 13000, false), "cuMemcpyBatchAsync_v2");
+  EXPECT_EQ(Select("cuMemcpyBatchAsync", 13000, true), "cuMemcpyBatchAsync_v2_ptsz");
 }
 
 TEST(HookTable, PerThreadStreamVariants) {

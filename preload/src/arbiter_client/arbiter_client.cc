@@ -20,7 +20,8 @@ void LogAt(spdlog::logger* log, spdlog::level::level_enum lvl, spdlog::format_st
 }
 
 constexpr auto kGrantPoll = std::chrono::milliseconds(20);
-constexpr auto kIdleTick = std::chrono::milliseconds(5);
+constexpr auto kIdleTick = std::chrono::milliseconds(1);
+constexpr auto kAcquireTick = std::chrono::microseconds(200);
 
 }  // namespace
 
@@ -102,6 +103,7 @@ void ArbiterClient::Acquire() {
       continue;
     }
     state_ = TokenState::kAcquiring;
+    cv_.notify_all();  // the service thread switches to watching for swap orders
     const std::shared_ptr<shm::ClientChannel> ch = channel_;
     if (!in_burst_) {
       in_burst_ = true;
@@ -273,20 +275,31 @@ void ArbiterClient::ServiceLoop() {
       cv_.wait_for(lock, std::min<std::chrono::nanoseconds>(options_.reconnect_interval, kGrantPoll));
       continue;
     }
-    // Sleep until a swap order arrives or the tick passes. While holding, the tick is short
-    // enough to see idleness and preemption promptly.
-    const auto tick = state == TokenState::kHeld
-                          ? std::clamp<std::chrono::nanoseconds>(options_.idle_release / 4,
-                                                                 std::chrono::microseconds(20),
-                                                                 std::chrono::milliseconds(1))
-                          : std::chrono::nanoseconds(kIdleTick);
+    // Wait for the next thing to do. Holding: short ticks (idleness and preemption must be
+    // seen promptly) that a swap order cuts short. Acquiring: the futex on the swap-order word
+    // (a requested swap-in must start at once). Otherwise: the state condition variable (an
+    // Acquire wakes us at once) with a bounded poll of the order word.
     uint32_t last_seq = 0;
     {
       std::lock_guard<std::mutex> lock(mu_);
       last_seq = last_order_seq_;
     }
-    auto order = ch->WaitForSwapOrder(last_seq, tick);
-    if (order.ok() && order->seq != last_seq) HandleSwapOrder(*order);
+    if (state == TokenState::kHeld || state == TokenState::kAcquiring) {
+      const auto tick = state == TokenState::kHeld
+                            ? std::clamp<std::chrono::nanoseconds>(options_.idle_release / 4,
+                                                                   std::chrono::microseconds(20),
+                                                                   std::chrono::milliseconds(1))
+                            : std::chrono::nanoseconds(kAcquireTick);
+      auto order = ch->WaitForSwapOrder(last_seq, tick);
+      if (order.ok() && order->seq != last_seq) HandleSwapOrder(*order);
+    } else {
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait_for(lock, kIdleTick, [&] { return stop_ || state_ != state; });
+      }
+      const shm::SwapOrder order = ch->ReadSwapOrder();
+      if (order.seq != last_seq && order.seq != 0) HandleSwapOrder(order);
+    }
 
     // Liveness: the connection carries nothing but a Goodbye or EOF.
     auto bye = shm::ReceiveGoodbye(conn_fd, std::chrono::nanoseconds(0));

@@ -32,6 +32,19 @@ Segment::~Segment() {
 }
 
 CUresult Segment::Back(size_t i, CUdevice device) {
+  CUmemGenericAllocationHandle handle = 0;
+  const CUresult rc = CreateAndMap(i, device, &handle);
+  if (rc == CUDA_SUCCESS) Adopt(i, handle);
+  return rc;
+}
+
+void Segment::Adopt(size_t i, CUmemGenericAllocationHandle handle) {
+  pieces_[i].handle = handle;
+  ++present_;
+}
+
+CUresult Segment::CreateAndMap(size_t i, CUdevice device,
+                               CUmemGenericAllocationHandle* out) const {
   const CUmemAllocationProp prop = DevicePinnedProp(device);
   CUmemGenericAllocationHandle handle = 0;
   CUresult rc = api_.mem_create(&handle, piece_size_, &prop, 0);
@@ -51,8 +64,7 @@ CUresult Segment::Back(size_t i, CUdevice device) {
     (void)api_.mem_release(handle);
     return rc;
   }
-  pieces_[i].handle = handle;
-  ++present_;
+  *out = handle;
   return CUDA_SUCCESS;
 }
 

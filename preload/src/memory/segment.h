@@ -55,6 +55,10 @@ class Segment {
   // Creates a handle on `device`, maps it at piece i and grants `device` read/write access. On
   // failure nothing stays created or mapped. REQUIRES: piece(i).handle == 0.
   CUresult Back(size_t i, CUdevice device);
+  // Back in two steps, for callers that map pieces from several threads: CreateAndMap does the
+  // driver work and changes no state (thread-safe for distinct i); Adopt records the handle.
+  CUresult CreateAndMap(size_t i, CUdevice device, CUmemGenericAllocationHandle* handle) const;
+  void Adopt(size_t i, CUmemGenericAllocationHandle handle);
   // Unmaps and releases piece i. REQUIRES: piece(i).handle != 0. Returns the first error but
   // always forgets the handle.
   CUresult Unback(size_t i);

@@ -18,6 +18,7 @@
 #include <map>
 #include <mutex>
 #include <numeric>
+#include <thread>
 #include <vector>
 
 #include "deferred_frees.h"
@@ -313,34 +314,65 @@ class VgpuMemory::Impl {
 
  private:
   // Backs `pieces` on `device`, maps them at their addresses and copies back those whose bytes
-  // are in the staging, pipelined: mapping piece i+1 overlaps the copies of piece i. On success
-  // clears has_host_copy and adds the copied bytes to *bytes (if non-null); on failure releases
-  // what it created. REQUIRES: a context of `device` is current; the pieces have no handle.
+  // are in the staging. Pipelined and parallel: options_.swap_streams workers (the calling
+  // thread and helper threads, each with the caller's context and its own stream) take every
+  // n-th piece, map it and enqueue its copies at once, so mapping overlaps copying and mappings
+  // run side by side. On success clears has_host_copy and adds the copied bytes to *bytes (if
+  // non-null); on failure releases what it created. REQUIRES: a context of `device` is current;
+  // the pieces have no handle.
   CUresult BackAndCopyIn(const std::vector<PieceRef>& pieces, CUdevice device, uint64_t* bytes) {
-    SwapCopier copier(api_, options_.swap_piece_bytes);
-    CUresult rc = copier.Start(options_.swap_streams);
+    CUcontext context = nullptr;
+    CUresult rc = api_.ctx_get_current(&context);
     if (rc != CUDA_SUCCESS) return rc;
-    uint64_t copied = 0;
-    size_t backed = 0;
-    for (; backed < pieces.size(); ++backed) {
-      const PieceRef& p = pieces[backed];
-      rc = p.segment->Back(p.index, device);
-      if (rc != CUDA_SUCCESS) break;
-      const PieceState& state = p.segment->piece(p.index);
-      if (state.has_host_copy) {
-        copier.CopyIn(p.segment->piece_address(p.index), staging_.data() + state.host_offset,
-                      p.segment->piece_size());
-        copied += p.segment->piece_size();
+    const size_t workers =
+        std::clamp<size_t>(options_.swap_streams, 1, std::max<size_t>(pieces.size(), 1));
+    std::vector<CUmemGenericAllocationHandle> handles(pieces.size(), 0);
+    std::vector<CUresult> results(workers, CUDA_SUCCESS);
+    std::vector<uint64_t> copied(workers, 0);
+    auto work = [&](size_t w, bool push_context) {
+      if (push_context) {
+        results[w] = api_.ctx_push_current(context);
+        if (results[w] != CUDA_SUCCESS) return;
       }
+      SwapCopier copier(api_, options_.swap_piece_bytes);
+      CUresult r = copier.Start(1);
+      for (size_t i = w; r == CUDA_SUCCESS && i < pieces.size(); i += workers) {
+        const PieceRef& p = pieces[i];
+        r = p.segment->CreateAndMap(p.index, device, &handles[i]);
+        if (r != CUDA_SUCCESS) break;
+        const PieceState& state = p.segment->piece(p.index);
+        if (state.has_host_copy) {
+          copier.CopyIn(p.segment->piece_address(p.index), staging_.data() + state.host_offset,
+                        p.segment->piece_size());
+          copied[w] += p.segment->piece_size();
+        }
+      }
+      const CUresult finish = copier.Finish();
+      results[w] = r != CUDA_SUCCESS ? r : finish;
+      if (push_context) {
+        CUcontext popped = nullptr;
+        (void)api_.ctx_pop_current(&popped);
+      }
+    };
+    std::vector<std::thread> helpers;
+    for (size_t w = 1; w < workers; ++w) helpers.emplace_back(work, w, true);
+    work(0, false);
+    for (std::thread& t : helpers) t.join();
+    // Every piece that got a handle is adopted, so the failure path can release it normally.
+    for (size_t i = 0; i < pieces.size(); ++i) {
+      if (handles[i] != 0) pieces[i].segment->Adopt(pieces[i].index, handles[i]);
     }
-    const CUresult copy_rc = copier.Finish();
-    if (rc == CUDA_SUCCESS) rc = copy_rc;
+    for (CUresult r : results) {
+      if (rc == CUDA_SUCCESS) rc = r;
+    }
     if (rc != CUDA_SUCCESS) {
-      for (size_t i = 0; i < backed; ++i) (void)pieces[i].segment->Unback(pieces[i].index);
+      for (const PieceRef& p : pieces) {
+        if (p.segment->piece(p.index).handle != 0) (void)p.segment->Unback(p.index);
+      }
       return rc;
     }
     for (const PieceRef& p : pieces) p.segment->piece(p.index).has_host_copy = false;
-    if (bytes != nullptr) *bytes += copied;
+    if (bytes != nullptr) *bytes += std::accumulate(copied.begin(), copied.end(), uint64_t{0});
     return CUDA_SUCCESS;
   }
 

@@ -46,8 +46,15 @@ Runtime& Runtime::InitSlow() {
 
 void Runtime::Setup() {
   config_ = ConfigFromEnvironment();
-  const std::string log_error = InitLog(config_.log_level, config_.log_file);
-  if (!log_error.empty()) Log().error("{}", log_error);
+  // Once per process image: a forked child keeps the parent's logger (same environment, same
+  // sinks) rather than re-registering it while another parent thread may have held spdlog's
+  // registry lock at fork time.
+  static bool log_initialised = false;
+  if (!log_initialised) {
+    log_initialised = true;
+    const std::string log_error = InitLog(config_.log_level, config_.log_file);
+    if (!log_error.empty()) Log().error("{}", log_error);
+  }
   if (!config_.error.empty()) {
     Log().error("invalid configuration: {}; every CUDA call will fail with "
                 "CUDA_ERROR_INVALID_VALUE",

@@ -64,7 +64,9 @@ struct VgpuMemoryOptions {
   uint64_t large_threshold = 32 * kMiB;
   // VA reserved per shared arena (a new arena is reserved when the existing ones are full).
   uint64_t arena_bytes = 1 * kGiB;
-  // Swap copies are split into pieces of this size, spread round-robin over swap_streams streams.
+  // Swap copies are split into pieces of this size. Swap-out spreads them round-robin over
+  // swap_streams streams; swap-in runs swap_streams workers (the caller and helper threads, each
+  // with its own stream) that each map every n-th piece and enqueue its copies at once.
   uint64_t swap_piece_bytes = 8 * kMiB;
   unsigned swap_streams = 2;
 };
