@@ -253,6 +253,8 @@ TEST_F(ShimTest, SwapOutAndInThroughTheControlSocket) {
   const std::string out = UnixRequest(path, "swap-out");
   ASSERT_EQ(out.rfind("ok bytes=", 0), 0u) << out;
   EXPECT_NE(UnixRequest(path, "stats").find("resident=0"), std::string::npos);
+  EXPECT_EQ(UnixRequest(path, "swap-out").rfind("ok bytes=0 ", 0), 0u);  // already out
+  EXPECT_EQ(UnixRequest(path, "reboot").rfind("error", 0), 0u);
 
   // Swapped out: the capacity is really released.
   const auto fits = RunKeyValues({GSHARE_PROBE, "alloc", "896"}, Env(false, "", "1GiB"));

@@ -51,7 +51,7 @@ void* NextAfter(const void* caller, const char* name) {
 }
 
 void* DlsymHook(void* handle, const char* name, const void* caller) {
-  if (name != nullptr && name[0] == 'c' && name[1] == 'u') {
+  if (name != nullptr && name[0] == 'c' && name[1] == 'u' && !Runtime::InitialisingOnThisThread()) {
     if (void* hook = HookedExport(name); hook != nullptr) {
       const Runtime& rt = Runtime::Get();
       const bool driver_lookup = handle == RTLD_DEFAULT || handle == RTLD_NEXT ||

@@ -15,6 +15,12 @@ namespace gshare::preload {
 std::atomic<Runtime*> Runtime::instance_{nullptr};
 std::mutex Runtime::init_mutex_;
 
+namespace {
+thread_local bool t_initialising = false;
+}  // namespace
+
+bool Runtime::InitialisingOnThisThread() { return t_initialising; }
+
 const char* ResultName(CUresult result) {
   switch (result) {
     case CUDA_SUCCESS: return "CUDA_SUCCESS";
@@ -39,7 +45,9 @@ Runtime& Runtime::InitSlow() {
     atfork_registered = true;
   }
   rt = new Runtime();  // never destroyed (see runtime.h)
+  t_initialising = true;
   rt->Setup();
+  t_initialising = false;
   instance_.store(rt, std::memory_order_release);
   return *rt;
 }

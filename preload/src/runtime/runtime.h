@@ -33,6 +33,11 @@ class Runtime {
     return rt != nullptr ? *rt : InitSlow();
   }
 
+  // True while this thread is inside the first initialisation (opening the real driver may run
+  // its constructors, which may call dlsym): the dlsym hook then passes straight through
+  // instead of waiting for the initialisation it is part of.
+  static bool InitialisingOnThisThread();
+
   [[nodiscard]] const Config& config() const { return config_; }
   [[nodiscard]] const RealDriver& real() const { return real_; }
   // CUDA_SUCCESS, or what hooks return instead of calling the driver: CUDA_ERROR_INVALID_VALUE
