@@ -44,11 +44,13 @@ struct State {
   std::set<CUstream> dtoh_streams;
   std::set<CUstream> htod_streams;
   bool has_context = true;
-  std::vector<CUcontext> pushed;  // contexts pushed on top of the (fake) current one
   uint64_t host_allocs = 0;
   int64_t event_syncs_until_failure = -1;  // -1: never fail
   uintptr_t next_stream = 0x1000;
 };
+
+// Contexts pushed on top of the (fake) current one; per thread, as in the driver.
+thread_local std::vector<CUcontext> t_pushed;
 
 State& S() {
   static State* state = new State();  // never destroyed: late calls stay safe
@@ -180,18 +182,25 @@ CUresult FreeHost(void* p) {
 }
 
 CUresult CopyDtoH(void* dst, CUdeviceptr src, size_t bytes, CUstream stream) {
-  S().dtoh_streams.insert(stream);
+  {
+    std::lock_guard<std::mutex> lock(S().mu);
+    S().dtoh_streams.insert(stream);
+  }
   std::memcpy(dst, reinterpret_cast<const void*>(src), bytes);
   return CUDA_SUCCESS;
 }
 
 CUresult CopyHtoD(CUdeviceptr dst, const void* src, size_t bytes, CUstream stream) {
-  S().htod_streams.insert(stream);
+  {
+    std::lock_guard<std::mutex> lock(S().mu);
+    S().htod_streams.insert(stream);
+  }
   std::memcpy(reinterpret_cast<void*>(dst), src, bytes);
   return CUDA_SUCCESS;
 }
 
 CUresult StreamCreate(CUstream* stream, unsigned int /*flags*/) {
+  std::lock_guard<std::mutex> lock(S().mu);
   *stream = reinterpret_cast<CUstream>(S().next_stream++);
   return CUDA_SUCCESS;
 }
@@ -233,23 +242,22 @@ CUresult EventSynchronize(CUevent event) {
 
 CUresult CtxGetCurrent(CUcontext* ctx) {
   State& s = S();
-  *ctx = !s.pushed.empty() ? s.pushed.back() : s.has_context ? FakeContext() : nullptr;
+  *ctx = !t_pushed.empty() ? t_pushed.back() : s.has_context ? FakeContext() : nullptr;
   return CUDA_SUCCESS;
 }
 CUresult CtxGetDevice(CUdevice* device) {
-  if (!S().has_context && S().pushed.empty()) return CUDA_ERROR_INVALID_CONTEXT;
+  if (!S().has_context && t_pushed.empty()) return CUDA_ERROR_INVALID_CONTEXT;
   *device = 0;
   return CUDA_SUCCESS;
 }
 CUresult CtxPush(CUcontext ctx) {
-  S().pushed.push_back(ctx);
+  t_pushed.push_back(ctx);
   return CUDA_SUCCESS;
 }
 CUresult CtxPop(CUcontext* ctx) {
-  State& s = S();
-  if (s.pushed.empty()) return CUDA_ERROR_INVALID_CONTEXT;
-  if (ctx != nullptr) *ctx = s.pushed.back();
-  s.pushed.pop_back();
+  if (t_pushed.empty()) return CUDA_ERROR_INVALID_CONTEXT;
+  if (ctx != nullptr) *ctx = t_pushed.back();
+  t_pushed.pop_back();
   return CUDA_SUCCESS;
 }
 CUresult PrimaryRetain(CUcontext* ctx, CUdevice device) {
@@ -270,7 +278,7 @@ void FakeDriver::Reset(uint64_t device_capacity_bytes) {
   s.dtoh_streams.clear();
   s.htod_streams.clear();
   s.has_context = true;
-  s.pushed.clear();
+  t_pushed.clear();
   s.event_syncs_until_failure = -1;
 }
 
