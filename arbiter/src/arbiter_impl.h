@@ -78,6 +78,8 @@ struct Client {
   uint64_t preempt_ns = 0;
   bool burst_outstanding = false;  // BurstStart delivered to the policy, no BurstEnd yet
   uint64_t last_use_ns = 0;
+  uint64_t deadline_ns = 0;  // current burst: start + SLO (for the next-in-line hint)
+  bool hinted = false;       // told it is next in line
 
   uint32_t swapin_requests_seen = 0;
   uint32_t bursts_seen = 0;
@@ -129,6 +131,7 @@ class ArbiterImpl final : public Arbiter {
   void Grant(Client& c, uint32_t g, policy::Duration slice_us, uint64_t now_ns);
   void Preempt(Client& c, uint64_t now_ns);
   void Enforce(Client& c, uint64_t now_ns);
+  void HintNext(uint32_t g);
   void QueueTransfer(Client& c, Transfer t, uint64_t now_ns);
   void PumpTransfers(uint64_t now_ns);
   bool TryIssue(Client& c, uint64_t now_ns);

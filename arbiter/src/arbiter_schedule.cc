@@ -18,11 +18,17 @@
 
 #include "arbiter_impl.h"
 #include "gshare/common/units.h"
+#include "gshare/shm/spin.h"
 
 namespace gshare::arbiter {
 namespace {
 
 policy::Duration ToUs(uint64_t ns) { return static_cast<policy::Duration>(ns / 1000); }
+
+// How long the arbiter spins for a draining holder's release, and how long it lets the
+// next-in-line client spin for its grant, before both fall back to sleeping.
+constexpr uint64_t kReleaseSpinNs = 200'000;
+constexpr uint32_t kNextSpinNs = 500'000;
 
 }  // namespace
 
@@ -264,7 +270,14 @@ void ArbiterImpl::Grant(Client& c, uint32_t g, policy::Duration slice_us, uint64
   const uint64_t slice_ns = slice_us > 0 ? static_cast<uint64_t>(slice_us) * 1000
                                          : static_cast<uint64_t>(config_.slice.count());
   const uint64_t deadline = now_ns + slice_ns;
-  const uint32_t seq = c.chan.Grant(gpus_[g].info.ordinal, deadline);
+  const uint32_t seq = c.chan.Grant(gpus_[g].info.ordinal, deadline);  // clears the hint
+  c.hinted = false;
+  for (auto& [id, other] : clients_) {
+    if (other->hinted && other->gpu == g) {
+      other->chan.SetNextHint(false, 0);
+      other->hinted = false;
+    }
+  }
   c.holding = true;
   c.hold_gpu = g;
   c.grant_ns = now_ns;
@@ -283,6 +296,21 @@ void ArbiterImpl::Preempt(Client& c, uint64_t now_ns) {
   c.preempt_ns = now_ns;
   ++stats_.preemptions;
   Record(shm::EventType::kPreempt, &c, gpus_[c.hold_gpu].info.ordinal, c.chan.grant_seq());
+  HintNext(c.hold_gpu);
+}
+
+void ArbiterImpl::HintNext(uint32_t g) {
+  // The policy decides who is granted next; the waiter resident on g with the earliest
+  // deadline is the likely one (EDF among the GPU's ready functions). A wrong guess costs
+  // only that client's bounded spin.
+  Client* best = nullptr;
+  for (auto& [id, c] : clients_) {
+    if (!c->burst_outstanding || c->holding || c->where != Where::kResident || c->gpu != g) continue;
+    if (best == nullptr || c->deadline_ns < best->deadline_ns) best = c.get();
+  }
+  if (best == nullptr || best->hinted) return;
+  best->chan.SetNextHint(true, kNextSpinNs);
+  best->hinted = true;
 }
 
 void ArbiterImpl::Enforce(Client& c, uint64_t now_ns) {
@@ -328,16 +356,27 @@ void ArbiterImpl::PollClient(Client& c, uint64_t now_ns) {
     RemoveClient(c.id, 2, now_ns);
     return;
   }
-  const shm::ClientView& v = *view;
-  if (!c.transfers.empty() && c.transfers.front().issued && v.ack_seq == c.transfers.front().order_seq)
-    CompleteTransfer(c, v, now_ns);
-  if (c.holding && v.released) {
+  if (!c.transfers.empty() && c.transfers.front().issued &&
+      view->ack_seq == c.transfers.front().order_seq) {
+    CompleteTransfer(c, *view, now_ns);
+    if (ById(c.id) == nullptr) return;
+  }
+  if (c.holding && !view->released && view->state == shm::ClientTokenState::kDraining) {
+    // The holder is about to release: prepare the next tenant and wait briefly for it.
+    HintNext(c.hold_gpu);
+    if (shm::SpinUntil([&] { return c.chan.Released(); }, kReleaseSpinNs)) {
+      auto again = c.chan.ReadClient(NowNs());
+      if (again.ok()) view = std::move(again);
+    }
+  }
+  if (c.holding && view->released) {
     const uint32_t g = c.hold_gpu;
     c.holding = false;
     gpus_[g].holder = 0;
     c.last_use_ns = now_ns;
     ++stats_.yields;
     Record(shm::EventType::kYield, &c, gpus_[g].info.ordinal, c.chan.grant_seq(), now_ns - c.grant_ns);
+    const shm::ClientView& v = *view;
     if (v.in_burst) {
       Deliver(now_ns, policy::SliceExpired{c.fid, g});
     } else {
@@ -349,6 +388,7 @@ void ArbiterImpl::PollClient(Client& c, uint64_t now_ns) {
     }
     if (ById(c.id) == nullptr) return;
   }
+  const shm::ClientView& v = *view;
   const bool wants = v.state == shm::ClientTokenState::kWaiting ||
                      v.swapin_requests != c.swapin_requests_seen;
   c.swapin_requests_seen = v.swapin_requests;
@@ -356,6 +396,7 @@ void ArbiterImpl::PollClient(Client& c, uint64_t now_ns) {
   if (!c.holding && !c.burst_outstanding && wants) {
     c.burst_outstanding = true;
     c.last_use_ns = now_ns;
+    c.deadline_ns = now_ns + uint64_t{c.slo_ms} * 1'000'000;
     Record(shm::EventType::kBurstStart, &c, shm::kNoGpu, v.burst_start_ns);
     Deliver(now_ns, policy::BurstStart{c.fid});
   }

@@ -52,6 +52,7 @@ class PolicyBase : public Policy {
     bool swap_from_parked = false;     // the swap-in in flight moves weights only
     GpuId evicting_from = kNoGpu;      // GPU a deep eviction in flight is leaving
     int retries = 0;                   // placements that found no GPU in a row
+    Time idle_wake = kNever;           // a policy's pending idle wakeup (policy scratch)
     ExecPredictor exec;
     ArrivalPredictor arrivals;
     Time deadline() const { return pending.empty() ? kNever : pending.front() + spec.slo; }

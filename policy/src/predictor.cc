@@ -8,31 +8,55 @@ namespace gshare::policy {
 
 ExecPredictor::ExecPredictor(const FunctionSpec& prior)
     : prior_p50_(std::max<Duration>(1, prior.exec_p50)),
-      prior_p90_(std::max<Duration>(1, std::max(prior.exec_p50, prior.exec_p90))) {}
+      prior_p90_(std::max<Duration>(1, std::max(prior.exec_p50, prior.exec_p90))) {
+  prior_q50_ = PriorQuantile(0.5);
+  prior_q90_ = PriorQuantile(0.9);
+  prior_q95_ = PriorQuantile(0.95);
+  prior_q99_ = PriorQuantile(0.99);
+}
 
 void ExecPredictor::Observe(Duration exec) {
-  window_[static_cast<size_t>(count_ % kWindow)] = std::max<Duration>(1, exec);
+  exec = std::max<Duration>(1, exec);
+  const int n = samples();
+  auto begin = sorted_.begin();
+  auto end = begin + n;
+  if (n == kWindow) {  // drop the sample leaving the window from the sorted copy
+    const Duration old = window_[static_cast<size_t>(count_ % kWindow)];
+    auto it = std::lower_bound(begin, end, old);
+    std::move(it + 1, end, it);
+    --end;
+  }
+  auto pos = std::upper_bound(begin, end, exec);
+  std::move_backward(pos, end, end + 1);
+  *pos = exec;
+  window_[static_cast<size_t>(count_ % kWindow)] = exec;
   ++count_;
+}
+
+Duration ExecPredictor::PriorQuantile(double q) const {
+  // Log-normal through p50 and p90: z(0.9) = 1.2816; the inverse normal CDF by a rational
+  // approximation (Abramowitz-Stegun 26.2.23, |error| < 4.5e-4).
+  const double mu = std::log(static_cast<double>(prior_p50_));
+  const double sigma =
+      std::log(static_cast<double>(prior_p90_) / static_cast<double>(prior_p50_)) / 1.2816;
+  const double p = std::clamp(q, 0.5, 0.9999);
+  const double t = std::sqrt(-2.0 * std::log(1.0 - p));
+  const double z = t - (2.515517 + 0.802853 * t + 0.010328 * t * t) /
+                           (1.0 + 1.432788 * t + 0.189269 * t * t + 0.001308 * t * t * t);
+  return std::max<Duration>(1, static_cast<Duration>(std::exp(mu + sigma * z)));
 }
 
 Duration ExecPredictor::Quantile(double q) const {
   const int n = samples();
   if (n < kMinSamples) {
-    // Log-normal prior through p50 and p90: z(0.9) = 1.2816.
-    const double mu = std::log(static_cast<double>(prior_p50_));
-    const double sigma = std::log(static_cast<double>(prior_p90_) / static_cast<double>(prior_p50_)) / 1.2816;
-    // Inverse normal CDF for the few quantiles policies use, by a rational approximation.
-    const double p = std::clamp(q, 0.5, 0.9999);
-    const double t = std::sqrt(-2.0 * std::log(1.0 - p));
-    const double z = t - (2.515517 + 0.802853 * t + 0.010328 * t * t) /
-                             (1.0 + 1.432788 * t + 0.189269 * t * t + 0.001308 * t * t * t);
-    return std::max<Duration>(1, static_cast<Duration>(std::exp(mu + sigma * z)));
+    if (q == 0.5) return prior_q50_;
+    if (q == 0.9) return prior_q90_;
+    if (q == 0.95) return prior_q95_;
+    if (q == 0.99) return prior_q99_;
+    return PriorQuantile(q);
   }
-  std::array<Duration, kWindow> sorted = window_;
-  const auto end = sorted.begin() + n;
   const int k = std::clamp(static_cast<int>(std::ceil(q * n)) - 1, 0, n - 1);
-  std::nth_element(sorted.begin(), sorted.begin() + k, end);
-  return sorted[static_cast<size_t>(k)];
+  return sorted_[static_cast<size_t>(k)];
 }
 
 Duration ExecPredictor::Predict(const PaddingRule& rule) const {

@@ -208,10 +208,18 @@ class SlackScheduler final : public PolicyBase {
       WakeAt(fn.arrivals.NextArrival() - lead, f, kTagPrefetch);
       return;
     }
-    WakeAt(now + FirstIdleStep(f), f, kTagIdle);
+    ArmIdle(now + FirstIdleStep(f), f);
   }
 
-  void OnPrefetched(Time now, FunctionId f) override { WakeAt(now + FirstIdleStep(f), f, kTagIdle); }
+  void OnPrefetched(Time now, FunctionId f) override { ArmIdle(now + FirstIdleStep(f), f); }
+
+  // Few idle wakeups per function: a later one than the pending one is not queued (the pending
+  // one re-arms itself from last_use when it fires).
+  void ArmIdle(Time at, FunctionId f) {
+    if (at >= fns_[f].idle_wake) return;
+    fns_[f].idle_wake = at;
+    WakeAt(at, f, kTagIdle);
+  }
 
   Duration ParkAfter(FunctionId f) const {
     const Fn& fn = fns_[f];
@@ -243,7 +251,7 @@ class SlackScheduler final : public PolicyBase {
     const Duration next = (opt_.deep_evict && fn.where == Residency::kResident && idle_for < ParkAfter(f))
                               ? ParkAfter(f)
                               : DeepAfter(f);
-    WakeAt(fn.last_use + next, f, kTagIdle);
+    ArmIdle(fn.last_use + next, f);
   }
 
   void OnWake(Time now, FunctionId f, uint32_t tag) override {
@@ -257,6 +265,7 @@ class SlackScheduler final : public PolicyBase {
         return PlaceNow(now, f, fn.deadline());
       }
       case kTagIdle:
+        if (now >= fns_[f].idle_wake) fns_[f].idle_wake = kNever;
         return IdleStep(now, f);
       case kTagPrefetch: {
         Fn& fn = fns_[f];
@@ -326,7 +335,7 @@ class SlackScheduler final : public PolicyBase {
       const bool pinned = fns_[f].pinned;
       Load(now, f, target);
       if (!pinned && fns_[f].pinned) Pin(f, false);
-      WakeAt(now + FirstIdleStep(f), f, kTagIdle);
+      ArmIdle(now + FirstIdleStep(f), f);
     }
   }
 

@@ -61,6 +61,8 @@ int main(int argc, char** argv) {
   app.add_option("--link-gbps", link_gbps, "host link bandwidth, GB/s per GPU")->check(CLI::PositiveNumber);
   app.add_option("--restore-ms", restore_ms, "fixed cost of a deep restore besides the copy");
   app.add_option("--price", price, "USD per GPU-hour");
+  int pool = 0;
+  app.add_option("--pool", pool, "proxy-swap: GPUs in its fixed pool (0: all of --gpus)");
   app.add_option("--policy", policies, "comma-separated policies (aggressive-no-<idea> for ablations)");
   app.add_option("--slo-factor", in.slo_factor, "SLO = max(floor, K x p90 solo execution)");
   app.add_option("--slo-floor-ms", in.slo_floor_ms, "SLO floor in milliseconds");
@@ -99,6 +101,7 @@ int main(int argc, char** argv) {
   }
   policy::PolicyConfig config;
   config.gpus = options.gpus;
+  config.pool_gpus = pool;
 
   std::vector<sim::RunResult> runs;
   for (const std::string& name : SplitCommas(policies)) {

@@ -130,6 +130,8 @@ struct PolicyConfig {
   double padding = 0.40;
   // Slice length for time-shared grants (0: run each burst to its end).
   Duration slice = 0;
+  // proxy-swap: size of its fixed pool (the first pool_gpus GPUs; 0: every GPU).
+  int pool_gpus = 0;
 };
 
 // A scheduling policy. See the protocol above.

@@ -3,7 +3,7 @@
 // times (to recognise periodic functions and predict their next arrival), and per-GPU host-link
 // bandwidth (from completed transfers). Each starts from a prior and adapts.
 //
-// Thread-safety: plain values; not thread-safe. Every method is O(window) or better.
+// Thread-safety: plain values; not thread-safe. Observe is O(window); queries are O(1).
 #pragma once
 
 #include <array>
@@ -37,10 +37,15 @@ class ExecPredictor {
   int samples() const { return count_ < kWindow ? count_ : kWindow; }
 
  private:
-  std::array<Duration, kWindow> window_{};
+  Duration PriorQuantile(double q) const;
+
+  std::array<Duration, kWindow> window_{};  // ring, in arrival order
+  std::array<Duration, kWindow> sorted_{};  // the same samples, ascending (first samples() used)
   int count_ = 0;  // total observed (the window holds the last min(count_, kWindow))
   Duration prior_p50_ = 1000;
   Duration prior_p90_ = 1000;
+  // Prior quantiles at the levels policies ask for, computed once.
+  Duration prior_q50_ = 1000, prior_q90_ = 1000, prior_q95_ = 1000, prior_q99_ = 1000;
 };
 
 // Inter-arrival model of one function: the last kWindow gaps.
