@@ -8,6 +8,9 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <dirent.h>
+#include <sys/wait.h>
+
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -278,6 +281,73 @@ TEST(ArbiterProcess, HandoffFollowsDeadlines) {
   EXPECT_EQ(grant_slos[0], 20u);
   EXPECT_EQ(grant_slos[1], 100u);
   EXPECT_EQ(grant_slos[2], 5000u);
+}
+
+TEST(ArbiterProcess, SigtermStopsCleanlyAndFunctionsCarryOn) {
+  TempDir dir;
+  ArbiterProcess arb(dir, {"--gpu-memory", "1GiB", "--libcuda", "/nonexistent/libcuda.so.1",
+                           "--slice", "5ms"});
+  ASSERT_TRUE(arb.Start()) << ReadFile(arb.log());
+  std::vector<Function> fns;
+  for (int i = 0; i < 2; ++i)
+    fns.push_back(StartFunction(dir, arb, "t" + std::to_string(i),
+                                {"--quota-mib", "256", "--requests", "100", "--work-us", "1000",
+                                 "--gap-us", "2000"}));
+  std::this_thread::sleep_for(milliseconds(100));
+  const auto summary = arb.Stop();  // SIGTERM; exit status 0 and a summary, or null
+  ASSERT_TRUE(summary.is_object()) << ReadFile(arb.log());
+  EXPECT_NE(ReadFile(arb.log()).find("SIGTERM"), std::string::npos);
+  for (auto& f : fns) {
+    EXPECT_EQ(ExitCode(WaitFor(f.pid, seconds(60))), 0) << ReadFile(f.out);
+    const auto report = LastJsonLine(f.out);
+    ASSERT_TRUE(report.is_object()) << ReadFile(f.out);
+    EXPECT_EQ(report["registrations"], 1);  // nobody to re-register with: ran stand-alone
+  }
+}
+
+// Root only: a process of another uid cannot reach a function's channel through /proc.
+TEST(ArbiterProcess, AnotherUidCannotOpenAChannel) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to switch uid";
+  TempDir dir;
+  ArbiterProcess arb(dir, {"--gpu-memory", "1GiB", "--libcuda", "/nonexistent/libcuda.so.1"});
+  ASSERT_TRUE(arb.Start()) << ReadFile(arb.log());
+  const Function f = StartFunction(dir, arb, "owner",
+                                   {"--quota-mib", "64", "--requests", "1", "--exit-delay-us",
+                                    "20000000"});
+  // Wait until it registered (its memfd is then open in its fd table).
+  bool registered = false;
+  for (int i = 0; i < 5000 && !registered; ++i) {
+    registered = ReadFile(arb.log()).find("'owner' pid") != std::string::npos;
+    if (!registered) std::this_thread::sleep_for(milliseconds(2));
+  }
+  ASSERT_TRUE(registered);
+  std::vector<std::string> fd_paths;
+  for (pid_t p : {f.pid, arb.pid()}) {
+    const std::string d = "/proc/" + std::to_string(p) + "/fd";
+    DIR* dd = ::opendir(d.c_str());
+    ASSERT_NE(dd, nullptr);
+    while (dirent* e = ::readdir(dd))
+      if (e->d_name[0] != '.') fd_paths.push_back(d + "/" + e->d_name);
+    ::closedir(dd);
+  }
+  const pid_t child = ::fork();
+  if (child == 0) {
+    if (::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(3);
+    int opened = 0;
+    for (const auto& path : fd_paths) {
+      const int fd = ::open(path.c_str(), O_RDWR);
+      if (fd >= 0) {
+        ++opened;
+        ::close(fd);
+      }
+    }
+    ::_exit(opened == 0 ? 0 : 1);
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  EXPECT_EQ(ExitCode(status), 0) << "a process of uid 65534 opened another uid's channel fds";
+  ::kill(f.pid, SIGKILL);
+  (void)WaitFor(f.pid, seconds(30));
 }
 
 }  // namespace
