@@ -41,14 +41,11 @@ CUuuid MakeUuid(const std::string& registry, uint64_t memory_bytes, int ordinal)
 void StartCheckpointService();  // checkpoint_service.cc
 
 namespace {
-// The child of a fork() gets its own registry slot and checkpoint service (the parent's
-// threads, and so its streams, do not exist in the child).
-void AfterForkInChild() {
-  DriverState* d = g_driver.load();
-  if (d == nullptr) return;
-  if (d->registry) d->registry->ReattachAfterFork();
-  StartCheckpointService();
-}
+// fork(): the child must not share its parent's registry slot or checkpoint socket. Nothing is
+// done in the fork handler itself (only async-signal-safe work is allowed there, and most
+// children exec at once); the child's next cuInit re-attaches.
+std::atomic<bool> g_forked{false};
+void AfterForkInChild() { g_forked.store(true); }
 
 // At normal exit the process's device memory goes back to the registry at once (a killed
 // process's is reclaimed by the next process that attaches or runs short).
@@ -61,7 +58,13 @@ void DetachAtExit() {
 DriverState* Driver() { return g_driver.load(std::memory_order_acquire); }
 
 CUresult InitDriver() {
-  if (Driver() != nullptr) return CUDA_SUCCESS;
+  if (DriverState* d = Driver(); d != nullptr) {
+    if (g_forked.exchange(false)) {
+      d->registry->ReattachAfterFork();
+      StartCheckpointService();
+    }
+    return CUDA_SUCCESS;
+  }
   std::lock_guard<std::mutex> lock(g_init_mu);
   if (g_init_tried) return g_init_result;
   g_init_tried = true;

@@ -194,6 +194,7 @@ bool Registry::ClaimSlot() {
       for (auto& u : p.used) u.store(0, std::memory_order_relaxed);
       p.state.store(kLive, std::memory_order_release);
       slot_ = i;
+      owner_pid_ = pid;
       return true;
     }
     ReclaimDead();
@@ -208,7 +209,7 @@ void Registry::ReattachAfterFork() {
 }
 
 void Registry::Detach() {
-  if (slot_ < 0 || detached_.exchange(true)) return;
+  if (slot_ < 0 || owner_pid_ != static_cast<int>(getpid()) || detached_.exchange(true)) return;
   SharedProcess& p = shared_->processes[slot_];
   for (uint32_t d = 0; d < shared_->device_count; ++d) {
     uint64_t bytes = p.used[d].exchange(0, std::memory_order_acq_rel);

@@ -71,7 +71,8 @@ class Registry {
   // Re-claims a fresh slot after fork() (the child must not share its parent's slot).
   void ReattachAfterFork();
   // Returns everything this process holds and frees its slot (at normal process exit); later
-  // Reserve calls fail and Release calls do nothing.
+  // Reserve calls fail and Release calls do nothing. No-op in a forked child that has not
+  // re-attached.
   void Detach();
 
   struct Shared;
@@ -84,6 +85,7 @@ class Registry {
 
   Shared* shared_ = nullptr;
   int slot_ = -1;
+  int owner_pid_ = 0;  // the process that claimed slot_ (a forked child must not detach it)
   std::atomic<bool> detached_{false};
 };
 
