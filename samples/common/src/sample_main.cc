@@ -106,7 +106,11 @@ int RunSample(int argc, char** argv, const std::string& kind,
   app.add_option("--seed", o.seed, "seed of the deterministic weights");
   app.add_option("--name", o.name, "model name served under /v2/models/NAME");
   app.add_option("--threads", o.threads, "HTTP handler threads")->check(CLI::Range(1, 256));
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;  // --help: 0; every usage error: 2
+  }
   if (o.name.empty() || o.name.find('/') != std::string::npos) {
     std::fprintf(stderr, "--name must be non-empty and contain no '/'\n");
     return 2;

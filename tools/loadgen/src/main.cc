@@ -64,7 +64,11 @@ int main(int argc, char** argv) {
   app.add_option("--label", label, "the \"policy\" field of the JSON run");
   app.add_option("--json", json_path, "write the JSON report here");
   app.add_option("--min-slo", min_slo, "exit 1 when SLO attainment is below this fraction")->check(CLI::Range(0.0, 1.0));
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;  // --help: 0; every usage error: 2
+  }
 
   std::vector<lg::Target> targets;
   if (!targets_file.empty()) {

@@ -5,8 +5,6 @@
 // lock), always with the model's context current on the calling thread.
 #pragma once
 
-#include <cuda.h>
-
 #include <cstdint>
 #include <string>
 #include <vector>
