@@ -36,6 +36,7 @@ class VmmTest : public simcuda_test::DriverTest {
   static int TouchInChild(CUdeviceptr ptr) {
     pid_t pid = fork();
     if (pid == 0) {
+      signal(SIGSEGV, SIG_DFL);  // sanitizers install their own handler
       *reinterpret_cast<volatile int*>(ptr) = 1;
       _exit(0);
     }
