@@ -32,6 +32,7 @@ OipServer::OipServer(std::string name, Model* model, CUcontext ctx, uint64_t see
   const size_t n = static_cast<size_t>(threads > 0 ? threads : 1);
   http_->new_task_queue = [n] { return new httplib::ThreadPool(n); };
   http_->set_keep_alive_max_count(1000000);
+  http_->set_tcp_nodelay(true);  // no 40 ms delayed-ACK stalls on small responses
   http_->set_payload_max_length(size_t{256} << 20);
   Routes();
 }

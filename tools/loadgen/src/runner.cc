@@ -22,6 +22,7 @@ using Clock = std::chrono::steady_clock;
 std::unique_ptr<httplib::Client> Connect(const Target& t, double timeout_s) {
   auto c = std::make_unique<httplib::Client>(t.host, t.port);
   c->set_keep_alive(true);
+  c->set_tcp_nodelay(true);  // headers and body go out at once: no delayed-ACK stalls
   const auto us = std::chrono::microseconds(static_cast<int64_t>(timeout_s * 1e6));
   c->set_connection_timeout(us);
   c->set_read_timeout(us);
