@@ -1,4 +1,4 @@
-// Brute-force exact solver: every (GPU, start step) for every request, with symmetric GPUs
+// Brute-force exact solver: every (GPU, start step) or drop for every request, symmetric GPUs
 // tried in first-use order, overlapping placements pruned, each complete assignment evaluated
 // by EvaluateAssignment (see exact.h). For tiny instances only.
 #include <chrono>
@@ -38,15 +38,20 @@ class BruteForce final : public ExactSolver {
   void Search(size_t r, int used) {
     if (r == in_->requests.size()) {
       const int64_t cost = EvaluateAssignment(*in_, gpu_, start_);
-      if (cost >= 0 && (!best_.feasible || cost < best_.cost)) {
+      if (cost < 0) return;
+      if (!best_.feasible || served_ > best_.served || (served_ == best_.served && cost < best_.cost)) {
         best_.feasible = true;
         best_.cost = cost;
+        best_.served = served_;
         best_.gpu = gpu_;
         best_.start = start_;
       }
       return;
     }
     const ExactRequest& q = in_->requests[r];
+    gpu_[r] = -1;  // drop it
+    Search(r + 1, used);
+    ++served_;
     for (int g = 0; g < in_->gpus && g <= used; ++g) {
       for (int s = q.arrival; s + q.exec <= q.deadline; ++s) {
         if (Overlaps(r, g, s)) continue;
@@ -55,12 +60,14 @@ class BruteForce final : public ExactSolver {
         Search(r + 1, g == used ? used + 1 : used);
       }
     }
+    --served_;
     gpu_[r] = -1;
   }
 
   const ExactInstance* in_ = nullptr;
   ExactSolution best_;
   std::vector<int> gpu_, start_;
+  int served_ = 0;
 };
 
 }  // namespace

@@ -3,8 +3,9 @@
 //   z[f,g,t]  f is resident (usable) on g at step t
 //   u[f,g,t]  a load of f onto g starts at step t (occupies t .. t+load-1)
 //   a[g,t]    g is active at step t
-// minimise sum a  subject to
-//   sum_{g,s} y[r,g,s] = 1                                     every request runs once
+//   d[r]      request r is dropped
+// minimise sum a + (G*H + 1) sum d  subject to
+//   sum_{g,s} y[r,g,s] + d[r] = 1                              every request runs once or drops
 //   sum_{r,s covering t} y[r,g,s] <= 1                         one request at a time per GPU
 //   sum_{s covering t} y[r,g,s] - z[f_r,g,t] <= 0              resident while running
 //   z[f,g,t] - z[f,g,t-1] - u[f,g,t-load_f] <= 0               residency begins after a load
@@ -72,14 +73,15 @@ class Cbc final : public ExactSolver {
       idx.push_back(col);
       val.push_back(v);
     };
+    // Dropping a request costs more than every GPU-step of the instance.
+    const double drop_cost = static_cast<double>(G) * H + 1.0;
+    std::vector<int> drop(static_cast<size_t>(R));
     for (int r = 0; r < R; ++r) {
+      drop[static_cast<size_t>(r)] = add_col(drop_cost);
       for (const Y& y : ys) {
         if (y.r == r) term(y.col, 1.0);
       }
-      if (idx.empty()) {
-        sol.feasible = false;  // a request with no window can never meet its deadline
-        return Done(sol, t0);
-      }
+      term(drop[static_cast<size_t>(r)], 1.0);
       row(1.0, 1.0);
     }
     for (int g = 0; g < G; ++g) {
@@ -137,7 +139,9 @@ class Cbc final : public ExactSolver {
         sol.start[static_cast<size_t>(y.r)] = y.s;
       }
     }
-    sol.cost = std::llround(model.getObjValue());
+    for (int r = 0; r < R; ++r) sol.served += sol.gpu[static_cast<size_t>(r)] >= 0 ? 1 : 0;
+    sol.cost = EvaluateAssignment(in, sol.gpu, sol.start);
+    if (sol.cost < 0) sol.error = "CBC's solution breaks the model";
     return Done(sol, t0);
   }
 

@@ -45,6 +45,7 @@ int64_t EvaluateAssignment(const ExactInstance& in, const std::vector<int>& gpu,
   if (gpu.size() != n || start.size() != n) return -1;
   for (size_t r = 0; r < n; ++r) {
     const ExactRequest& q = in.requests[r];
+    if (gpu[r] == -1) continue;  // dropped
     if (gpu[r] < 0 || gpu[r] >= in.gpus || start[r] < q.arrival || start[r] + q.exec > q.deadline) {
       return -1;
     }

@@ -27,9 +27,11 @@ class ProxySwap final : public PolicyBase {
   }
 
   void Place(Time now, FunctionId f) override {
+    // Least contended: earliest predicted free time, then most free memory (no eviction).
     GpuId best = 0;
     for (GpuId g = 1; g < PoolSize(); ++g) {
-      if (GpuFreeAt(now, g) < GpuFreeAt(now, best)) best = g;
+      const Time a = GpuFreeAt(now, g), b = GpuFreeAt(now, best);
+      if (a < b || (a == b && gpus_[g].free() > gpus_[best].free())) best = g;
     }
     Enqueue(now, f, best);
   }

@@ -45,14 +45,20 @@ TEST(BruteForce, UsesASecondGpuWhenMemoryForcesIt) {
   ASSERT_TRUE(s.feasible);
   EXPECT_NE(s.gpu[0], s.gpu[1]);
   EXPECT_EQ(s.cost, 6);
+  EXPECT_EQ(s.served, 2);
   in.gpus = 1;
-  EXPECT_FALSE(MakeBruteForceSolver()->Solve(in).feasible);
+  const ExactSolution one = MakeBruteForceSolver()->Solve(in);
+  EXPECT_EQ(one.served, 1) << "one GPU cannot hold both at once: one request is dropped";
 }
 
-TEST(BruteForce, ReportsInfeasibleDeadlines) {
+TEST(BruteForce, DropsARequestThatCannotMeetItsDeadline) {
   ExactInstance in = OneFunctionTwoRequests();
   in.requests[0].deadline = 2;  // cannot load (2 steps) and run (1) by step 2
-  EXPECT_FALSE(MakeBruteForceSolver()->Solve(in).feasible);
+  const ExactSolution s = MakeBruteForceSolver()->Solve(in);
+  ASSERT_TRUE(s.feasible);
+  EXPECT_EQ(s.served, 1);
+  EXPECT_EQ(s.gpu[0], -1);
+  EXPECT_EQ(s.cost, 3);  // only the second request: load [8,10), run [10,11)
 }
 
 TEST(EvaluateAssignment, RejectsOverlapsAndMissedDeadlines) {
@@ -94,13 +100,13 @@ TEST(Cbc, AgreesWithBruteForceOnRandomTinyInstances) {
     const ExactSolution b = brute->Solve(in);
     const ExactSolution c = cbc->Solve(in);
     ASSERT_TRUE(c.error.empty()) << c.error;
-    ASSERT_EQ(b.feasible, c.feasible) << "instance " << i << " brute cost " << b.cost << " gpus " << in.gpus << " reqs " << in.requests.size() << " r0 " << in.requests[0].arrival << "-" << in.requests[0].deadline << " x" << in.requests[0].exec << " f" << in.requests[0].function << " load " << in.functions[0].load;
-    if (!b.feasible) continue;
-    ++feasible;
+    ASSERT_TRUE(b.feasible && c.feasible) << "instance " << i;
+    EXPECT_EQ(b.served, c.served) << "instance " << i;
     EXPECT_EQ(b.cost, c.cost) << "instance " << i;
     EXPECT_EQ(EvaluateAssignment(in, c.gpu, c.start), c.cost) << "instance " << i;
+    if (b.served == static_cast<int>(in.requests.size())) ++feasible;
   }
-  EXPECT_GT(feasible, 10);
+  EXPECT_GT(feasible, 10) << "too few instances where every request can be served";
 }
 
 TEST(Discretize, RoundsInTheSafeDirection) {

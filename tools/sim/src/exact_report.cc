@@ -71,8 +71,8 @@ std::vector<ExactRow> GradeAgainstExact(const SimWorkload& workload, const SimOp
                                                         static_cast<int>(small.gpus.size()),
                                                         small.gpus[0], step);
     const policy::ExactSolution opt = solver->Solve(ei);
-    if (!opt.feasible || opt.cost <= 0) continue;
-    const double opt_eff = static_cast<double>(n) /
+    if (!opt.feasible || opt.cost <= 0 || opt.served == 0) continue;
+    const double opt_eff = static_cast<double>(opt.served) /
                            (static_cast<double>(opt.cost * step) / policy::kUsPerSecond);
     for (size_t p = 0; p < policies.size(); ++p) {
       auto made = policy::Make(policies[p], config);

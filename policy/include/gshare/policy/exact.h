@@ -1,14 +1,15 @@
 // The exact offline scheduler used to grade the online policies on small instances, never in
 // the live loop. The model is discretised in time steps:
-//  - request r of function f may start on GPU g at step s with arrival_r <= s and
-//    s + exec_r <= deadline_r (every request must meet its SLO);
+//  - request r of function f is either served on time — it starts on GPU g at step s with
+//    arrival_r <= s and s + exec_r <= deadline_r — or dropped (counted as late);
 //  - a GPU runs one request at a time;
 //  - f must be resident on g while its request runs; becoming resident takes load_f steps of
 //    loading (from the host; loads may start any time from step 0: the solver is clairvoyant,
 //    and loads on one link may overlap: both make the optimum a lower bound for the simulator);
 //  - while loading or resident, f holds bytes_f of g's memory (<= memory per GPU);
 //  - a GPU is active at a step if any function is loading or resident on it;
-//  - objective: minimise active GPU-steps.
+//  - objective: serve as many requests as possible, then minimise active GPU-steps
+//    (lexicographic: a dropped request costs more than every GPU-step of the instance).
 // Backends: brute force (tiny instances, always available) and an integer program solved with
 // CBC (coinor-libcbc-dev; only when built with GSHARE_HAVE_CBC).
 //
@@ -46,9 +47,10 @@ struct ExactInstance {
 };
 
 struct ExactSolution {
-  bool feasible = false;
+  bool feasible = false;        // a solution was found (always, unless a backend failed)
   int64_t cost = 0;             // active GPU-steps
-  std::vector<int> gpu, start;  // per request
+  int served = 0;               // requests served on time
+  std::vector<int> gpu, start;  // per request; gpu -1: dropped
   double solve_seconds = 0;
   std::string error;            // a backend failure (not infeasibility)
 };
@@ -82,9 +84,9 @@ ExactInstance Discretize(const std::vector<FunctionSpec>& functions,
                          const std::vector<TimedRequest>& requests, int gpus, const GpuSpec& gpu,
                          Duration step);
 
-// The active GPU-steps of a given assignment (gpu[r], start[r]), choosing optimally for each
-// function whether to stay resident between its uses on a GPU; -1 if the assignment breaks a
-// constraint. Exponential in the number of gaps between uses; used by the brute-force solver
+// The active GPU-steps of a given assignment (gpu[r], start[r]; gpu[r] = -1 drops r), choosing
+// optimally for each function whether to stay resident between its uses on a GPU; -1 if the
+// assignment breaks a constraint. Exponential in the number of gaps between uses; used by the brute-force solver
 // and by tests to check other backends' answers.
 int64_t EvaluateAssignment(const ExactInstance& instance, const std::vector<int>& gpu,
                            const std::vector<int>& start);
