@@ -90,7 +90,7 @@ void BM_SwapOut1GiB(benchmark::State& state) {
   ReportFraction(state, total / static_cast<double>(state.iterations()));
   state.counters["copy_share"] = copy / total;
 }
-BENCHMARK(BM_SwapOut1GiB)->Args({8, 2})->Args({32, 2})->Args({8, 4})->Iterations(5)
+BENCHMARK(BM_SwapOut1GiB)->Args({8, 2})->Args({32, 2})->Args({8, 4})->Args({32, 4})->Iterations(5)
     ->Unit(benchmark::kMillisecond);
 
 void BM_SwapIn1GiB(benchmark::State& state) {
@@ -110,7 +110,7 @@ void BM_SwapIn1GiB(benchmark::State& state) {
   ReportFraction(state, total / static_cast<double>(state.iterations()));
   state.counters["copy_share"] = copy / total;
 }
-BENCHMARK(BM_SwapIn1GiB)->Args({8, 2})->Args({32, 2})->Args({8, 4})->Iterations(5)
+BENCHMARK(BM_SwapIn1GiB)->Args({8, 2})->Args({32, 2})->Args({8, 4})->Args({32, 4})->Iterations(5)
     ->Unit(benchmark::kMillisecond);
 
 // Swap-in of 1 GiB allocated while swapped out: nothing to copy, so this is the cost of

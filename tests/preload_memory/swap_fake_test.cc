@@ -212,6 +212,7 @@ TEST_F(SwapFakeTest, FailedSwapInStaysOutAndCanBeRetried) {
 }
 
 TEST_F(SwapFakeTest, CopyFailureAfterPartialReleaseRestoresEverything) {
+  options_.swap_streams = 2;
   VgpuMemory mem(api_, options_);
   for (int i = 0; i < 3; ++i) AllocFilled(mem, 100 * kMiB, 50 + i);  // three release batches
   AllocFilled(mem, 777, 53);

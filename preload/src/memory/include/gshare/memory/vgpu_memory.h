@@ -68,7 +68,7 @@ struct VgpuMemoryOptions {
   // swap_streams streams; swap-in runs swap_streams workers (the caller and helper threads, each
   // with its own stream) that each map every n-th piece and enqueue its copies at once.
   uint64_t swap_piece_bytes = 8 * kMiB;
-  unsigned swap_streams = 2;
+  unsigned swap_streams = 4;
 };
 
 // What one SwapOut or SwapIn did.
