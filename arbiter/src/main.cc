@@ -4,6 +4,9 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <pthread.h>
+#include <signal.h>
+
 #include <cstdio>
 
 #include "gshare/arbiter/arbiter.h"
@@ -11,6 +14,13 @@
 
 int main(int argc, char** argv) {
   using namespace gshare::arbiter;
+  // Block the shutdown signals before any thread exists (the driver may start some): every
+  // thread inherits the mask, and the event loop takes them from its signalfd.
+  sigset_t mask;
+  sigemptyset(&mask);
+  sigaddset(&mask, SIGTERM);
+  sigaddset(&mask, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &mask, nullptr);
   ConfigResult parsed = ParseCommandLine(argc, argv);
   if (parsed.help) {
     std::fputs(parsed.error.c_str(), stdout);

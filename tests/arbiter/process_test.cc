@@ -350,5 +350,47 @@ TEST(ArbiterProcess, AnotherUidCannotOpenAChannel) {
   (void)WaitFor(f.pid, seconds(30));
 }
 
+#ifdef CUDA_FUNCTION_BIN
+// A CUDA function on simcuda that ignores preemption (keeps submitting, never finishes
+// draining) is locked and checkpointed after the grace period, the waiting function runs, and
+// the rogue is restored and still finishes with its data intact.
+TEST(ArbiterProcess, FunctionIgnoringPreemptionIsCheckpointedAndRestored) {
+  TempDir dir;
+  const std::vector<std::string> env = {
+      std::string("LD_LIBRARY_PATH=") + SIMCUDA_DIR,
+      "SIMCUDA_DEVICES=1x2GiB",
+      "SIMCUDA_REGISTRY=/gshare-arbiter-test-" + std::to_string(::getpid()),
+      std::string("SIMCUDA_KERNELS=") + SIMCUDA_KERNELS_LIB};
+  ArbiterProcess arb(dir, {"--slice", "20ms", "--preempt-grace", "50ms"});
+  arb.env = env;
+  ASSERT_TRUE(arb.Start()) << ReadFile(arb.log());
+  const std::string rogue_out = dir / "rogue.out";
+  const pid_t rogue = Spawn({CUDA_FUNCTION_BIN, "--socket", arb.socket(), "--name", "rogue",
+                             "--rogue", "1", "--drain-ms", "3000", "--iterations", "150",
+                             "--slo-ms", "50"},
+                            rogue_out, dir / "rogue.err", env);
+  // Let the rogue take the GPU, then a well-behaved function asks for it.
+  bool granted = false;
+  for (int i = 0; i < 10000 && !granted; ++i) {
+    for (const auto& e : ReadEvents(arb.events())) granted |= e.type == shm::EventType::kGrant;
+    if (!granted) std::this_thread::sleep_for(milliseconds(2));
+  }
+  ASSERT_TRUE(granted) << ReadFile(arb.log()) << ReadFile(dir / "rogue.err");
+  const std::string good_out = dir / "good.out";
+  const pid_t good = Spawn({CUDA_FUNCTION_BIN, "--socket", arb.socket(), "--name", "good",
+                            "--iterations", "5", "--slo-ms", "50"},
+                           good_out, dir / "good.err", env);
+  EXPECT_EQ(ExitCode(WaitFor(good, seconds(60))), 0) << ReadFile(good_out) << ReadFile(arb.log());
+  EXPECT_EQ(ExitCode(WaitFor(rogue, seconds(60))), 0) << ReadFile(rogue_out) << ReadFile(arb.log());
+  const auto report = LastJsonLine(rogue_out);
+  ASSERT_TRUE(report.is_object()) << ReadFile(rogue_out);
+  EXPECT_EQ(report["intact"], true);
+  const auto summary = arb.Stop();
+  ASSERT_TRUE(summary.is_object()) << ReadFile(arb.log());
+  EXPECT_GE(summary["enforcements"].get<int>(), 1) << ReadFile(arb.log());
+  EXPECT_GE(summary["restores"].get<int>(), 1) << ReadFile(arb.log());
+}
+#endif
+
 }  // namespace
 }  // namespace gshare::arbiter::testing

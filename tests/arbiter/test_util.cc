@@ -131,7 +131,7 @@ bool ArbiterProcess::Start() {
   argv.insert(argv.end(), args_.begin(), args_.end());
   ::unlink(socket_.c_str());
   const size_t log_before = ReadFile(log_).size();
-  pid_ = Spawn(argv, "", log_);
+  pid_ = Spawn(argv, "", log_, env);
   if (pid_ <= 0) return false;
   // Ready once it logged that it listens (the socket file alone may precede listen()).
   const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);

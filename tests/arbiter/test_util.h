@@ -55,6 +55,8 @@ class ArbiterProcess {
   nlohmann::json Stop();        // SIGTERM, wait, return the summary (null on failure)
   void Kill();                  // SIGKILL, wait
   pid_t pid() const { return pid_; }
+  // Extra environment ("K=V") for the daemon, e.g. simcuda's.
+  std::vector<std::string> env;
   const std::string& socket() const { return socket_; }
   // The event ring of the i-th start.
   std::string events(int i = 0) const { return events_ + std::to_string(i); }
