@@ -28,6 +28,7 @@
 #include "gshare/shm/futex.h"
 #include "gshare/shm/registration.h"
 #include "gshare/shm/unix_socket.h"
+#include "test_gate.h"
 
 namespace {
 
@@ -42,37 +43,15 @@ int Handoffs() {
 // A gate and nothing else: the tenant's "GPU work" is instant.
 class BenchHost final : public gshare::preload::ShimHost {
  public:
-  bool TryEnter() {
-    std::lock_guard<std::mutex> l(mu_);
-    if (closed_) return false;
-    ++active_;
-    activity_ = true;
-    return true;
-  }
-  void Exit() {
-    std::lock_guard<std::mutex> l(mu_);
-    --active_;
-    cv_.notify_all();
-  }
-  void CloseGate() override {
-    std::unique_lock<std::mutex> l(mu_);
-    closed_ = true;
-    cv_.wait(l, [&] { return active_ == 0; });
-  }
-  void OpenGate() override {
-    std::lock_guard<std::mutex> l(mu_);
-    closed_ = false;
-  }
+  bool TryEnter() { return gate_.TryEnter(); }
+  void Exit() { gate_.Exit(); }
+  void CloseGate() override { gate_.Close(); }
+  void OpenGate() override { gate_.Open(); }
   bool Drain() override {
     yield_ns->store(MonotonicNowNs(), std::memory_order_release);  // the yield happens now
     return true;
   }
-  bool TakeActivity() override {
-    std::lock_guard<std::mutex> l(mu_);
-    const bool a = activity_ || active_ > 0;
-    activity_ = false;
-    return a;
-  }
+  bool TakeActivity() override { return gate_.TakeActivity(); }
   gshare::preload::SwapOutcome SwapOut() override { resident_ = false; return {true, 0, 0}; }
   gshare::preload::SwapOutcome SwapIn(uint32_t) override { resident_ = true; return {true, 0, 0}; }
   bool Resident() const override { return resident_; }
@@ -82,11 +61,7 @@ class BenchHost final : public gshare::preload::ShimHost {
   std::atomic<uint64_t>* yield_ns = nullptr;
 
  private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool closed_ = false;
-  int active_ = 0;
-  bool activity_ = false;
+  gshare::arbiter::testing::TestGate gate_;
   std::atomic<bool> resident_{true};
 };
 

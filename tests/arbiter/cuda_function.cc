@@ -20,6 +20,7 @@
 #include "arbiter_client.h"
 #include "simcuda/kernels/kernels.h"
 #include "simcuda/kernels/ptx.h"
+#include "test_gate.h"
 
 namespace {
 
@@ -28,40 +29,19 @@ using gshare::preload::SwapOutcome;
 class CudaHost final : public gshare::preload::ShimHost {
  public:
   CudaHost(CUcontext ctx, bool rogue, int drain_ms) : ctx_(ctx), rogue_(rogue), drain_ms_(drain_ms) {}
-  bool TryEnter() {
-    std::lock_guard<std::mutex> l(mu_);
-    if (closed_) return false;
-    ++active_;
-    activity_ = true;
-    return true;
-  }
-  void Exit() {
-    std::lock_guard<std::mutex> l(mu_);
-    --active_;
-    cv_.notify_all();
-  }
+  bool TryEnter() { return gate_.TryEnter(); }
+  void Exit() { gate_.Exit(); }
   void CloseGate() override {
-    if (rogue_ && opened_) return;  // once it has run, it ignores requests to stop submitting
-    std::unique_lock<std::mutex> l(mu_);
-    closed_ = true;
-    cv_.wait(l, [&] { return active_ == 0; });
+    if (rogue_ && gate_.ever_opened()) return;  // once it has run, it ignores requests to stop
+    gate_.Close();
   }
-  void OpenGate() override {
-    std::lock_guard<std::mutex> l(mu_);
-    closed_ = false;
-    opened_ = true;
-  }
+  void OpenGate() override { gate_.Open(); }
   bool Drain() override {
     if (drain_ms_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(drain_ms_));
     (void)cuCtxSetCurrent(ctx_);
     return cuCtxSynchronize() == CUDA_SUCCESS;
   }
-  bool TakeActivity() override {
-    std::lock_guard<std::mutex> l(mu_);
-    const bool a = activity_ || active_ > 0;
-    activity_ = false;
-    return a;
-  }
+  bool TakeActivity() override { return gate_.TakeActivity(); }
   // Memory stays where the driver put it (no VgpuMemory here): swap orders are no-ops.
   SwapOutcome SwapOut() override { return {true, 0, 0}; }
   SwapOutcome SwapIn(uint32_t) override { return {true, 0, 0}; }
@@ -73,12 +53,7 @@ class CudaHost final : public gshare::preload::ShimHost {
   CUcontext ctx_;
   bool rogue_;
   int drain_ms_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool closed_ = false;
-  bool opened_ = false;
-  int active_ = 0;
-  bool activity_ = false;
+  gshare::arbiter::testing::TestGate gate_;
 };
 
 int Fail(const char* what, CUresult r) {

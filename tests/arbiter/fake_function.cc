@@ -23,6 +23,7 @@
 
 #include "arbiter_client.h"
 #include "gshare/shm/futex.h"
+#include "test_gate.h"
 
 namespace {
 
@@ -38,36 +39,15 @@ class FakeHost final : public ShimHost {
     checksum_ = Sum();
     bytes_ = bytes;
   }
-  bool TryEnter() {
-    std::lock_guard<std::mutex> l(mu_);
-    if (closed_) return false;
-    ++active_;
-    activity_.store(true, std::memory_order_relaxed);
-    return true;
-  }
-  void Exit() {
-    std::lock_guard<std::mutex> l(mu_);
-    --active_;
-    cv_.notify_all();
-  }
-  void CloseGate() override {
-    std::unique_lock<std::mutex> l(mu_);
-    closed_ = true;
-    cv_.wait(l, [&] { return active_ == 0; });
-  }
-  void OpenGate() override {
-    std::lock_guard<std::mutex> l(mu_);
-    closed_ = false;
-  }
+  bool TryEnter() { return gate_.TryEnter(); }
+  void Exit() { gate_.Exit(); }
+  void CloseGate() override { gate_.Close(); }
+  void OpenGate() override { gate_.Open(); }
   bool Drain() override {
     if (drain_ns_ != 0) std::this_thread::sleep_for(std::chrono::nanoseconds(drain_ns_));
     return true;
   }
-  bool TakeActivity() override {
-    const bool submitted = activity_.exchange(false, std::memory_order_relaxed);
-    std::lock_guard<std::mutex> l(mu_);
-    return submitted || active_ > 0;  // a submission still running counts as work in flight
-  }
+  bool TakeActivity() override { return gate_.TakeActivity(); }
   SwapOutcome SwapOut() override {
     const uint64_t t0 = gshare::shm::MonotonicNowNs();
     if (resident_.load()) {
@@ -104,11 +84,7 @@ class FakeHost final : public ShimHost {
     for (uint32_t v : device_) s = s * 31 + v;
     return s;
   }
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool closed_ = false;
-  int active_ = 0;
-  std::atomic<bool> activity_{false};
+  gshare::arbiter::testing::TestGate gate_;
   std::atomic<bool> resident_{true};
   std::vector<uint32_t> device_;
   std::vector<uint32_t> host_;
