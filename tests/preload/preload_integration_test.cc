@@ -284,3 +284,46 @@ TEST_F(ShimTest, SwapOutAndInThroughTheControlSocket) {
 
 }  // namespace
 }  // namespace gshare::test
+
+namespace gshare::test {
+namespace {
+
+// Swaps while several application threads copy, launch and verify: the gate must drain them
+// before the memory is unmapped (an unmapped page faults on simcuda), admit them again after the
+// (automatic) swap-in, and every byte and kernel result must survive.
+TEST_F(ShimTest, SwapsWhileThreadsSubmit) {
+  auto env = Env(true, "1GiB", "2GiB");
+  const std::string socket = (dir_ / "stress-%p.sock").string();
+  env["GSHARE_CONTROL_SOCKET"] = socket;
+  ChildProcess probe({GSHARE_PROBE, "stress", "3", "40"}, env);
+  ASSERT_TRUE(probe.started());
+  std::string line;
+  ASSERT_TRUE(probe.ReadLine(&line));
+  ASSERT_EQ(line, "started");
+  std::string path = socket;
+  path.replace(path.find("%p"), 2, std::to_string(probe.pid()));
+  // Swap out and in until the workers finish (bounded).
+  int swapped = 0;
+  bool done = false;
+  for (int round = 0; round < 500 && !done; ++round) {
+    const std::string out = UnixRequest(path, "swap-out");
+    if (out.empty()) break;  // the probe finished (and exited) since the last round
+    if (out.rfind("ok bytes=", 0) == 0 && out.rfind("ok bytes=0 ", 0) != 0) ++swapped;
+    EXPECT_EQ(out.rfind("ok", 0), 0u) << out;
+    const std::string in = UnixRequest(path, "swap-in 0");  // may find it swapped in already
+    if (in.empty()) break;
+    EXPECT_EQ(in.rfind("ok", 0), 0u) << in;
+    done = probe.ReadLine(&line, std::chrono::milliseconds(1));
+  }
+  if (!done) {
+    ASSERT_TRUE(probe.ReadLine(&line, std::chrono::seconds(240)));
+  }
+  EXPECT_EQ(line, "done");
+  ASSERT_TRUE(probe.ReadLine(&line));
+  EXPECT_EQ(line, "errors=0");
+  EXPECT_GT(swapped, 0);
+  EXPECT_EQ(probe.Wait(), 0) << probe.err();
+}
+
+}  // namespace
+}  // namespace gshare::test

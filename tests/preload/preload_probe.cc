@@ -14,6 +14,9 @@
 //   preload_probe kernels              runs the sample kernels and prints their result checksums
 //   preload_probe alloc <mib>          allocates mib MiB (no shim expected), prints the result
 //   preload_probe lookup               where dlsym (per handle) and cuGetProcAddress_v2 lead
+//   preload_probe stress <threads> <iterations>
+//                                      threads copying, launching checksum kernels and verifying
+//                                      on their own streams (while a test swaps the vGPU)
 //   preload_probe memory-api           stream-ordered and pool allocations, pitch, pointer
 //                                      queries, the application's own VMM handles
 #include <cuda.h>
@@ -28,9 +31,11 @@
 #include <cstring>
 #include <iostream>
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "simcuda/kernels/kernels.h"
@@ -446,6 +451,66 @@ int Lookup() {
   return 0;
 }
 
+int Stress(int threads, int iterations) {
+  Api api;
+  LoadLinked(&api);
+  if (CUresult r = SetUpContext(api); r != CUDA_SUCCESS) return Fail("context", r);
+  CUcontext ctx = nullptr;
+  (void)cuCtxGetCurrent(&ctx);
+  CUmodule module = nullptr;
+  if (CUresult r = cuModuleLoadData(&module, basic_kernels_ptx); r != CUDA_SUCCESS) {
+    return Fail("module", r);
+  }
+  CUfunction checksum = nullptr;
+  (void)cuModuleGetFunction(&checksum, module, "checksum");
+  std::atomic<int> errors{0};
+  std::atomic<int> ready{0};
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t) {
+    workers.emplace_back([&, t] {
+      (void)cuCtxSetCurrent(ctx);
+      CUstream stream = nullptr;
+      CUdeviceptr buf = 0, out = 0;
+      const size_t bytes = (1u << 20) + static_cast<size_t>(t) * 4096;
+      if (cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS ||
+          cuMemAlloc(&buf, bytes) != CUDA_SUCCESS || cuMemAlloc(&out, 8) != CUDA_SUCCESS) {
+        ++errors;
+        ++ready;
+        return;
+      }
+      ++ready;
+      std::vector<uint8_t> data(bytes), back(bytes);
+      for (int i = 0; i < iterations; ++i) {
+        FillBytes(&data, static_cast<uint64_t>(t) * 1000003u + static_cast<uint64_t>(i));
+        unsigned long long zero = 0, k1 = 0, k2 = 0;
+        unsigned long long n = bytes;
+        void* params[] = {&buf, &n, &out};
+        const unsigned grid = simcuda::kernels::ElementwiseGrid(n);
+        bool ok = cuMemcpyHtoDAsync(buf, data.data(), bytes, stream) == CUDA_SUCCESS &&
+                  cuMemcpyHtoDAsync(out, &zero, 8, stream) == CUDA_SUCCESS &&
+                  cuLaunchKernel(checksum, grid, 1, 1, simcuda::kernels::kElementwiseBlock, 1, 1,
+                                 0, stream, params, nullptr) == CUDA_SUCCESS &&
+                  cuMemcpyDtoHAsync(&k1, out, 8, stream) == CUDA_SUCCESS &&
+                  cuMemcpyDtoHAsync(back.data(), buf, bytes, stream) == CUDA_SUCCESS &&
+                  cuStreamSynchronize(stream) == CUDA_SUCCESS;
+        // The same checksum again, now that the data may have been swapped out and back.
+        ok = ok && cuMemcpyHtoDAsync(out, &zero, 8, stream) == CUDA_SUCCESS &&
+             cuLaunchKernel(checksum, grid, 1, 1, simcuda::kernels::kElementwiseBlock, 1, 1, 0,
+                            stream, params, nullptr) == CUDA_SUCCESS &&
+             cuMemcpyDtoHAsync(&k2, out, 8, stream) == CUDA_SUCCESS &&
+             cuStreamSynchronize(stream) == CUDA_SUCCESS;
+        if (!ok || back != data || k1 != k2) ++errors;
+      }
+    });
+  }
+  while (ready.load() < threads) std::this_thread::yield();
+  std::printf("started\n");  // every thread holds its memory and is submitting
+  std::fflush(stdout);
+  for (auto& w : workers) w.join();
+  std::printf("done\nerrors=%d\n", errors.load());
+  return 0;
+}
+
 size_t FreeNow() {
   size_t f = 0, t = 0;
   (void)cuMemGetInfo(&f, &t);
@@ -551,6 +616,7 @@ int main(int argc, char** argv) {
   }
   if (mode == "kernels") return Kernels();
   if (mode == "lookup") return Lookup();
+  if (mode == "stress" && argc > 3) return Stress(std::atoi(argv[2]), std::atoi(argv[3]));
   if (mode == "memory-api") return MemoryApi();
   if (mode == "alloc" && argc > 2) return Alloc(std::strtoull(argv[2], nullptr, 10));
   std::fprintf(stderr, "usage: see the comment at the top of preload_probe.cc\n");
