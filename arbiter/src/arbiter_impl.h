@@ -132,6 +132,8 @@ class ArbiterImpl final : public Arbiter {
   void Preempt(Client& c, uint64_t now_ns);
   void Enforce(Client& c, uint64_t now_ns);
   void HintNext(uint32_t g);
+  void DeepEvictIdle(uint64_t now_ns);
+  bool DeepEvictable(const Client& c) const;
   void QueueTransfer(Client& c, Transfer t, uint64_t now_ns);
   void PumpTransfers(uint64_t now_ns);
   bool TryIssue(Client& c, uint64_t now_ns);

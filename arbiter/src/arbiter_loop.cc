@@ -222,6 +222,7 @@ shm::Status ArbiterImpl::Run() {
     uint64_t now = NowNs();
     PollAll(now);
     CheckSlices(now);
+    DeepEvictIdle(now);
     PumpTransfers(now);
     if (ShutdownComplete(now)) break;
     // Arm every doorbell, then look once more so a report written before arming is not missed.
@@ -301,6 +302,7 @@ shm::Status WriteSummary(const std::string& path, const ArbiterStats& s) {
   j["malformed_channels"] = s.malformed_channels;
   j["enforcements"] = s.enforcements;
   j["restores"] = s.restores;
+  j["deep_evictions"] = s.deep_evictions;
   for (const auto& g : s.gpus) {
     j["gpus"].push_back({{"ordinal", g.ordinal},
                          {"usable_bytes", g.usable_bytes},

@@ -427,12 +427,44 @@ void ArbiterImpl::CheckSlices(uint64_t now_ns) {
   }
 }
 
+bool ArbiterImpl::DeepEvictable(const Client& c) const {
+  return config_.deep_evict_after.count() > 0 && driver_ && driver_->can_checkpoint() &&
+         c.where == Where::kResident && !c.holding && !c.burst_outstanding && c.transfers.empty() &&
+         !stopping_;
+}
+
+void ArbiterImpl::DeepEvictIdle(uint64_t now_ns) {
+  const auto after = static_cast<uint64_t>(config_.deep_evict_after.count());
+  for (auto& [id, cp] : clients_) {
+    Client& c = *cp;
+    if (!DeepEvictable(c) || now_ns < c.last_use_ns + after) continue;
+    const uint32_t ordinal = gpus_[c.gpu].info.ordinal;
+    auto s = driver_->LockAndCheckpoint(c.pid, 1000);
+    if (!s.ok()) {
+      spdlog::warn("client {} '{}': deep eviction failed: {}", c.id, c.name, s.ToString());
+      c.last_use_ns = now_ns;  // retry after another idle period
+      continue;
+    }
+    spdlog::info("client {} '{}' idle for {} ms: checkpointed (deep eviction)", c.id, c.name,
+                 (now_ns - c.last_use_ns) / 1'000'000);
+    ++stats_.deep_evictions;
+    Record(shm::EventType::kCheckpoint, &c, ordinal, 0, ordinal);
+    c.where = Where::kCheckpointed;
+    c.shadow = false;
+    Unreserve(c);
+  }
+}
+
 uint64_t ArbiterImpl::NextDeadlineNs() const {
   uint64_t at = UINT64_MAX;
   const policy::Time wake = policy_->NextWakeup();
   if (wake != policy::kNever) at = static_cast<uint64_t>(std::max<policy::Time>(wake, 0)) * 1000;
   bool anyone_waits = stopping_;
-  for (const auto& [id, c] : clients_) anyone_waits |= c->burst_outstanding && !c->holding;
+  for (const auto& [id, c] : clients_) {
+    anyone_waits |= c->burst_outstanding && !c->holding;
+    if (DeepEvictable(*c))
+      at = std::min(at, c->last_use_ns + static_cast<uint64_t>(config_.deep_evict_after.count()));
+  }
   for (const auto& gpu : gpus_) {
     if (gpu.holder == 0) continue;
     auto it = clients_.find(gpu.holder);

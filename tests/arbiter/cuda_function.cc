@@ -1,6 +1,7 @@
 // arbiter_cuda_function: a CUDA driver-API "function" (simcuda in tests) that speaks the
 // arbiter protocol through ArbiterClient with a real-driver ShimHost (gate, cuCtxSynchronize
-// drain). With --rogue it ignores preemption: its gate never closes (it keeps submitting) and
+// drain). With --pause-ms it idles after its first fill (long enough to be deep-evicted).
+// With --rogue it ignores preemption: its gate never closes (it keeps submitting) and
 // its drain takes --drain-ms, so the arbiter must lock and checkpoint it. It fills a buffer,
 // keeps submitting kernels (sleep_ns + fill_u32 into a scratch buffer), and at the end checks
 // that the first buffer survived byte for byte (it may have been checkpointed and restored).
@@ -73,6 +74,7 @@ int main(int argc, char** argv) {
   int drain_ms = 0;
   int iterations = 50;
   uint64_t kernel_us = 2000;
+  int pause_ms = 0;  // idle this long after the first fill (deep eviction)
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i];
     const std::string v = argv[i + 1];
@@ -83,6 +85,7 @@ int main(int argc, char** argv) {
     else if (k == "--drain-ms") drain_ms = std::stoi(v);
     else if (k == "--iterations") iterations = std::stoi(v);
     else if (k == "--kernel-us") kernel_us = std::stoull(v);
+    else if (k == "--pause-ms") pause_ms = std::stoi(v);
     else return 2;
   }
   CUdevice dev = 0;
@@ -128,6 +131,7 @@ int main(int argc, char** argv) {
     return x;
   });
   if (r != CUDA_SUCCESS) return Fail("fill", r);
+  if (pause_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
   for (int i = 0; i < iterations; ++i) {
     unsigned long long ns = kernel_us * 1000;
     unsigned s = 100u + static_cast<unsigned>(i);

@@ -351,16 +351,40 @@ TEST(ArbiterProcess, AnotherUidCannotOpenAChannel) {
 }
 
 #ifdef CUDA_FUNCTION_BIN
+std::vector<std::string> SimcudaEnv() {
+  return {std::string("LD_LIBRARY_PATH=") + SIMCUDA_DIR, "SIMCUDA_DEVICES=1x2GiB",
+          "SIMCUDA_REGISTRY=/gshare-arbiter-test-" + std::to_string(::getpid()),
+          std::string("SIMCUDA_KERNELS=") + SIMCUDA_KERNELS_LIB};
+}
+
+// A function idle for longer than deep_evict_after is checkpointed; its next request restores
+// it, and its device memory is intact.
+TEST(ArbiterProcess, LongIdleFunctionIsDeepEvictedAndRestored) {
+  TempDir dir;
+  const auto env = SimcudaEnv();
+  ArbiterProcess arb(dir, {"--deep-evict-after", "100ms"});
+  arb.env = env;
+  ASSERT_TRUE(arb.Start()) << ReadFile(arb.log());
+  const std::string out = dir / "sleepy.out";
+  const pid_t fn = Spawn({CUDA_FUNCTION_BIN, "--socket", arb.socket(), "--name", "sleepy",
+                          "--pause-ms", "600", "--iterations", "3", "--slo-ms", "20"},
+                         out, dir / "sleepy.err", env);
+  EXPECT_EQ(ExitCode(WaitFor(fn, seconds(60))), 0) << ReadFile(out) << ReadFile(arb.log());
+  const auto report = LastJsonLine(out);
+  ASSERT_TRUE(report.is_object()) << ReadFile(out);
+  EXPECT_EQ(report["intact"], true);
+  const auto summary = arb.Stop();
+  ASSERT_TRUE(summary.is_object()) << ReadFile(arb.log());
+  EXPECT_GE(summary["deep_evictions"].get<int>(), 1) << ReadFile(arb.log());
+  EXPECT_GE(summary["restores"].get<int>(), 1) << ReadFile(arb.log());
+}
+
 // A CUDA function on simcuda that ignores preemption (keeps submitting, never finishes
 // draining) is locked and checkpointed after the grace period, the waiting function runs, and
 // the rogue is restored and still finishes with its data intact.
 TEST(ArbiterProcess, FunctionIgnoringPreemptionIsCheckpointedAndRestored) {
   TempDir dir;
-  const std::vector<std::string> env = {
-      std::string("LD_LIBRARY_PATH=") + SIMCUDA_DIR,
-      "SIMCUDA_DEVICES=1x2GiB",
-      "SIMCUDA_REGISTRY=/gshare-arbiter-test-" + std::to_string(::getpid()),
-      std::string("SIMCUDA_KERNELS=") + SIMCUDA_KERNELS_LIB};
+  const auto env = SimcudaEnv();
   ArbiterProcess arb(dir, {"--slice", "20ms", "--preempt-grace", "50ms"});
   arb.env = env;
   ASSERT_TRUE(arb.Start()) << ReadFile(arb.log());

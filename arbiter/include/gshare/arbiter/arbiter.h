@@ -47,6 +47,7 @@ struct ArbiterStats {
   uint64_t client_deaths = 0;
   uint64_t malformed_channels = 0;
   uint64_t enforcements = 0;  // clients locked and checkpointed for not yielding
+  uint64_t deep_evictions = 0;  // idle vGPUs checkpointed after deep_evict_after
   uint64_t restores = 0;
 };
 
