@@ -121,6 +121,36 @@ TEST(Loadgen, ReportsWrongAnswersAndFails) {
   EXPECT_NE(r.err.find("does not match"), std::string::npos) << r.err;
 }
 
+TEST(Loadgen, AStalledServerCannotStretchTheRun) {
+  httplib::Server slow;
+  slow.Get(R"(/v2/models/slow/ready)", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content("{}", "application/json");
+  });
+  slow.Get(R"(/v2/models/slow)", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(R"({"name":"slow","platform":"sample-bert","parameters":{"seed":1}})", "application/json");
+  });
+  slow.Post(R"(/v2/models/slow/infer)", [](const httplib::Request&, httplib::Response& res) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(700));
+    res.status = 500;
+  });
+  const int port = slow.bind_to_any_port("127.0.0.1");
+  std::thread t([&slow] { slow.listen_after_bind(); });
+  const std::string out = Temp("slow.json");
+  const ProgramResult r = RunProgram(
+      LOADGEN_BIN, {"--target", "s=http://127.0.0.1:" + std::to_string(port) + "/v2/models/slow",
+                    "--rate", "50", "--duration", "1", "--max-seconds", "0.1", "--timeout-s", "0.3",
+                    "--concurrency", "1", "--json", out});
+  slow.stop();
+  t.join();
+  EXPECT_EQ(r.status, 1) << r.out << r.err;
+  const json j = ReadJson(out);
+  std::remove(out.c_str());
+  const json& run = j["runs"][0];
+  EXPECT_EQ(run["requests"], 6);  // arrivals at 0, 20, ..., 100 ms
+  EXPECT_GE(run["errors_by_kind"]["transport"].get<int>(), 1);
+  EXPECT_GE(run["errors_by_kind"]["skipped"].get<int>(), 1);
+}
+
 TEST(Loadgen, RefusesNonLoopbackTargets) {
   const ProgramResult r = RunProgram(LOADGEN_BIN, {"--target", "x=http://192.0.2.1:8000/v2/models/cnn"});
   EXPECT_EQ(r.status, 2);

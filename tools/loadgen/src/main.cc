@@ -93,6 +93,7 @@ int main(int argc, char** argv) {
   }
   if (!trace.empty() && format.empty()) return Fail("--trace needs --format (" + std::string(wl::SourceFormats()) + ")");
   run.input_seed = rate.seed;
+  if (bounds.max_seconds > 0) run.max_wall_s = bounds.max_seconds + run.timeout_s;
 
   wl::Result<lg::Plan> plan = wl::Fail("");
   if (format.empty()) {

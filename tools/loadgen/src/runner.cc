@@ -59,6 +59,12 @@ class Session {
         queue_.pop_front();
       }
       const TargetInfo& t = targets_[a.target];
+      if (o_.max_wall_s > 0 &&
+          Clock::now() > start + std::chrono::milliseconds(static_cast<int64_t>(o_.max_wall_s * 1000))) {
+        std::lock_guard<std::mutex> lock(mu_);
+        result_.records.push_back({a.target, a.at_us, 0, Outcome::kSkipped});
+        continue;
+      }
       std::unique_ptr<httplib::Client>& client = clients[a.target];
       if (!client) client = Connect(t.target, o_.timeout_s);
       const Request req = BuildRequest(t.kind, t.target.model, t.seed, o_.input_seed, a.target, a, o_.shape);
@@ -144,6 +150,7 @@ const char* OutcomeName(Outcome o) {
     case Outcome::kBadResponse: return "bad_response";
     case Outcome::kWrongDigest: return "wrong_digest";
     case Outcome::kInconsistent: return "inconsistent";
+    case Outcome::kSkipped: return "skipped";
   }
   return "unknown";
 }

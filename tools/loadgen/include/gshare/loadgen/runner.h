@@ -36,6 +36,7 @@ enum class Outcome : uint8_t {
   kBadResponse,   // 200 but not the expected JSON
   kWrongDigest,   // the digest does not match the request
   kInconsistent,  // outputs differ from an earlier answer to the same request
+  kSkipped,       // not sent: the run's wall-clock bound had passed when a worker got to it
 };
 const char* OutcomeName(Outcome o);
 
@@ -50,6 +51,9 @@ struct RunOptions {
   int concurrency = 8;       // worker threads (>= 1)
   double timeout_s = 30;     // per request
   uint64_t input_seed = 1;
+  // Hard bound on the run: requests still queued this long after the start are not sent
+  // (recorded as kSkipped), so a stalled server cannot stretch the run. 0: no bound.
+  double max_wall_s = 0;
   RequestShape shape;
 };
 
