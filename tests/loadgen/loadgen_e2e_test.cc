@@ -93,26 +93,47 @@ TEST_F(LoadgenOnCnn, ReplaysAShortCsvTraceMappedByName) {
   EXPECT_NE(j["workload"].get<std::string>().find("by name"), std::string::npos) << j["workload"];
 }
 
+// An in-process server for model "fake" that is ready, claims `platform`, and answers
+// inferences with `infer`. Serves on a free loopback port until destroyed.
+class FakeServer {
+ public:
+  FakeServer(const std::string& platform, httplib::Server::Handler infer) {
+    http_.Get("/v2/models/fake/ready", [](const httplib::Request&, httplib::Response& res) {
+      res.set_content("{}", "application/json");
+    });
+    http_.Get("/v2/models/fake", [platform](const httplib::Request&, httplib::Response& res) {
+      res.set_content(json{{"name", "fake"}, {"platform", platform}, {"parameters", {{"seed", 1}}}}.dump(),
+                      "application/json");
+    });
+    http_.Post("/v2/models/fake/infer", std::move(infer));
+    port_ = http_.bind_to_any_port("127.0.0.1");
+    thread_ = std::thread([this] { http_.listen_after_bind(); });
+  }
+  ~FakeServer() {
+    http_.stop();
+    thread_.join();
+  }
+  std::string target() const {
+    return "f=http://127.0.0.1:" + std::to_string(port_) + "/v2/models/fake";
+  }
+
+ private:
+  httplib::Server http_;
+  int port_ = 0;
+  std::thread thread_;
+};
+
 TEST(Loadgen, ReportsWrongAnswersAndFails) {
-  httplib::Server fake;
-  fake.Get(R"(/v2/models/fake/ready)", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content("{}", "application/json");
-  });
-  fake.Get(R"(/v2/models/fake)", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content(R"({"name":"fake","platform":"sample-cnn","parameters":{"seed":1}})", "application/json");
-  });
-  fake.Post(R"(/v2/models/fake/infer)", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content(R"({"outputs":[{"name":"digest","datatype":"BYTES","shape":[1],"data":["0000000000000000"]}]})",
-                    "application/json");
-  });
-  const int port = fake.bind_to_any_port("127.0.0.1");
-  std::thread t([&fake] { fake.listen_after_bind(); });
   const std::string out = Temp("wrong.json");
-  const ProgramResult r = RunProgram(
-      LOADGEN_BIN, {"--target", "f=http://127.0.0.1:" + std::to_string(port) + "/v2/models/fake",
-                    "--rate", "50", "--duration", "0.2", "--json", out});
-  fake.stop();
-  t.join();
+  ProgramResult r;
+  {
+    FakeServer fake("sample-cnn", [](const httplib::Request&, httplib::Response& res) {
+      res.set_content(R"({"outputs":[{"name":"digest","datatype":"BYTES","shape":[1],"data":["0000000000000000"]}]})",
+                      "application/json");
+    });
+    r = RunProgram(LOADGEN_BIN, {"--target", fake.target(), "--rate", "50", "--duration", "0.2",
+                                 "--json", out});
+  }
   EXPECT_EQ(r.status, 1) << r.out << r.err;
   const json j = ReadJson(out);
   std::remove(out.c_str());
@@ -122,26 +143,17 @@ TEST(Loadgen, ReportsWrongAnswersAndFails) {
 }
 
 TEST(Loadgen, AStalledServerCannotStretchTheRun) {
-  httplib::Server slow;
-  slow.Get(R"(/v2/models/slow/ready)", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content("{}", "application/json");
-  });
-  slow.Get(R"(/v2/models/slow)", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content(R"({"name":"slow","platform":"sample-bert","parameters":{"seed":1}})", "application/json");
-  });
-  slow.Post(R"(/v2/models/slow/infer)", [](const httplib::Request&, httplib::Response& res) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(700));
-    res.status = 500;
-  });
-  const int port = slow.bind_to_any_port("127.0.0.1");
-  std::thread t([&slow] { slow.listen_after_bind(); });
   const std::string out = Temp("slow.json");
-  const ProgramResult r = RunProgram(
-      LOADGEN_BIN, {"--target", "s=http://127.0.0.1:" + std::to_string(port) + "/v2/models/slow",
-                    "--rate", "50", "--duration", "1", "--max-seconds", "0.1", "--timeout-s", "0.3",
-                    "--concurrency", "1", "--json", out});
-  slow.stop();
-  t.join();
+  ProgramResult r;
+  {
+    FakeServer slow("sample-bert", [](const httplib::Request&, httplib::Response& res) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(700));
+      res.status = 500;
+    });
+    r = RunProgram(LOADGEN_BIN, {"--target", slow.target(), "--rate", "50", "--duration", "1",
+                                 "--max-seconds", "0.1", "--timeout-s", "0.3", "--concurrency", "1",
+                                 "--json", out});
+  }
   EXPECT_EQ(r.status, 1) << r.out << r.err;
   const json j = ReadJson(out);
   std::remove(out.c_str());
