@@ -14,7 +14,7 @@ int FloorSteps(Duration d, Duration step) { return static_cast<int>(d / step); }
 
 ExactInstance Discretize(const std::vector<FunctionSpec>& functions,
                          const std::vector<TimedRequest>& requests, int gpus, const GpuSpec& gpu,
-                         Duration step) {
+                         Duration step, bool lead_in) {
   ExactInstance in;
   in.gpus = gpus;
   in.gpu_memory = gpu.memory_bytes;
@@ -25,7 +25,9 @@ ExactInstance Discretize(const std::vector<FunctionSpec>& functions,
   }
   // Lead-in: the clairvoyant solver may load before the first arrival.
   int lead = 0;
-  for (const ExactFunction& f : in.functions) lead = std::max(lead, f.load);
+  if (lead_in) {
+    for (const ExactFunction& f : in.functions) lead = std::max(lead, f.load);
+  }
   const Time t0 = requests.empty() ? 0 : requests.front().arrival;
   for (const TimedRequest& r : requests) {
     ExactRequest e;

@@ -116,7 +116,8 @@ TEST(Discretize, RoundsInTheSafeDirection) {
   GpuSpec g;
   g.link_bytes_per_us = 1000.0;
   g.restore_overhead = 0;
-  const ExactInstance in = Discretize({f}, {{1000, 0, 2500}, {3500, 0, 100}}, 2, g, 1000);
+  const ExactInstance in = Discretize({f}, {{1000, 0, 2500}, {3500, 0, 100}}, 2, g, 1000,
+                                      /*lead_in=*/true);
   ASSERT_EQ(in.requests.size(), 2u);
   EXPECT_EQ(in.functions[0].load, 2);     // 1.5 ms up to 2 steps
   EXPECT_EQ(in.requests[0].arrival, 2);   // rebased, after a lead-in of one load
@@ -125,6 +126,9 @@ TEST(Discretize, RoundsInTheSafeDirection) {
   EXPECT_EQ(in.requests[1].arrival, 5);   // 2.5 ms up to 3
   EXPECT_EQ(in.requests[1].exec, 1);
   EXPECT_EQ(in.horizon, 15);
+  const ExactInstance cold = Discretize({f}, {{1000, 0, 2500}}, 2, g, 1000);
+  EXPECT_EQ(cold.requests[0].arrival, 0);
+  EXPECT_EQ(cold.requests[0].deadline, 10);
 }
 
 }  // namespace

@@ -50,4 +50,5 @@ run ablation-trace "${trace_args[@]}" --policy "$ablations"
 run ablation-synthetic-1 --synthetic --functions 300 --duration 3600 --gpus 400 --seed 1 --policy "$ablations"
 run exact-synthetic --synthetic --functions 300 --duration 3600 --gpus 400 --seed 1 \
   --policy keepalive,proxy-swap,fifo,dual-queue,aggressive --exact --quiet
-run exact-trace "${trace_args[@]}" --policy keepalive,proxy-swap,fifo,dual-queue,aggressive --exact --quiet
+run exact-trace "${trace_args[@]}" --policy keepalive,proxy-swap,fifo,dual-queue,aggressive \
+  --exact --quiet

@@ -78,11 +78,12 @@ struct TimedRequest {
 
 // Builds an instance from continuous times: arrivals round up, deadlines (arrival + slo) round
 // down, execution and load times (SwapInCost from the host on `gpu`) round up, all in steps of
-// `step` microseconds relative to the first arrival, after a lead-in of the longest load (so
-// the clairvoyant optimum may load before the first request arrives).
+// `step` microseconds relative to the first arrival. With `lead_in`, times start after a
+// lead-in of the longest load, so the optimum may load before the first request arrives;
+// without it, optimum and online policies start from the same cold state.
 ExactInstance Discretize(const std::vector<FunctionSpec>& functions,
                          const std::vector<TimedRequest>& requests, int gpus, const GpuSpec& gpu,
-                         Duration step);
+                         Duration step, bool lead_in = false);
 
 // The active GPU-steps of a given assignment (gpu[r], start[r]; gpu[r] = -1 drops r), choosing
 // optimally for each function whether to stay resident between its uses on a GPU; -1 if the
