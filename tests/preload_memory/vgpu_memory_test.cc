@@ -111,6 +111,20 @@ TEST_F(VgpuMemoryTest, QuotaRefusalChangesNothing) {
   ASSERT_EQ(mem.Free(small), CUDA_SUCCESS);
 }
 
+TEST_F(VgpuMemoryTest, HugeRequestsAreOutOfMemoryWithoutTouchingTheDriver) {
+  VgpuMemory mem(api_, Options(1 * kGiB));
+  CUdeviceptr p = 0;
+  EXPECT_EQ(mem.Allocate(SIZE_MAX, &p), CUDA_ERROR_OUT_OF_MEMORY);
+  EXPECT_EQ(mem.Allocate(SIZE_MAX - 100, &p), CUDA_ERROR_OUT_OF_MEMORY);
+  size_t pitch = 0;
+  EXPECT_EQ(mem.AllocatePitch(SIZE_MAX / 2, 3, 4, &p, &pitch), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(mem.AllocatePitch(SIZE_MAX - 3, 1, 4, &p, &pitch), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(mem.Allocate(1 * kGiB + 1, &p), CUDA_ERROR_OUT_OF_MEMORY);
+  EXPECT_EQ(FakeDriver::LiveReservations(), 0u);
+  EXPECT_EQ(FakeDriver::CreateCalls(), 0u);
+  EXPECT_EQ(mem.counters().out_of_memory, 3u);
+}
+
 TEST_F(VgpuMemoryTest, GetInfoMovesWithAllocationsAndNeverUnderflows) {
   VgpuMemory mem(api_, Options(512 * kMiB));
   size_t free0 = 0, total = 0;

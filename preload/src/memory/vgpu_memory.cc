@@ -84,6 +84,10 @@ class VgpuMemory::Impl {
   CUresult Allocate(size_t bytes, uint64_t alignment, CUdeviceptr* dptr) {
     if (bytes == 0 || dptr == nullptr) return CUDA_ERROR_INVALID_VALUE;
     std::lock_guard<std::mutex> lock(mu_);
+    if (bytes > quota_) {  // can never fit (and rounding it could overflow)
+      ++out_of_memory_;
+      return CUDA_ERROR_OUT_OF_MEMORY;
+    }
     CUresult rc = EnsureGranule();
     if (rc != CUDA_SUCCESS) return rc;
     Reclaim(/*wait=*/false);
@@ -573,7 +577,8 @@ CUresult VgpuMemory::Allocate(size_t bytes, CUdeviceptr* dptr) {
 CUresult VgpuMemory::AllocatePitch(size_t width_bytes, size_t height, unsigned element_size,
                                    CUdeviceptr* dptr, size_t* pitch) {
   if (width_bytes == 0 || height == 0 || dptr == nullptr || pitch == nullptr ||
-      (element_size != 4 && element_size != 8 && element_size != 16)) {
+      (element_size != 4 && element_size != 8 && element_size != 16) ||
+      width_bytes > UINT64_MAX - kPitchAlignment) {
     return CUDA_ERROR_INVALID_VALUE;
   }
   const uint64_t row = AlignUp(width_bytes, kPitchAlignment);
