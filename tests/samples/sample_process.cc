@@ -35,9 +35,13 @@ std::string TempPath(const char* what) {
 // fork/exec with simcuda's environment; stdout to `out_fd` (or a file), stderr to err_path.
 pid_t Spawn(const std::string& binary, const std::vector<std::string>& args,
             const std::string& registry, int out_fd, const std::string& out_path,
-            const std::string& err_path) {
+            const std::string& err_path, const std::vector<std::string>& env = {}) {
   const pid_t pid = fork();
   if (pid != 0) return pid;
+  for (const std::string& e : env) {
+    const size_t eq = e.find('=');
+    if (eq != std::string::npos) setenv(e.substr(0, eq).c_str(), e.c_str() + eq + 1, 1);
+  }
   setenv("LD_LIBRARY_PATH", SIMCUDA_LIB_DIR, 1);
   setenv("SIMCUDA_KERNELS", SIMCUDA_KERNELS_LIB, 1);
   setenv("SIMCUDA_REGISTRY", registry.c_str(), 1);
@@ -129,12 +133,12 @@ int SampleProcess::Stop() {
 }
 
 ProgramResult RunProgram(const std::string& binary, const std::vector<std::string>& args,
-                         double timeout_s) {
+                         double timeout_s, const std::vector<std::string>& env) {
   const std::string registry = "/gshare-samples-test-" + std::to_string(getpid()) + "-" +
                                std::to_string(counter++);
   const std::string out = TempPath("stdout"), err = TempPath("stderr");
   ProgramResult r;
-  const pid_t pid = Spawn(binary, args, registry, -1, out, err);
+  const pid_t pid = Spawn(binary, args, registry, -1, out, err, env);
   if (pid < 0) return r;
   r.status = WaitExit(pid, timeout_s);
   r.out = ReadFile(out);

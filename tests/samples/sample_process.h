@@ -43,7 +43,8 @@ struct ProgramResult {
   int status = -1;
   std::string out, err;
 };
+// `env`: extra "NAME=VALUE" settings for the child.
 ProgramResult RunProgram(const std::string& binary, const std::vector<std::string>& args,
-                         double timeout_s = 120);
+                         double timeout_s = 120, const std::vector<std::string>& env = {});
 
 }  // namespace sample_test

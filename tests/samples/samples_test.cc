@@ -230,5 +230,13 @@ TEST(SampleCli, BadFlagsExitWithStatus2) {
   EXPECT_EQ(n.status, 2) << n.err;
 }
 
+TEST(SampleCli, ADeviceTooSmallForTheWeightsFailsCleanly) {
+  const ProgramResult r = RunProgram(SAMPLE_CNN_BIN, {"--port", "0"}, 120, {"SIMCUDA_DEVICES=32MiB"});
+  EXPECT_EQ(r.status, 1) << r.err;  // not a crash
+  EXPECT_NE(r.err.find("cuMemAlloc(weights) failed: CUDA_ERROR_OUT_OF_MEMORY"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("PORT="), std::string::npos);
+  EXPECT_EQ(r.out.find("READY"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace sample_test

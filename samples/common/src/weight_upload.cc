@@ -10,6 +10,10 @@ namespace {
 constexpr size_t kChunkBytes = size_t{8} << 20;
 }  // namespace
 
+WeightUploader::~WeightUploader() {
+  if (initialised_) (void)cuStreamSynchronize(stream_.get());
+}
+
 std::string WeightUploader::Init() {
   CallChecker cu;
   cu.Ok(cuStreamCreate(stream_.out(), CU_STREAM_NON_BLOCKING), "cuStreamCreate(weights)");

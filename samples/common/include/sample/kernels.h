@@ -37,6 +37,12 @@ class Launcher {
  public:
   using Ptr = CUdeviceptr;
   Launcher(const KernelSet& k, CUstream stream) : k_(k), stream_(stream) {}
+  // Waits for the stream, so that when a request fails half-way no queued kernel or copy
+  // outlives it (the next request reuses the same buffers). After a successful request the
+  // stream is already idle and this returns at once.
+  ~Launcher() { (void)cuStreamSynchronize(stream_); }
+  Launcher(const Launcher&) = delete;
+  Launcher& operator=(const Launcher&) = delete;
 
   // c[i] = a[i] + b[i], n elements.
   void VectorAdd(Ptr a, Ptr b, Ptr c, unsigned long long n);

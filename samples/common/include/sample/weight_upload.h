@@ -18,6 +18,11 @@ class WeightUploader {
  public:
   // REQUIRES: a current context. `seed` is the model seed.
   explicit WeightUploader(uint64_t seed) : seed_(seed) {}
+  // Waits for queued copies (also after a failed Upload), so that neither the staging buffers
+  // nor the destination buffers are released while a copy still reads or writes them.
+  ~WeightUploader();
+  WeightUploader(const WeightUploader&) = delete;
+  WeightUploader& operator=(const WeightUploader&) = delete;
 
   // Allocates `out` (spec.count floats) and queues its contents. Returns "" or an error.
   std::string Upload(const WeightSpec& spec, DeviceBuffer* out);
