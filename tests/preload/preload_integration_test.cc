@@ -232,11 +232,12 @@ std::vector<std::string> ReadPointers(ChildProcess* probe) {
 }
 
 TEST_F(ShimTest, SwapOutAndInThroughTheControlSocket) {
-  // Device 1 GiB; the probe holds a 256 MiB block plus random ones (bytes .. 256 MiB).
-  auto env = Env(true, "1GiB", "1GiB");
+  // Device 512 MiB; the probe holds a 128 MiB block plus random ones (bytes .. 256 MiB; about
+  // 100 MiB with this seed).
+  auto env = Env(true, "1GiB", "512MiB");
   const std::string socket = (dir_ / "control-%p.sock").string();
   env["GSHARE_CONTROL_SOCKET"] = socket;
-  ChildProcess probe({GSHARE_PROBE, "swap", "7", "10", "256"}, env);
+  ChildProcess probe({GSHARE_PROBE, "swap", "7", "10", "128"}, env);
   ASSERT_TRUE(probe.started());
   std::string line;
   ASSERT_TRUE(probe.ReadLine(&line)) << "probe did not get ready";
@@ -246,8 +247,8 @@ TEST_F(ShimTest, SwapOutAndInThroughTheControlSocket) {
   std::string path = socket;
   path.replace(path.find("%p"), 2, std::to_string(probe.pid()));
 
-  // While resident, another process cannot take 896 MiB of the 1 GiB device.
-  const auto blocked = RunKeyValues({GSHARE_PROBE, "alloc", "896"}, Env(false, "", "1GiB"));
+  // While resident, another process cannot take 384 MiB of the 512 MiB device.
+  const auto blocked = RunKeyValues({GSHARE_PROBE, "alloc", "384"}, Env(false, "", "512MiB"));
   EXPECT_EQ(U(blocked, "alloc"), static_cast<uint64_t>(CUDA_ERROR_OUT_OF_MEMORY));
 
   const std::string out = UnixRequest(path, "swap-out");
@@ -257,7 +258,7 @@ TEST_F(ShimTest, SwapOutAndInThroughTheControlSocket) {
   EXPECT_EQ(UnixRequest(path, "reboot").rfind("error", 0), 0u);
 
   // Swapped out: the capacity is really released.
-  const auto fits = RunKeyValues({GSHARE_PROBE, "alloc", "896"}, Env(false, "", "1GiB"));
+  const auto fits = RunKeyValues({GSHARE_PROBE, "alloc", "384"}, Env(false, "", "512MiB"));
   EXPECT_EQ(U(fits, "alloc"), 0u) << S(fits, "error");
 
   const std::string in = UnixRequest(path, "swap-in 0");
