@@ -93,6 +93,9 @@ TEST(Plans, FixedRateIsEvenRoundRobinAndBounded) {
   EXPECT_EQ(p->arrivals[1].at_us, 10000);
   EXPECT_EQ(p->arrivals[4].target, 1u);
   EXPECT_EQ(FixedRatePlan(o, 3, {50, 0})->arrivals.size(), 50u);
+  FixedRateOptions nine = o;  // 9/s for 2 s: 18 arrivals, not 19 from rounding creep
+  nine.rate_per_s = 9;
+  EXPECT_EQ(FixedRatePlan(nine, 1, {})->arrivals.size(), 18u);
   EXPECT_EQ(FixedRatePlan(o, 3, {0, 0.5})->arrivals.size(), 51u);  // 0 .. 0.5 s inclusive
   o.poisson = true;
   auto q = FixedRatePlan(o, 3, {});

@@ -31,8 +31,10 @@ workload::Result<Plan> FixedRatePlan(const FixedRateOptions& o, size_t targets, 
   Plan p;
   double t_us = 0;
   const double gap_us = 1e6 / o.rate_per_s;
+  // Even spacing: exactly floor(rate x duration) arrivals (no floating-point creep at the end).
+  const auto even_count = static_cast<uint64_t>(std::floor(o.rate_per_s * o.duration_s + 1e-9));
   for (uint64_t i = 0;; ++i) {
-    if (t_us >= o.duration_s * 1e6) break;
+    if (o.poisson ? t_us >= o.duration_s * 1e6 : i >= even_count) break;
     const auto at = static_cast<int64_t>(std::llround(t_us));
     if (!Within(b, p.arrivals.size(), at)) break;
     Arrival a;
@@ -44,7 +46,7 @@ workload::Result<Plan> FixedRatePlan(const FixedRateOptions& o, size_t targets, 
       const double u = (static_cast<double>(Mix(o.seed + 0x51ED + i) >> 11) + 0.5) / 9007199254740992.0;
       t_us += -std::log(u) * gap_us;
     } else {
-      t_us += gap_us;
+      t_us = static_cast<double>(i + 1) * gap_us;
     }
   }
   p.description = fmt::format("fixed rate {} req/s{} for {} s over {} targets ({} requests)",
