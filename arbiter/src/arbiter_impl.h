@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "driver.h"
+#include "metrics_server.h"
 #include "gshare/arbiter/arbiter.h"
 #include "gshare/policy/policy.h"
 #include "gshare/shm/channel.h"
@@ -153,6 +154,9 @@ class ArbiterImpl final : public Arbiter {
   std::unique_ptr<policy::Policy> policy_;
   std::optional<DriverLib> driver_;
   std::optional<shm::EventRingWriter> ring_;
+  std::unique_ptr<MetricsServer> metrics_;
+  uint64_t metrics_published_ns_ = 0;
+  bool metrics_dirty_ = false;  // something may have changed since the last snapshot
   shm::RegistrationListener listener_;
   shm::UniqueFd epoll_;
   shm::UniqueFd timer_;
@@ -170,6 +174,8 @@ class ArbiterImpl final : public Arbiter {
   uint64_t stop_deadline_ns_ = 0;
   ArbiterStats stats_;
 };
+
+inline constexpr uint64_t kMetricsPeriodNs = 100'000'000;
 
 inline constexpr uint64_t kTagListener = 1ULL << 32;
 inline constexpr uint64_t kTagSignal = 2ULL << 32;

@@ -117,6 +117,13 @@ shm::Status ArbiterImpl::Init(bool handle_signals) {
     ring_ = std::move(*ring);
   }
 
+  if (!config_.metrics_address.empty()) {
+    auto m = MetricsServer::Start(config_.metrics_address);
+    if (!m.ok()) return m.status();
+    metrics_ = std::move(*m);
+    metrics_->Publish(stats(), 0);
+  }
+
   auto listener = shm::RegistrationListener::Listen(config_.socket_path, config_.socket_mode);
   if (!listener.ok())
     return shm::Status(listener.status().code(), "socket: " + listener.status().message());
@@ -173,6 +180,7 @@ void ArbiterImpl::Stop() {
 void ArbiterImpl::ArmTimer(uint64_t now_ns) {
   uint64_t at = NextDeadlineNs();
   if (stopping_) at = std::min(at, stop_deadline_ns_);
+  if (metrics_dirty_) at = std::min(at, metrics_published_ns_ + kMetricsPeriodNs);
   itimerspec spec{};
   if (at != UINT64_MAX) {
     at = std::max(at, now_ns + 1);
@@ -225,6 +233,13 @@ shm::Status ArbiterImpl::Run() {
     DeepEvictIdle(now);
     PumpTransfers(now);
     if (ShutdownComplete(now)) break;
+    // Metrics: at most 10 snapshots a second; a change in between is published by the timer.
+    metrics_dirty_ = metrics_ != nullptr;
+    if (metrics_ && now - metrics_published_ns_ >= kMetricsPeriodNs) {
+      metrics_->Publish(stats(), clients_.size());
+      metrics_published_ns_ = now;
+      metrics_dirty_ = false;
+    }
     // Arm every doorbell, then look once more so a report written before arming is not missed.
     for (auto& [id, c] : clients_) c->chan.ArmDoorbell();
     PollAll(now);

@@ -16,6 +16,8 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <httplib.h>
+#include <netinet/in.h>
 
 #include "gshare/shm/event_ring.h"
 #include "gshare/shm/registration.h"
@@ -348,6 +350,47 @@ TEST(ArbiterProcess, AnotherUidCannotOpenAChannel) {
   EXPECT_EQ(ExitCode(status), 0) << "a process of uid 65534 opened another uid's channel fds";
   ::kill(f.pid, SIGKILL);
   (void)WaitFor(f.pid, seconds(30));
+}
+
+// A TCP port nobody listens on right now.
+int FreePort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+TEST(ArbiterProcess, PrometheusMetrics) {
+  TempDir dir;
+  const int port = FreePort();
+  ASSERT_GT(port, 0);
+  ArbiterProcess arb(dir, {"--gpu-memory", "1GiB", "--libcuda", "/nonexistent/libcuda.so.1",
+                           "--metrics", "127.0.0.1:" + std::to_string(port)});
+  ASSERT_TRUE(arb.Start()) << ReadFile(arb.log());
+  const Function f = StartFunction(dir, arb, "m", {"--quota-mib", "64", "--requests", "3"});
+  EXPECT_EQ(ExitCode(WaitFor(f.pid, seconds(60))), 0) << ReadFile(f.out);
+  httplib::Client http("127.0.0.1", port);
+  std::string body;
+  // Snapshots are published at most every 100 ms: poll until the grants show (safety timeout).
+  for (int i = 0; i < 500; ++i) {
+    auto res = http.Get("/metrics");
+    if (res && res->status == 200) body = res->body;
+    if (body.find("gshare_arbiter_registrations_total 1") != std::string::npos) break;
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  EXPECT_NE(body.find("gshare_arbiter_registrations_total 1"), std::string::npos) << body;
+  EXPECT_NE(body.find("gshare_arbiter_gpu_usable_bytes{gpu=\"0\"} 1073741824"), std::string::npos)
+      << body;
+  EXPECT_NE(body.find("# TYPE gshare_arbiter_grants_total counter"), std::string::npos) << body;
+  ASSERT_TRUE(arb.Stop().is_object());
 }
 
 #ifdef CUDA_FUNCTION_BIN
