@@ -144,8 +144,9 @@ class Policy {
   // The name it was made with (including any ablation suffixes).
   virtual std::string_view name() const = 0;
 
-  // Handles one event and appends the resulting actions to `out` (not cleared). Cost:
-  // microseconds, independent of the number of registered functions except where noted.
+  // Handles one event and appends the resulting actions to `out` (not cleared). Cost: about a
+  // microsecond on average at 1,000 functions (bench/policy); an event that places a function
+  // scans the active GPUs and the functions on them, so its worst case grows with both.
   // REQUIRES: event.now >= the previous event's now; the protocol above.
   virtual void Handle(const Event& event, ActionList& out) = 0;
 
