@@ -394,17 +394,26 @@ TEST(ArbiterProcess, PrometheusMetrics) {
 }
 
 #ifdef CUDA_FUNCTION_BIN
-std::vector<std::string> SimcudaEnv() {
-  return {std::string("LD_LIBRARY_PATH=") + SIMCUDA_DIR, "SIMCUDA_DEVICES=1x2GiB",
-          "SIMCUDA_REGISTRY=/gshare-arbiter-test-" + std::to_string(::getpid()),
-          std::string("SIMCUDA_KERNELS=") + SIMCUDA_KERNELS_LIB};
-}
+// simcuda's environment for one test: its own device registry, removed when the test ends.
+class Simcuda {
+ public:
+  Simcuda() : registry_("/gshare-arbiter-test-" + std::to_string(::getpid())) {}
+  ~Simcuda() { ::shm_unlink(registry_.c_str()); }
+  std::vector<std::string> env() const {
+    return {std::string("LD_LIBRARY_PATH=") + SIMCUDA_DIR, "SIMCUDA_DEVICES=1x2GiB",
+            "SIMCUDA_REGISTRY=" + registry_, std::string("SIMCUDA_KERNELS=") + SIMCUDA_KERNELS_LIB};
+  }
+
+ private:
+  std::string registry_;
+};
 
 // A function idle for longer than deep_evict_after is checkpointed; its next request restores
 // it, and its device memory is intact.
 TEST(ArbiterProcess, LongIdleFunctionIsDeepEvictedAndRestored) {
   TempDir dir;
-  const auto env = SimcudaEnv();
+  const Simcuda simcuda;
+  const auto env = simcuda.env();
   ArbiterProcess arb(dir, {"--deep-evict-after", "100ms"});
   arb.env = env;
   ASSERT_TRUE(arb.Start()) << ReadFile(arb.log());
@@ -427,7 +436,8 @@ TEST(ArbiterProcess, LongIdleFunctionIsDeepEvictedAndRestored) {
 // the rogue is restored and still finishes with its data intact.
 TEST(ArbiterProcess, FunctionIgnoringPreemptionIsCheckpointedAndRestored) {
   TempDir dir;
-  const auto env = SimcudaEnv();
+  const Simcuda simcuda;
+  const auto env = simcuda.env();
   ArbiterProcess arb(dir, {"--slice", "20ms", "--preempt-grace", "50ms"});
   arb.env = env;
   ASSERT_TRUE(arb.Start()) << ReadFile(arb.log());
