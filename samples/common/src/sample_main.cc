@@ -24,7 +24,7 @@ struct Options {
   int device = 0;
   uint64_t seed = 1;
   std::string name;
-  int threads = 8;
+  int threads = 64;
 };
 
 // Retains a device's primary context for the lifetime of the object.
