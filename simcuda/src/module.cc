@@ -112,15 +112,16 @@ CUresult LoadLibrary(const void* image, size_t size, CUlib_st** out) {
 
 CUresult UnloadLibrary(CUlib_st* lib) {
   if (!HandleSet<CUlib_st>::Instance().Remove(lib)) return CUDA_ERROR_INVALID_HANDLE;
-  std::lock_guard<std::mutex> lock(lib->mu);
-  for (auto& [ctx, mod] : lib->modules) UnloadModule(mod);
-  for (auto& [name, k] : lib->kernels) {
-    HandleSet<CUkern_st>::Instance().Remove(k);
-    delete k;
+  {
+    std::lock_guard<std::mutex> lock(lib->mu);
+    for (auto& [ctx, mod] : lib->modules) UnloadModule(mod);
+    for (auto& [name, k] : lib->kernels) {
+      HandleSet<CUkern_st>::Instance().Remove(k);
+      delete k;
+    }
+    lib->magic = 0;
   }
-  lib->magic = 0;
-  // The object itself is leaked on purpose: a kernel handle cast to CUfunction may still be
-  // compared by the program; it is small.
+  delete lib;
   return CUDA_SUCCESS;
 }
 
