@@ -31,6 +31,22 @@ std::string ExpandPid(std::string text, int pid) {
   return text;
 }
 
+// A positive whole number in variable `name`; nullopt when unset or malformed (then an error
+// naming the variable is added).
+std::optional<uint32_t> ParsePositive(const char* (*getenv_fn)(const char*, void*), void* ctx,
+                                      const char* name, const char* unit, std::string* errors) {
+  const std::string text = Get(getenv_fn, ctx, name);
+  if (text.empty()) return std::nullopt;
+  uint32_t value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || value == 0) {
+    AddError(errors, std::string(name) + "='" + text + "' is not a positive whole number of " +
+                         unit);
+    return std::nullopt;
+  }
+  return value;
+}
+
 }  // namespace
 
 Config ParseConfig(const char* (*getenv_fn)(const char*, void*), void* ctx, int pid) {
@@ -49,23 +65,23 @@ Config ParseConfig(const char* (*getenv_fn)(const char*, void*), void* ctx, int 
     }
   }
   config.function_name = Get(getenv_fn, ctx, "GSHARE_FUNCTION");
-  const std::string slo = Get(getenv_fn, ctx, "GSHARE_SLO_MS");
-  if (!slo.empty()) {
-    uint32_t value = 0;
-    const auto [end, ec] = std::from_chars(slo.data(), slo.data() + slo.size(), value);
-    if (ec != std::errc() || end != slo.data() + slo.size() || value == 0) {
-      AddError(&config.error, "GSHARE_SLO_MS='" + slo +
-                                  "' is not a positive whole number of milliseconds");
-    } else {
-      config.slo_ms = value;
-    }
-  }
+  config.slo_ms = ParsePositive(getenv_fn, ctx, "GSHARE_SLO_MS", "milliseconds", &config.error);
   const std::string socket = Get(getenv_fn, ctx, "GSHARE_CONTROL_SOCKET");
   config.control_socket_per_pid = socket.find("%p") != std::string::npos;
   config.control_socket = ExpandPid(socket, pid);
   config.real_libcuda = Get(getenv_fn, ctx, "GSHARE_REAL_LIBCUDA");
   config.log_level = Get(getenv_fn, ctx, "GSHARE_LOG_LEVEL");
   config.log_file = Get(getenv_fn, ctx, "GSHARE_LOG_FILE");
+  config.arbiter_socket = Get(getenv_fn, ctx, "GSHARE_ARBITER_SOCKET");
+  config.idle_release_us =
+      ParsePositive(getenv_fn, ctx, "GSHARE_IDLE_RELEASE_US", "microseconds", &config.error)
+          .value_or(config.idle_release_us);
+  const std::string fail = Get(getenv_fn, ctx, "GSHARE_ARBITER_FAIL");
+  if (fail == "closed") {
+    config.arbiter_fail_closed = true;
+  } else if (!fail.empty() && fail != "open") {
+    AddError(&config.error, "GSHARE_ARBITER_FAIL='" + fail + "' must be 'open' or 'closed'");
+  }
   return config;
 }
 

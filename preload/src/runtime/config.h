@@ -19,6 +19,9 @@ struct Config {
   std::string real_libcuda;         // GSHARE_REAL_LIBCUDA, "" = the loader's libcuda.so.1
   std::string log_level;            // GSHARE_LOG_LEVEL ("" = off unless GSHARE_LOG_FILE is set)
   std::string log_file;             // GSHARE_LOG_FILE ("" = stderr when a level is given)
+  std::string arbiter_socket;       // GSHARE_ARBITER_SOCKET ("" = stand-alone, no arbiter)
+  uint32_t idle_release_us = 300;   // GSHARE_IDLE_RELEASE_US (token released after this idle)
+  bool arbiter_fail_closed = false; // GSHARE_ARBITER_FAIL=closed (default open)
   // Empty when every variable parsed; otherwise one message per malformed variable, naming it.
   std::string error;
 };

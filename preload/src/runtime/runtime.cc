@@ -6,7 +6,9 @@
 #include <chrono>
 #include <sstream>
 
+#include "arbiter_client.h"
 #include "gshare/common/units.h"
+#include "runtime/arbiter_host.h"
 #include "runtime/control_server.h"
 #include "runtime/log.h"
 
@@ -91,6 +93,7 @@ CUresult Runtime::Init(unsigned int flags) {
   if (result != CUDA_SUCCESS) return result;  // not memoised: the caller may retry
   init_result_ = CreateMemory();
   initialised_ = true;
+  if (init_result_ == CUDA_SUCCESS && !config_.arbiter_socket.empty()) StartArbiterClient();
   if (init_result_ == CUDA_SUCCESS && !config_.control_socket.empty()) {
     control_ = new ControlServer();
     const std::string error = control_->Start(config_.control_socket, [this](const std::string& r) {
@@ -152,12 +155,78 @@ CUresult Runtime::CreateMemory() {
   return CUDA_SUCCESS;
 }
 
+void Runtime::StartArbiterClient() {
+  ArbiterClientOptions options;
+  options.socket_path = config_.arbiter_socket;
+  options.quota_bytes = memory()->counters().quota_bytes;
+  if (config_.slo_ms) options.slo_ms = *config_.slo_ms;
+  options.function_name = config_.function_name;
+  options.idle_release = std::chrono::microseconds(config_.idle_release_us);
+  options.fail_closed = config_.arbiter_fail_closed;
+  options.log = &Log();
+  arbiter_host_ = new ArbiterHost(this);
+  auto client = ArbiterClient::Start(options, arbiter_host_);
+  if (!client.ok()) {
+    Log().warn("arbiter at {} not usable ({}): running stand-alone (quota only, no time slicing)",
+               config_.arbiter_socket, client.status().ToString());
+    return;
+  }
+  Log().info("registered with the arbiter at {} as client {}", config_.arbiter_socket,
+             (*client)->client_id());
+  arbiter_.store(client->release(), std::memory_order_release);  // never destroyed
+}
+
+CUdevice Runtime::LastDevice() const {
+  memory::VgpuMemory* mem = memory();
+  std::lock_guard<std::mutex> lock(swap_mutex_);
+  if (mem == nullptr) return 0;
+  const memory::VgpuMemoryCounters c = mem->counters();
+  return c.resident ? c.device : swapped_from_;
+}
+
+CUresult Runtime::DrainForArbiter() {
+  memory::VgpuMemory* mem = memory();
+  if (mem == nullptr || ctx_synchronize_ == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  using Retain = CUresult (*)(CUcontext*, CUdevice);
+  using Release = CUresult (*)(CUdevice);
+  using Push = CUresult (*)(CUcontext);
+  using Pop = CUresult (*)(CUcontext*);
+  static const auto retain = reinterpret_cast<Retain>(real_.Resolve("cuDevicePrimaryCtxRetain"));
+  static const auto release =
+      reinterpret_cast<Release>(real_.Resolve("cuDevicePrimaryCtxRelease_v2"));
+  static const auto push = reinterpret_cast<Push>(real_.Resolve("cuCtxPushCurrent_v2"));
+  static const auto pop = reinterpret_cast<Pop>(real_.Resolve("cuCtxPopCurrent_v2"));
+  if (retain == nullptr || release == nullptr || push == nullptr || pop == nullptr) {
+    return CUDA_ERROR_NOT_SUPPORTED;
+  }
+  const CUdevice device = LastDevice();
+  CUcontext ctx = nullptr;
+  CUresult r = retain(&ctx, device);
+  if (r != CUDA_SUCCESS) return r;
+  r = push(ctx);
+  if (r == CUDA_SUCCESS) {
+    r = ctx_synchronize_();
+    CUcontext popped = nullptr;
+    (void)pop(&popped);
+  }
+  (void)release(device);
+  return r;
+}
+
 CUresult Runtime::DrainDevice() {
   // SwapOut calls this with the vGPU's device context current.
   return ctx_synchronize_ != nullptr ? ctx_synchronize_() : CUDA_ERROR_NOT_SUPPORTED;
 }
 
 CUresult Runtime::AdmitSlow(unsigned* slot) {
+  if (ArbiterClient* client = arbiter(); client != nullptr) {
+    // Arbiter mode: the client requests a swap-in when needed and waits for the token; the
+    // gate opens on the grant. A release may close it again before we enter: retry.
+    for (;;) {
+      client->Acquire();
+      if (gate_.TryEnter(slot)) return CUDA_SUCCESS;
+    }
+  }
   for (;;) {
     {
       std::lock_guard<std::mutex> lock(swap_mutex_);  // waits out a running swap
@@ -179,7 +248,7 @@ CUresult Runtime::AdmitSlow(unsigned* slot) {
   }
 }
 
-CUresult Runtime::SwapOut(memory::SwapStats* stats) {
+CUresult Runtime::SwapOut(memory::SwapStats* stats, bool reopen_on_failure) {
   memory::VgpuMemory* mem = memory();
   if (mem == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
   std::lock_guard<std::mutex> lock(swap_mutex_);
@@ -188,7 +257,7 @@ CUresult Runtime::SwapOut(memory::SwapStats* stats) {
   gate_.Close();
   const CUresult r = mem->SwapOut([this] { return DrainDevice(); }, stats);
   if (r != CUDA_SUCCESS) {
-    gate_.Open();
+    if (reopen_on_failure) gate_.Open();
     Log().error("swap-out failed: {}", ResultName(r));
     return r;
   }
@@ -198,7 +267,7 @@ CUresult Runtime::SwapOut(memory::SwapStats* stats) {
   return CUDA_SUCCESS;
 }
 
-CUresult Runtime::SwapIn(CUdevice device, memory::SwapStats* stats) {
+CUresult Runtime::SwapIn(CUdevice device, memory::SwapStats* stats, bool open_gate) {
   memory::VgpuMemory* mem = memory();
   if (mem == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
   std::lock_guard<std::mutex> lock(swap_mutex_);
@@ -207,7 +276,7 @@ CUresult Runtime::SwapIn(CUdevice device, memory::SwapStats* stats) {
     Log().error("swap-in to device {} failed: {}", device, ResultName(r));
     return r;
   }
-  gate_.Open();
+  if (open_gate) gate_.Open();
   return CUDA_SUCCESS;
 }
 

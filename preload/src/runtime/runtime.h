@@ -23,6 +23,8 @@
 
 namespace gshare::preload {
 
+class ArbiterClient;
+class ArbiterHost;
 class ControlServer;
 
 class Runtime {
@@ -55,15 +57,28 @@ class Runtime {
     return memory_.load(std::memory_order_acquire);
   }
 
-  // Slow path of a submission whose TryEnter failed: waits for a running swap to finish and
-  // swaps the vGPU back in (on the device it left) when it is out. Returns CUDA_SUCCESS once the
-  // caller is inside the gate (it must then Exit(*slot)), or the swap-in's error.
+  // Slow path of a submission whose TryEnter failed. Stand-alone: waits for a running swap to
+  // finish and swaps the vGPU back in (on the device it left) when it is out. With an arbiter
+  // (GSHARE_ARBITER_SOCKET): the arbiter client's Acquire (requested swap-in, then the token).
+  // Returns CUDA_SUCCESS once the caller is inside the gate (it must then Exit(*slot)), or the
+  // swap-in's error.
   CUresult AdmitSlow(unsigned* slot);
 
-  // Swap control (the debug control socket and tests; later the arbiter). Serialised by one
-  // mutex. SwapOut closes the gate, drains, and leaves the gate closed on success.
-  CUresult SwapOut(memory::SwapStats* stats);
-  CUresult SwapIn(CUdevice device, memory::SwapStats* stats);
+  // Swap control (the debug control socket, tests and the arbiter client). Serialised by one
+  // mutex. SwapOut closes the gate, drains, and leaves the gate closed on success (on failure it
+  // reopens it only if `reopen_on_failure`). SwapIn opens the gate on success if `open_gate`
+  // (in arbiter mode only a grant opens it).
+  CUresult SwapOut(memory::SwapStats* stats, bool reopen_on_failure = true);
+  CUresult SwapIn(CUdevice device, memory::SwapStats* stats, bool open_gate = true);
+  // The device the vGPU is on, or the one it left when swapped out.
+  CUdevice LastDevice() const;
+  // Waits for the process's in-flight work on the vGPU's device (from any thread: pushes the
+  // device's primary context for the call). For the arbiter client's token release.
+  CUresult DrainForArbiter();
+  // The arbiter client; null when stand-alone (no socket, or no arbiter at cuInit).
+  [[nodiscard]] ArbiterClient* arbiter() const {
+    return arbiter_.load(std::memory_order_acquire);
+  }
   // One line of "key=value" counters for the control socket's "stats" command.
   std::string StatsLine() const;
 
@@ -78,6 +93,7 @@ class Runtime {
   void Setup();
   CUresult CreateMemory();
   CUresult DrainDevice();
+  void StartArbiterClient();
 
   static std::atomic<Runtime*> instance_;
   static std::mutex init_mutex_;
@@ -94,6 +110,8 @@ class Runtime {
   mutable std::mutex swap_mutex_;        // serialises swaps and auto swap-in
   CUdevice swapped_from_ = 0;            // guarded by swap_mutex_
   ControlServer* control_ = nullptr;     // owned, never destroyed
+  ArbiterHost* arbiter_host_ = nullptr;  // owned, never destroyed
+  std::atomic<ArbiterClient*> arbiter_{nullptr};  // owned, never destroyed
 };
 
 // CUresult -> its name ("CUDA_ERROR_OUT_OF_MEMORY"), for logs and the control socket.

@@ -34,4 +34,16 @@ void SubmissionGate::WaitOpen() {
   opened_.wait(lock, [this] { return !closed_.load(std::memory_order_acquire); });
 }
 
+bool SubmissionGate::TakeActivity() {
+  bool active = false;
+  for (Slot& slot : slots_) {
+    if (slot.touched.load(std::memory_order_relaxed)) {
+      slot.touched.store(false, std::memory_order_relaxed);
+      active = true;
+    }
+    if (slot.active.load(std::memory_order_acquire) != 0) active = true;
+  }
+  return active;
+}
+
 }  // namespace gshare::preload

@@ -32,7 +32,12 @@ class SubmissionGate {
   bool TryEnter(unsigned* slot) {
     *slot = ThreadSlot();
     slots_[*slot].active.fetch_add(1, std::memory_order_seq_cst);
-    if (!closed_.load(std::memory_order_seq_cst)) return true;
+    if (!closed_.load(std::memory_order_seq_cst)) {
+      // Activity mark for the arbiter client's idle detection: a plain store, no RMW, on the
+      // slot's own cache line (already owned after the increment above).
+      slots_[*slot].touched.store(true, std::memory_order_relaxed);
+      return true;
+    }
     slots_[*slot].active.fetch_sub(1, std::memory_order_release);
     return false;
   }
@@ -46,11 +51,15 @@ class SubmissionGate {
   // Blocks until the gate is open (returns at once when it is).
   void WaitOpen();
   [[nodiscard]] bool closed() const { return closed_.load(std::memory_order_acquire); }
+  // True if a submission was admitted since the previous call (clears the marks) or one is
+  // inside now. For the arbiter client's idle detection (one caller at a time).
+  bool TakeActivity();
 
  private:
   static constexpr unsigned kSlots = 16;
   struct alignas(64) Slot {
     std::atomic<uint64_t> active{0};
+    std::atomic<bool> touched{false};  // set by TryEnter, cleared by TakeActivity
   };
   // The calling thread's slot, assigned round-robin on its first submission. Initial-exec TLS:
   // one thread-pointer-relative load, no __tls_get_addr call (libgshare.so is preloaded).

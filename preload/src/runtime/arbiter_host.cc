@@ -1,0 +1,48 @@
+// The runtime's ShimHost for the arbiter client (see arbiter_host.h).
+#include "runtime/arbiter_host.h"
+
+#include "runtime/runtime.h"
+
+namespace gshare::preload {
+namespace {
+
+SwapOutcome Outcome(CUresult r, const memory::SwapStats& stats) {
+  SwapOutcome out;
+  out.ok = r == CUDA_SUCCESS;
+  out.bytes = stats.bytes;
+  out.duration_ns = static_cast<uint64_t>(stats.elapsed.count());
+  return out;
+}
+
+}  // namespace
+
+void ArbiterHost::CloseGate() { runtime_->gate().Close(); }
+
+void ArbiterHost::OpenGate() { runtime_->gate().Open(); }
+
+bool ArbiterHost::Drain() { return runtime_->DrainForArbiter() == CUDA_SUCCESS; }
+
+bool ArbiterHost::TakeActivity() { return runtime_->gate().TakeActivity(); }
+
+SwapOutcome ArbiterHost::SwapOut() {
+  memory::SwapStats stats;
+  const CUresult r = runtime_->SwapOut(&stats, /*reopen_on_failure=*/false);
+  return Outcome(r, stats);
+}
+
+SwapOutcome ArbiterHost::SwapIn(uint32_t gpu) {
+  memory::SwapStats stats;
+  const CUresult r = runtime_->SwapIn(static_cast<CUdevice>(gpu), &stats, /*open_gate=*/false);
+  return Outcome(r, stats);
+}
+
+bool ArbiterHost::Resident() const { return runtime_->memory()->resident(); }
+
+uint64_t ArbiterHost::ResidentBytes() const {
+  const memory::VgpuMemoryCounters c = runtime_->memory()->counters();
+  return c.resident ? c.backed_bytes : 0;
+}
+
+uint32_t ArbiterHost::CurrentGpu() const { return static_cast<uint32_t>(runtime_->LastDevice()); }
+
+}  // namespace gshare::preload

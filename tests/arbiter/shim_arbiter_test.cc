@@ -1,0 +1,246 @@
+// The arbiter client wired into libgshare.so: unmodified driver-API programs (tests/preload's
+// preload_probe) run under LD_PRELOAD with GSHARE_ARBITER_SOCKET against a real gshare-arbiter
+// on simcuda, and the shim's arbiter configuration variables are parsed and checked.
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "child_process.h"
+#include "runtime/config.h"
+#include "runtime/submission_gate.h"
+#include "test_util.h"
+
+namespace gshare::arbiter::testing {
+namespace {
+
+using std::chrono::seconds;
+
+// simcuda's environment for one test: its own device registry, removed when the test ends.
+class Simcuda {
+ public:
+  explicit Simcuda(const std::string& tag)
+      : registry_("/gshare-shim-arbiter-" + tag + "-" + std::to_string(::getpid())) {}
+  ~Simcuda() { ::shm_unlink(registry_.c_str()); }
+  std::vector<std::string> env() const {
+    return {std::string("LD_LIBRARY_PATH=") + SIMCUDA_DIR, "SIMCUDA_DEVICES=1x1GiB",
+            "SIMCUDA_REGISTRY=" + registry_, std::string("SIMCUDA_KERNELS=") + SIMCUDA_KERNELS_LIB,
+            "SIMCUDA_LINK_GBPS=0"};
+  }
+
+ private:
+  std::string registry_;
+};
+
+// The environment of a probe under the shim.
+std::vector<std::string> ShimEnv(const Simcuda& simcuda, const std::string& socket,
+                                 const std::string& quota, const std::string& name,
+                                 const std::string& log_file) {
+  std::vector<std::string> env = simcuda.env();
+  env.push_back(std::string("LD_PRELOAD=") + PRELOAD_LIB);
+  env.push_back("GSHARE_ARBITER_SOCKET=" + socket);
+  env.push_back("GSHARE_VGPU_MEMORY=" + quota);
+  env.push_back("GSHARE_FUNCTION=" + name);
+  env.push_back("GSHARE_SLO_MS=50");
+  env.push_back("GSHARE_LOG_LEVEL=info");
+  env.push_back("GSHARE_LOG_FILE=" + log_file);
+  return env;
+}
+
+// Two unmodified programs whose vGPU quotas (768 MiB each) sum to 1.5x the simulated GPU (1 GiB)
+// fill, launch checksum kernels and verify on two threads each, repeatedly, both at once. The
+// one that does not fit starts swapped out and is swapped in when the other leaves (a busy
+// vGPU is never swapped out); time-slice grants go through the shim. Both finish with correct
+// data; the reservations never exceeded the GPU.
+// A real gshare-arbiter (5 ms slices) managing one simulated 1 GiB GPU, for one test.
+class ShimArbiter : public ::testing::Test {
+ protected:
+  ShimArbiter() : simcuda(::testing::UnitTest::GetInstance()->current_test_info()->name()) {}
+  void SetUp() override {
+    arb.env = simcuda.env();
+    ASSERT_TRUE(arb.Start()) << ReadFile(arb.log());
+  }
+  // Stops the arbiter; its summary must show the GPU's reservations never exceeded it.
+  nlohmann::json StopAndCheckGpu() {
+    nlohmann::json summary = arb.Stop();
+    EXPECT_TRUE(summary.is_object()) << ReadFile(arb.log());
+    if (!summary.is_object()) return summary;
+    const auto& gpu = summary["gpus"][0];
+    EXPECT_LE(gpu["peak_reserved_bytes"].get<uint64_t>(), gpu["usable_bytes"].get<uint64_t>());
+    EXPECT_LE(gpu["usable_bytes"].get<uint64_t>(), 1ull << 30);
+    EXPECT_EQ(gpu["overshoot_events"], 0);
+    EXPECT_EQ(gpu["reserved_bytes"].get<uint64_t>(), 0u);
+    return summary;
+  }
+
+  TempDir dir;
+  const Simcuda simcuda;
+  ArbiterProcess arb{dir, {"--slice", "5ms"}};
+};
+
+TEST_F(ShimArbiter, OversubscribedPreloadedProgramsTakeTurnsWithCorrectData) {
+  struct Program {
+    pid_t pid;
+    std::string out, err, log;
+  };
+  std::vector<Program> programs;
+  for (int i = 0; i < 2; ++i) {
+    const std::string name = "p" + std::to_string(i);
+    Program p{-1, dir / (name + ".out"), dir / (name + ".err"), dir / (name + ".log")};
+    p.pid = Spawn({PROBE_BIN, "stress", "2", "60"}, p.out, p.err,
+                  ShimEnv(simcuda, arb.socket(), "768MiB", name, p.log));
+    ASSERT_GT(p.pid, 0);
+    programs.push_back(p);
+  }
+  for (const Program& p : programs) {
+    EXPECT_EQ(ExitCode(WaitFor(p.pid, seconds(120))), 0)
+        << ReadFile(p.out) << ReadFile(p.err) << ReadFile(p.log) << ReadFile(arb.log());
+    const std::string out = ReadFile(p.out);
+    EXPECT_NE(out.find("done\nerrors=0\n"), std::string::npos) << out << ReadFile(p.log);
+    EXPECT_NE(ReadFile(p.log).find("registered with the arbiter"), std::string::npos)
+        << ReadFile(p.log);
+  }
+  const auto summary = StopAndCheckGpu();
+  ASSERT_TRUE(summary.is_object());
+  EXPECT_EQ(summary["registrations"], 2) << summary.dump();
+  EXPECT_GT(summary["swap_outs"].get<int>(), 0) << summary.dump() << ReadFile(arb.log());
+  EXPECT_GT(summary["swap_ins"].get<int>(), 0) << summary.dump();
+}
+
+// Reads "ptr=..." lines up to "end".
+std::vector<std::string> ReadPointers(test::ChildProcess* probe) {
+  std::vector<std::string> ptrs;
+  std::string line;
+  while (probe->ReadLine(&line) && line != "end") ptrs.push_back(line);
+  return ptrs;
+}
+
+// Two programs holding real data (a 128 MiB block plus random allocations, checksummed) with
+// 768 MiB quotas on a 1 GiB GPU, used in turns: whenever one works, the arbiter swaps the other
+// (idle) out to make room, and the data of both survives every swap at the same addresses.
+TEST_F(ShimArbiter, IdleProgramsAreSwappedOutForEachOtherWithDataIntact) {
+  std::vector<std::unique_ptr<test::ChildProcess>> probes;
+  std::vector<std::vector<std::string>> pointers;
+  for (int i = 0; i < 2; ++i) {
+    const std::string name = "s" + std::to_string(i);
+    std::map<std::string, std::string> env;
+    for (const std::string& kv : ShimEnv(simcuda, arb.socket(), "768MiB", name,
+                                         dir / (name + ".log"))) {
+      env[kv.substr(0, kv.find('='))] = kv.substr(kv.find('=') + 1);
+    }
+    probes.push_back(std::make_unique<test::ChildProcess>(
+        std::vector<std::string>{PROBE_BIN, "swap", std::to_string(7 + i), "10", "128"}, env));
+    ASSERT_TRUE(probes.back()->started());
+    std::string line;
+    ASSERT_TRUE(probes.back()->ReadLine(&line)) << ReadFile(dir / (name + ".log"));
+    ASSERT_EQ(line.rfind("ready", 0), 0u) << line;
+    pointers.push_back(ReadPointers(probes.back().get()));
+    ASSERT_FALSE(pointers.back().empty());
+  }
+  for (int round = 0; round < 3; ++round) {
+    for (size_t i = 0; i < probes.size(); ++i) {
+      ASSERT_TRUE(probes[i]->WriteLine("verify"));
+      std::string line;
+      ASSERT_TRUE(probes[i]->ReadLine(&line)) << ReadFile(arb.log());
+      EXPECT_NE(line.find(" bad=0 "), std::string::npos) << line;
+      EXPECT_NE(line.find("kernel_bad=0"), std::string::npos) << line;
+      EXPECT_EQ(ReadPointers(probes[i].get()), pointers[i]) << "pointers must not change";
+    }
+  }
+  for (auto& probe : probes) {
+    probe->WriteLine("quit");
+    EXPECT_EQ(probe->Wait(), 0) << probe->err();
+  }
+  const auto summary = StopAndCheckGpu();
+  ASSERT_TRUE(summary.is_object());
+  // Every turn after the first needs the other program out: at least 5 swaps each way.
+  EXPECT_GE(summary["swap_outs"].get<int>(), 5) << summary.dump() << ReadFile(arb.log());
+  EXPECT_GE(summary["swap_ins"].get<int>(), 5) << summary.dump();
+  const std::string arb_log = ReadFile(arb.log());
+  EXPECT_TRUE(std::regex_search(arb_log, std::regex("swap-out acknowledged: [1-9]"))) << arb_log;
+  EXPECT_TRUE(std::regex_search(arb_log, std::regex("swap-in acknowledged: [1-9]"))) << arb_log;
+}
+
+// A socket path where no arbiter listens: the shim logs it and runs stand-alone (fail-open).
+TEST(ShimArbiterStandAlone, NoArbiterListeningRunsStandAloneAndLogsIt) {
+  TempDir dir;
+  const Simcuda simcuda("alone");
+  const std::string out = dir / "p.out";
+  const std::string log = dir / "p.log";
+  const pid_t pid = Spawn({PROBE_BIN, "stress", "2", "10"}, out, dir / "p.err",
+                          ShimEnv(simcuda, dir / "nobody.sock", "256MiB", "alone", log));
+  ASSERT_GT(pid, 0);
+  EXPECT_EQ(ExitCode(WaitFor(pid, seconds(60))), 0) << ReadFile(out) << ReadFile(log);
+  EXPECT_NE(ReadFile(out).find("done\nerrors=0\n"), std::string::npos) << ReadFile(out);
+  const std::string text = ReadFile(log);
+  EXPECT_NE(text.find("running stand-alone"), std::string::npos) << text;
+  EXPECT_EQ(text.find("registered with the arbiter"), std::string::npos) << text;
+}
+
+// The shim's arbiter variables.
+const char* Lookup(const char* name, void* ctx) {
+  for (const auto& [k, v] : *static_cast<std::vector<std::pair<std::string, std::string>>*>(ctx)) {
+    if (k == name) return v.c_str();
+  }
+  return nullptr;
+}
+
+preload::Config Parse(std::vector<std::pair<std::string, std::string>> vars) {
+  return preload::ParseConfig(&Lookup, &vars, 42);
+}
+
+TEST(ShimArbiterConfig, DefaultsAreStandAloneFailOpen) {
+  const preload::Config c = Parse({});
+  EXPECT_TRUE(c.error.empty());
+  EXPECT_EQ(c.arbiter_socket, "");
+  EXPECT_EQ(c.idle_release_us, 300u);
+  EXPECT_FALSE(c.arbiter_fail_closed);
+}
+
+TEST(ShimArbiterConfig, ParsesSocketIdleReleaseAndFailMode) {
+  const preload::Config c = Parse({{"GSHARE_ARBITER_SOCKET", "/run/gshare/a.sock"},
+                                   {"GSHARE_IDLE_RELEASE_US", "750"},
+                                   {"GSHARE_ARBITER_FAIL", "closed"}});
+  EXPECT_TRUE(c.error.empty()) << c.error;
+  EXPECT_EQ(c.arbiter_socket, "/run/gshare/a.sock");
+  EXPECT_EQ(c.idle_release_us, 750u);
+  EXPECT_TRUE(c.arbiter_fail_closed);
+  EXPECT_FALSE(Parse({{"GSHARE_ARBITER_FAIL", "open"}}).arbiter_fail_closed);
+}
+
+TEST(ShimArbiterConfig, MalformedValuesAreNamed) {
+  const preload::Config c =
+      Parse({{"GSHARE_IDLE_RELEASE_US", "soon"}, {"GSHARE_ARBITER_FAIL", "maybe"}});
+  EXPECT_NE(c.error.find("GSHARE_IDLE_RELEASE_US='soon'"), std::string::npos) << c.error;
+  EXPECT_NE(c.error.find("GSHARE_ARBITER_FAIL='maybe'"), std::string::npos) << c.error;
+  EXPECT_NE(Parse({{"GSHARE_IDLE_RELEASE_US", "0"}}).error, "");
+}
+
+// The gate's activity marks, which the client's idle detection reads through ShimHost.
+TEST(ShimArbiterGate, TakeActivitySeesAdmittedSubmissionsOnce) {
+  preload::SubmissionGate gate;
+  EXPECT_FALSE(gate.TakeActivity());
+  unsigned slot = 0;
+  ASSERT_TRUE(gate.TryEnter(&slot));
+  EXPECT_TRUE(gate.TakeActivity());  // touched, and inside now
+  gate.Exit(slot);
+  EXPECT_FALSE(gate.TakeActivity());  // the mark was cleared by the previous call
+  ASSERT_TRUE(gate.TryEnter(&slot));
+  gate.Exit(slot);
+  EXPECT_TRUE(gate.TakeActivity());  // a submission came and went since the last call
+  EXPECT_FALSE(gate.TakeActivity());
+  gate.Close();
+  EXPECT_FALSE(gate.TryEnter(&slot));
+  EXPECT_FALSE(gate.TakeActivity());  // a refused submission is no activity
+  gate.Open();
+}
+
+}  // namespace
+}  // namespace gshare::arbiter::testing
