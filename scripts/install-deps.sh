@@ -13,7 +13,7 @@ PACKAGES=(
   libcli11-dev libtomlplusplus-dev nlohmann-json3-dev libcpp-httplib-dev
   coinor-libcbc-dev
   clang libclang-rt-dev
-  tmux gnuplot-nox
+  tmux gnuplot-nox ccache
 )
 
 missing=()
