@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Sanitizer runs of the whole CTest suite: ASan+UBSan (build-asan) and/or TSan (build-tsan).
+# Usage: scripts/sanitize.sh [address|thread|both] [ctest args...]     (default: both)
+# Environment: GSHARE_SANITIZE_JOBS (build and ctest parallelism, default: nproc),
+#              GSHARE_SANITIZE_BUILD_ROOT (where build-asan/build-tsan go, default: the source tree).
+# Prints one "sanitize: <mode>: PASS|FAIL" line per mode and exits non-zero if any mode failed.
+# Benchmarks are not built (they are measurements, not tests). Excluded tests, with reasons,
+# are listed in EXCLUDE_<mode> below and in docs/security.md.
+set -uo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+MODE=${1:-both}
+shift || true
+JOBS=${GSHARE_SANITIZE_JOBS:-$(nproc)}
+BUILD_ROOT=${GSHARE_SANITIZE_BUILD_ROOT:-$ROOT}
+
+# Tests excluded per mode (a ctest -E regex; empty = none). Every entry needs a reason here.
+EXCLUDE_address=''
+EXCLUDE_thread=''
+
+# Sanitizer runtime options. halt_on_error makes every report a test failure.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:halt_on_error=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1:suppressions=$ROOT/tests/fuzz/tsan.supp}
+export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$ROOT/tests/fuzz/lsan.supp}
+
+run_mode() {
+  local mode=$1; shift
+  local dir
+  case $mode in
+    address) dir=$BUILD_ROOT/build-asan ;;
+    thread) dir=$BUILD_ROOT/build-tsan ;;
+    *) echo "sanitize: unknown mode '$mode' (address|thread|both)" >&2; return 2 ;;
+  esac
+  local start=$(date +%s)
+  if [[ ! -f $dir/build.ninja ]]; then
+    cmake -S "$ROOT" -B "$dir" -G Ninja -DGSHARE_SANITIZE="$mode" -DGSHARE_BUILD_BENCH=OFF \
+      -DCMAKE_BUILD_TYPE=RelWithDebInfo || { echo "sanitize: $mode: FAIL (configure)"; return 1; }
+  fi
+  if ! cmake --build "$dir" -j"$JOBS"; then
+    echo "sanitize: $mode: FAIL (build)"; return 1
+  fi
+  local exclude_var=EXCLUDE_$mode
+  local exclude=${!exclude_var}
+  local args=(--output-on-failure -j"$JOBS" --timeout 900)
+  [[ -n $exclude ]] && args+=(-E "$exclude")
+  local log=$dir/sanitize-ctest.log
+  (cd "$dir" && ctest "${args[@]}" "$@") 2>&1 | tee "$log"
+  local rc=${PIPESTATUS[0]}
+  local summary
+  summary=$(grep -E 'tests passed|tests failed' "$log" | tail -1)
+  if ((rc == 0)); then
+    echo "sanitize: $mode: PASS ($summary; $(( $(date +%s) - start )) s; log $log)"
+  else
+    echo "sanitize: $mode: FAIL ($summary; $(( $(date +%s) - start )) s; log $log)"
+    grep -E '^\s*[0-9]+ - ' "$log" | sed "s/^/sanitize: $mode: failed: /"
+  fi
+  return "$rc"
+}
+
+status=0
+case $MODE in
+  both) run_mode address "$@" || status=1; run_mode thread "$@" || status=1 ;;
+  address|thread) run_mode "$MODE" "$@" || status=1 ;;
+  *) echo "usage: $0 [address|thread|both] [ctest args...]" >&2; exit 2 ;;
+esac
+exit $status

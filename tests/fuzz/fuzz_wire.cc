@@ -1,0 +1,50 @@
+// Fuzz target: the registration messages as the arbiter (and the shim) decode them
+// (shm/wire.h). Any packet: decoding never crashes or reads out of bounds, the decoders agree
+// with PeekMessageType, and whatever decodes re-encodes to exactly the same bytes (strict,
+// canonical decoding: nothing a client sends is silently normalised).
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <span>
+
+#include "fuzz_input.h"
+#include "gshare/shm/wire.h"
+
+namespace {
+
+using gshare::shm::MessageType;
+
+// If `decoded` is a message of `type`, it must re-encode to exactly `input`.
+template <typename Decoded, typename Encode>
+void CheckRoundTrip(const Decoded& decoded, Encode encode, MessageType type,
+                    const gshare::shm::Result<MessageType>& peeked,
+                    std::span<const std::byte> input) {
+  if (!decoded.ok()) return;
+  FUZZ_CHECK(peeked.ok() && peeked.value() == type);
+  const auto again = encode(decoded.value());
+  FUZZ_CHECK(again.ok());
+  FUZZ_CHECK(again.value().size() == input.size());
+  FUZZ_CHECK(std::memcmp(again.value().data(), input.data(), input.size()) == 0);
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  namespace shm = gshare::shm;
+  const std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(data), size);
+  const auto type = shm::PeekMessageType(bytes);
+
+  const auto request = shm::DecodeRequest(bytes);
+  const auto reply = shm::DecodeReply(bytes);
+  const auto goodbye = shm::DecodeGoodbye(bytes);
+  CheckRoundTrip(request, shm::EncodeRequest, MessageType::kRegisterRequest, type, bytes);
+  CheckRoundTrip(reply, shm::EncodeReply, MessageType::kRegisterReply, type, bytes);
+  CheckRoundTrip(goodbye, shm::EncodeGoodbye, MessageType::kGoodbye, type, bytes);
+  if (request.ok()) {
+    FUZZ_CHECK(request->quota_bytes >= 1 && request->quota_bytes <= shm::kMaxQuotaBytes);
+    FUZZ_CHECK(request->function_name.size() < shm::kFunctionNameSize);
+  }
+  // At most one decoder accepts a packet.
+  FUZZ_CHECK(int{request.ok()} + int{reply.ok()} + int{goodbye.ok()} <= 1);
+  return 0;
+}
