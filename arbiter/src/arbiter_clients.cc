@@ -88,6 +88,7 @@ void ArbiterImpl::Register(shm::RegistrationConnection conn, uint64_t now_ns) {
   c->slo_ms = req->slo_ms;
   c->name = req->function_name.empty() ? "pid" + std::to_string(peer.pid) : req->function_name;
   c->last_use_ns = now_ns;
+  c->registered_ns = now_ns;
   const bool reregister = (req->flags & shm::kFlagReRegister) != 0;
   const bool resident = (req->flags & shm::kFlagResident) != 0;
 
@@ -97,8 +98,10 @@ void ArbiterImpl::Register(shm::RegistrationConnection conn, uint64_t now_ns) {
     g = *GpuIndex(req->current_gpu);
   } else {
     for (uint32_t i = 1; i < gpus_.size(); ++i)
-      if (gpus_[i].usable - std::min(gpus_[i].usable, gpus_[i].reserved) >
-          gpus_[g].usable - std::min(gpus_[g].usable, gpus_[g].reserved))
+      if ((gpus_[g].drained && !gpus_[i].drained) ||  // gshare-ctl drain
+          (gpus_[g].drained == gpus_[i].drained &&
+           gpus_[i].usable - std::min(gpus_[i].usable, gpus_[i].reserved) >
+               gpus_[g].usable - std::min(gpus_[g].usable, gpus_[g].reserved)))
         g = i;
   }
   shm::ChannelInit init;

@@ -165,6 +165,7 @@ bool ArbiterImpl::TryIssue(Client& c, uint64_t now_ns) {
     return true;
   }
   // Swap-in to t.gpu.
+  if (gpus_[t.gpu].drained) return false;  // gshare-ctl drain: retried after undrain
   if (c.where == Where::kResident && c.gpu == t.gpu && c.reserved_on == t.gpu) {
     const Transfer done = t;
     c.transfers.pop_front();
@@ -216,6 +217,7 @@ void ArbiterImpl::CompleteTransfer(Client& c, const shm::ClientView& v, uint64_t
   c.transfers.pop_front();
   const bool ok = v.ack_status == shm::SwapAckStatus::kOk;
   const uint32_t ordinal = gpus_[t.gpu].info.ordinal;
+  OnSwapDone(c, t.gpu, t.op, ok, v.ack_bytes_moved, v.ack_duration_ns);
   if (t.op == shm::SwapOp::kSwapOut) {
     Record(shm::EventType::kSwapOutEnd, &c, ordinal, t.order_seq, v.ack_bytes_moved,
            v.ack_duration_ns);
@@ -255,7 +257,7 @@ void ArbiterImpl::CompleteTransfer(Client& c, const shm::ClientView& v, uint64_t
 
 void ArbiterImpl::Grant(Client& c, uint32_t g, policy::Duration slice_us, uint64_t now_ns) {
   if (stopping_ || c.holding) return;
-  if (c.where != Where::kResident || c.gpu != g || c.reserved_on != g ||
+  if (gpus_[g].drained || c.where != Where::kResident || c.gpu != g || c.reserved_on != g ||
       (!c.transfers.empty() && c.transfers.front().issued)) {
     // Not (yet) resident there: make it so, then grant.
     c.pending_grant = {g, slice_us};
@@ -286,6 +288,7 @@ void ArbiterImpl::Grant(Client& c, uint32_t g, policy::Duration slice_us, uint64
   c.last_use_ns = now_ns;
   gpus_[g].holder = c.id;
   ++stats_.grants;
+  OnGranted(c, g, now_ns);
   Record(shm::EventType::kGrant, &c, gpus_[g].info.ordinal, seq, deadline);
 }
 
@@ -338,6 +341,7 @@ void ArbiterImpl::Enforce(Client& c, uint64_t now_ns) {
   Record(shm::EventType::kCheckpoint, &c, ordinal, 0, ordinal);
   Record(shm::EventType::kRevoke, &c, ordinal, c.chan.grant_seq(), 1);
   c.chan.Revoke();
+  OnReleased(c, g, now_ns, false, now_ns);
   c.holding = false;
   c.preempt_sent = false;
   gpus_[g].holder = 0;
@@ -375,6 +379,7 @@ void ArbiterImpl::PollClient(Client& c, uint64_t now_ns) {
     gpus_[g].holder = 0;
     c.last_use_ns = now_ns;
     ++stats_.yields;
+    OnReleased(c, g, now_ns, !view->in_burst, view->burst_end_ns != 0 ? view->burst_end_ns : now_ns);
     Record(shm::EventType::kYield, &c, gpus_[g].info.ordinal, c.chan.grant_seq(), now_ns - c.grant_ns);
     const shm::ClientView& v = *view;
     if (v.in_burst) {
@@ -398,6 +403,7 @@ void ArbiterImpl::PollClient(Client& c, uint64_t now_ns) {
     c.last_use_ns = now_ns;
     c.deadline_ns = now_ns + uint64_t{c.slo_ms} * 1'000'000;
     Record(shm::EventType::kBurstStart, &c, shm::kNoGpu, v.burst_start_ns);
+    OnBurstStart(c, v.burst_start_ns != 0 ? v.burst_start_ns : now_ns);
     Deliver(now_ns, policy::BurstStart{c.fid});
   }
 }

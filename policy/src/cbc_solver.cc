@@ -10,6 +10,7 @@
 //   sum_{s covering t} y[r,g,s] - z[f_r,g,t] <= 0              resident while running
 //   z[f,g,t] - z[f,g,t-1] - u[f,g,t-load_f] <= 0               residency begins after a load
 //   sum_f bytes_f (z[f,g,t] + sum_{k in (t-load_f, t]} u[f,g,k]) <= memory   (scaled)
+//   sum_f sum_{k in (t-load_f, t]} u[f,g,k] <= 1                 one load at a time per link
 //   a[g,t] - z[f,g,t] - sum_{k in (t-load_f, t]} u[f,g,k] >= 0   active while anything is there
 #include <chrono>
 #include <algorithm>
@@ -111,6 +112,11 @@ class Cbc final : public ExactSolver {
           Occupancy(in, f, g, t, z, u, zi, units, term);
         }
         row(-COIN_DBL_MAX, std::floor(static_cast<double>(in.gpu_memory) / unit));
+        for (int f = 0; f < F; ++f) {  // one load at a time on g's link
+          const int load = in.functions[static_cast<size_t>(f)].load;
+          for (int k = std::max(0, t - load + 1); k <= t; ++k) term(u[static_cast<size_t>(zi(f, g, k))], 1.0);
+        }
+        row(-COIN_DBL_MAX, 1.0);
         for (int f = 0; f < F; ++f) {  // activity
           term(a[static_cast<size_t>(g * H + t)], 1.0);
           Occupancy(in, f, g, t, z, u, zi, -1.0, term);

@@ -2,6 +2,8 @@
 // of one assignment with optimal keep/reload choices (see exact.h).
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <vector>
 
 #include "gshare/policy/exact.h"
 
@@ -10,6 +12,64 @@ namespace gshare::policy {
 namespace {
 int CeilSteps(Duration d, Duration step) { return static_cast<int>((d + step - 1) / step); }
 int FloorSteps(Duration d, Duration step) { return static_cast<int>(d / step); }
+
+// A span during which one function's state is on a GPU: loaded over [load_start, need) (after
+// `release`: step 0, or the end of its previous use there) and resident until `end`.
+struct Segment {
+  int f, release, need, end, load, load_start;
+};
+
+// Active steps of one GPU holding `segs` (with load_start set), or -1 if memory overflows.
+int64_t SegmentCost(const ExactInstance& in, const std::vector<Segment>& segs) {
+  std::vector<int64_t> mem(static_cast<size_t>(in.horizon) + 1, 0);
+  std::vector<int> cover(mem.size(), 0);
+  for (const Segment& s : segs) {
+    for (int t = s.load_start; t < s.end; ++t) {
+      mem[static_cast<size_t>(t)] += static_cast<int64_t>(in.functions[static_cast<size_t>(s.f)].bytes);
+      ++cover[static_cast<size_t>(t)];
+    }
+  }
+  int64_t active = 0;
+  for (size_t t = 0; t < cover.size(); ++t) {
+    if (mem[t] > static_cast<int64_t>(in.gpu_memory)) return -1;
+    if (cover[t] > 0) ++active;
+  }
+  return active;
+}
+
+// The loads of one GPU share its link: one at a time. Loading later only shrinks a segment
+// (less memory held, fewer active steps), so for a given order of the loads the best schedule
+// places them backwards, each as late as its need and its successor allow; the best order is
+// found by trying them all (a handful of loads per GPU). Just-in-time loads that do not overlap
+// are optimal at once. Returns the fewest active steps, or -1 if no order is feasible.
+int64_t BestLoadOrder(const ExactInstance& in, std::vector<Segment>& segs) {
+  std::vector<size_t> order(segs.size());
+  for (size_t i = 0; i < segs.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return segs[a].need != segs[b].need ? segs[a].need < segs[b].need : a < b;
+  });
+  int64_t best = -1;
+  do {
+    int next_start = std::numeric_limits<int>::max();
+    bool ok = true;
+    for (size_t k = order.size(); k-- > 0;) {
+      Segment& s = segs[order[k]];
+      s.load_start = std::min(s.need, next_start) - s.load;
+      if (s.load_start < s.release) {
+        ok = false;
+        break;
+      }
+      next_start = s.load_start;
+    }
+    if (!ok) continue;
+    bool just_in_time = true;
+    for (const Segment& s : segs) just_in_time &= s.load_start == s.need - s.load;
+    const int64_t cost = SegmentCost(in, segs);
+    if (just_in_time) return cost;  // every load as late as it can be: nothing beats it
+    if (cost >= 0 && (best < 0 || cost < best)) best = cost;
+  } while (std::next_permutation(order.begin(), order.end()));
+  return best;
+}
 }  // namespace
 
 ExactInstance Discretize(const std::vector<FunctionSpec>& functions,
@@ -84,38 +144,25 @@ int64_t EvaluateAssignment(const ExactInstance& in, const std::vector<int>& gpu,
     }
     if (gaps.size() > 20) return -1;  // beyond what this evaluator is for
     int64_t best = -1;
-    std::vector<int64_t> mem(static_cast<size_t>(in.horizon) + 1);
-    std::vector<int> cover(static_cast<size_t>(in.horizon) + 1);
+    std::vector<Segment> segs;
     for (uint32_t mask = 0; mask < (1u << gaps.size()); ++mask) {
-      std::fill(mem.begin(), mem.end(), 0);
-      std::fill(cover.begin(), cover.end(), 0);
-      auto add = [&](int f, int from, int to) {
-        for (int t = from; t < to; ++t) {
-          mem[static_cast<size_t>(t)] += static_cast<int64_t>(in.functions[static_cast<size_t>(f)].bytes);
-          ++cover[static_cast<size_t>(t)];
-        }
-      };
+      // Resident segments: each begins with a load that must end by its first use.
+      segs.clear();
       size_t gi = 0;
-      int from = 0;
       for (size_t i = 0; i < uses.size(); ++i) {
-        const int load = in.functions[static_cast<size_t>(uses[i].f)].load;
-        const bool first = i == 0 || uses[i - 1].f != uses[i].f;
+        const int f = uses[i].f;
+        const bool first = i == 0 || uses[i - 1].f != f;
         bool reload = false;
         if (!first && gi < gaps.size() && gaps[gi] == i) reload = (mask >> gi++) & 1u;
         if (first || reload) {
-          if (!first) add(uses[i].f, from, uses[i - 1].e);
-          from = uses[i].s - load;
+          segs.push_back({f, first ? 0 : uses[i - 1].e, uses[i].s, uses[i].e,
+                          in.functions[static_cast<size_t>(f)].load, 0});
+        } else {
+          segs.back().end = uses[i].e;
         }
-        const bool last = i + 1 == uses.size() || uses[i + 1].f != uses[i].f;
-        if (last) add(uses[i].f, from, uses[i].e);
       }
-      int64_t active = 0;
-      bool fits = true;
-      for (size_t t = 0; t < cover.size(); ++t) {
-        if (cover[t] > 0) ++active;
-        if (mem[t] > static_cast<int64_t>(in.gpu_memory)) fits = false;
-      }
-      if (fits && (best < 0 || active < best)) best = active;
+      const int64_t cost = BestLoadOrder(in, segs);
+      if (cost >= 0 && (best < 0 || cost < best)) best = cost;
     }
     if (best < 0) return -1;
     total += best;

@@ -61,6 +61,35 @@ TEST(BruteForce, DropsARequestThatCannotMeetItsDeadline) {
   EXPECT_EQ(s.cost, 3);  // only the second request: load [8,10), run [10,11)
 }
 
+TEST(BruteForce, SerialisesLoadsOnOneGpusLink) {
+  // Two functions, each a 3-step load, needed at steps 3 and 4 on one GPU: the loads would
+  // overlap on the link, so one GPU serves only one request; two GPUs (two links) serve both.
+  ExactInstance in;
+  in.functions = {{100, 3}, {100, 3}};
+  in.requests = {{0, 3, 4, 1}, {1, 3, 5, 1}};
+  in.gpus = 1;
+  in.gpu_memory = 1000;
+  in.horizon = 5;
+  EXPECT_EQ(MakeBruteForceSolver()->Solve(in).served, 1);
+  EXPECT_EQ(EvaluateAssignment(in, {0, 0}, {3, 4}), -1);
+  in.gpus = 2;
+  const ExactSolution two = MakeBruteForceSolver()->Solve(in);
+  EXPECT_EQ(two.served, 2);
+  EXPECT_NE(two.gpu[0], two.gpu[1]);
+}
+
+TEST(EvaluateAssignment, LoadsEarlierWhenTheLinkIsBusy) {
+  // f0 runs at 6, f1 at 7, loads of 2 steps: just in time they would overlap ([4,6), [5,7));
+  // serialised, f1 loads [5,7) and f0 just before it, [3,5): active over [3,8) = 5 steps.
+  ExactInstance in;
+  in.functions = {{100, 2}, {100, 2}};
+  in.requests = {{0, 0, 7, 1}, {1, 0, 8, 1}};
+  in.gpus = 1;
+  in.gpu_memory = 1000;
+  in.horizon = 8;
+  EXPECT_EQ(EvaluateAssignment(in, {0, 0}, {6, 7}), 5);
+}
+
 TEST(EvaluateAssignment, RejectsOverlapsAndMissedDeadlines) {
   ExactInstance in = OneFunctionTwoRequests();
   EXPECT_EQ(EvaluateAssignment(in, {0, 0}, {3, 13}), -1);  // second ends past its deadline

@@ -62,6 +62,21 @@ TEST(Engine, WarmRequestsQueueBehindEachOtherPerFunction) {
   EXPECT_EQ(r.late_host, 1u);
 }
 
+TEST(Engine, ClassifiesLateRequestsByCauseAndCountsTheCeiling) {
+  // One function, SLO 9 ms: a cold request (10 ms restore + 5 ms: cold start), a request that
+  // runs 10 ms by itself (execution), and two arriving together where the second waits 5 ms
+  // for the first (own queue). With a dedicated resident GPU only the last two of those miss.
+  SimWorkload w{{Fn(8, 5'000, 9'000)},
+                {{0, 0, 5'000}, {100'000, 0, 10'000}, {200'000, 0, 5'000}, {200'000, 0, 5'000}}};
+  const RunResult r = RunKeepAlive(w);
+  EXPECT_EQ(r.on_time, 1u);
+  EXPECT_EQ(r.late_cold_start, 1u);
+  EXPECT_EQ(r.late_execution, 1u);
+  EXPECT_EQ(r.late_self_queue, 1u);
+  EXPECT_EQ(r.late_swap_in + r.late_gpu_queue, 0u);
+  EXPECT_EQ(r.dedicated_on_time, 2u);
+}
+
 TEST(Engine, AccountsGpuTimeSwapBytesAndCost) {
   SimWorkload w{{Fn(8, 5'000, 50'000)}, {{0, 0, 5'000}}};
   const RunResult r = RunKeepAlive(w);

@@ -63,6 +63,26 @@ TEST(Inputs, SplitsABusyFunctionIntoInstances) {
   EXPECT_EQ(in.workload.requests[2].function, 0u);
 }
 
+TEST(Inputs, IdleFirstRoutingPrefersTheFirstIdleInstance) {
+  // 80% busy (two instances): each 8 ms request ends before the next arrives 10 ms later, so
+  // idle-first sends every one to instance 0, where round-robin alternates.
+  std::string text = "timestamp_ms,function,exec_ms\n";
+  for (int i = 0; i < 100; ++i) text += std::to_string(i * 10) + ",hot,8\n";
+  text += "995,hot,8\n";  // arrives while instance 0 is busy: goes to instance 1
+  TempFile file(text);
+  InputOptions o;
+  o.trace = file.path();
+  o.format = "csv";
+  o.routing = "idle-first";
+  const Inputs in = LoadInputs(o);
+  ASSERT_TRUE(in.error.empty()) << in.error;
+  ASSERT_EQ(in.workload.functions.size(), 2u);
+  for (size_t i = 0; i < 100; ++i) EXPECT_EQ(in.workload.requests[i].function, 0u) << i;
+  EXPECT_EQ(in.workload.requests[100].function, 1u);
+  o.routing = "random";
+  EXPECT_NE(LoadInputs(o).error.find("routing"), std::string::npos);
+}
+
 TEST(Inputs, ReportsParseErrorsWithTheLine) {
   TempFile file("timestamp_ms,function\n1,a\nx,b\n");
   InputOptions o;

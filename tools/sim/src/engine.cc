@@ -42,6 +42,13 @@ struct FnState {
   std::deque<Residency> arrived_as;  // where the state was when each pending request arrived
   Duration remaining = 0;      // execution left of the head request
   Duration burst_exec = 0;     // execution of the head request so far
+  // Where the head request's time went (for the late-request causes).
+  Time head_since = 0;         // when it became the head (arrival, or its predecessor's end)
+  Time grant_at = -1;          // its first grant; -1 before
+  Duration head_cold = 0;      // time it waited for a swap-in from the host / a migration
+  Duration head_warm = 0;      // time it waited for a weights-only swap-in (from parked)
+  Time swap_issued = 0;        // the swap-in in flight: when issued, and whether cold
+  bool swap_cold = false;
 };
 
 struct GpuState {
@@ -62,6 +69,7 @@ class Engine {
   }
 
   RunResult Run() {
+    CountDedicated();
     Deliver(0, policy::Started{});
     for (FunctionId f = 0; f < w_.functions.size(); ++f) {
       Deliver(0, policy::FunctionRegistered{f, w_.functions[f]});
@@ -88,10 +96,7 @@ class Engine {
         fns_[r.function].arrived_as.push_back(fns_[r.function].transfer ? Residency::kHost
                                                                           : fns_[r.function].where);
         if (r.exec <= w_.functions[r.function].slo) ++result_.solo_feasible;
-        if (fns_[r.function].pending.size() == 1) {
-          fns_[r.function].remaining = r.exec;
-          fns_[r.function].burst_exec = 0;
-        }
+        if (fns_[r.function].pending.size() == 1) StartHead(fns_[r.function], r.arrival, r.exec);
         ++next;
         ++outstanding_;
         now_ = std::max(now_, r.arrival);
@@ -106,6 +111,47 @@ class Engine {
   }
 
  private:
+  // The ceiling: each function alone on an always-resident GPU (FIFO, its own queue only).
+  void CountDedicated() {
+    std::vector<Time> free_at(w_.functions.size(), 0);
+    for (const SimRequest& r : w_.requests) {
+      const Time end = std::max(free_at[r.function], r.arrival) + r.exec;
+      free_at[r.function] = end;
+      if (end - r.arrival <= w_.functions[r.function].slo) ++result_.dedicated_on_time;
+    }
+  }
+
+  static void StartHead(FnState& fn, Time now, Duration exec) {
+    fn.remaining = exec;
+    fn.burst_exec = 0;
+    fn.head_since = now;
+    fn.grant_at = -1;
+    fn.head_cold = 0;
+    fn.head_warm = 0;
+  }
+
+  // Counts a late request under the largest of its delays (see RunResult).
+  void ClassifyLate(const FnState& fn, size_t idx) {
+    const SimRequest& r = w_.requests[idx];
+    if (r.exec > w_.functions[r.function].slo) {
+      ++result_.late_execution;
+      return;
+    }
+    const Duration self = fn.head_since - r.arrival;
+    const Duration waited = (fn.grant_at >= 0 ? fn.grant_at : now_) - fn.head_since;
+    const Duration queue = waited - fn.head_cold - fn.head_warm;
+    const Duration most = std::max({self, fn.head_cold, fn.head_warm, queue});
+    if (most == self && self > 0) {
+      ++result_.late_self_queue;
+    } else if (most == fn.head_cold && most > 0) {
+      ++result_.late_cold_start;
+    } else if (most == fn.head_warm && most > 0) {
+      ++result_.late_swap_in;
+    } else {
+      ++result_.late_gpu_queue;
+    }
+  }
+
   void Deliver(Time at, policy::EventBody body) {
     now_ = std::max(now_, at);
     actions_.clear();
@@ -175,6 +221,8 @@ class Engine {
         FnState& fn = fns_[a.function];
         const policy::FunctionSpec& spec = w_.functions[a.function];
         const policy::Transfer t = policy::SwapInCost(spec, fn.where, fn.gpu, a.gpu, o_.gpus[a.gpu]);
+        fn.swap_issued = now_;
+        fn.swap_cold = !(fn.where == Residency::kParked && fn.gpu == a.gpu);
         if (fn.where != Residency::kHost) gpus_[fn.gpu].used -= policy::FootprintBytes(spec, fn.where);
         AddUsed(a.gpu, policy::FootprintBytes(spec, Residency::kResident));
         fn.where = Residency::kResident;
@@ -228,6 +276,7 @@ class Engine {
         }
         FnState& fn = fns_[a.function];
         fn.running = true;
+        if (fn.grant_at < 0) fn.grant_at = now_;
         gpus_[a.gpu].tenant = a.function;
         const bool whole = a.slice <= 0 || a.slice >= fn.remaining;
         const Duration run = whole ? fn.remaining : a.slice;
@@ -245,6 +294,10 @@ class Engine {
     FnState& fn = fns_[e.f];
     if (e.kind == Ev::kSwapDone) {
       if (e.swap != policy::SwapKind::kOut) fn.transfer = false;
+      if (e.swap == policy::SwapKind::kIn && !fn.pending.empty() && fn.grant_at < 0) {
+        const Duration waited = e.at - std::max(fn.swap_issued, fn.head_since);
+        if (waited > 0) (fn.swap_cold ? fn.head_cold : fn.head_warm) += waited;
+      }
       return Deliver(e.at, policy::SwapDone{e.f, e.g, e.swap, e.bytes, e.took});
     }
     fn.running = false;
@@ -265,13 +318,11 @@ class Engine {
     } else {
       (was == Residency::kHost ? result_.late_host
                                : was == Residency::kParked ? result_.late_parked : result_.late_resident)++;
+      ClassifyLate(fn, idx);
     }
     result_.latencies[idx] = latency;
     const Duration used = fn.burst_exec;
-    if (!fn.pending.empty()) {
-      fn.remaining = w_.requests[fn.pending.front()].exec;
-      fn.burst_exec = 0;
-    }
+    if (!fn.pending.empty()) StartHead(fn, now_, w_.requests[fn.pending.front()].exec);
     Deliver(e.at, policy::BurstEnd{e.f, e.g, used});
   }
 

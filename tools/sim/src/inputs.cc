@@ -65,6 +65,10 @@ Inputs LoadInputs(const InputOptions& o) {
     }
     catalog = std::move(c.value());
   }
+  if (o.routing != "round-robin" && o.routing != "idle-first") {
+    in.error = "unknown routing '" + o.routing + "' (round-robin, idle-first)";
+    return in;
+  }
   auto trace = ReadTrace(o);
   if (!trace.ok()) {
     in.error = trace.error().message;
@@ -118,16 +122,32 @@ Inputs LoadInputs(const InputOptions& o) {
     for (uint32_t i = 0; i < instances[f]; ++i) w.functions.push_back(spec);
   }
   std::vector<uint32_t> next_instance(nf, 0);
+  std::vector<Time> free_at(w.functions.size(), 0);  // idle-first: when each instance frees
+  const bool idle_first = o.routing == "idle-first";
   w.requests.reserve(trace->invocations.size());
   for (const workload::Invocation& inv : trace->invocations) {
-    const uint32_t i = next_instance[inv.function]++ % instances[inv.function];
     const double ms = inv.exec_ms.value_or(1.0);
-    w.requests.push_back({inv.arrival_us, first_instance[inv.function] + i,
-                          std::max<Duration>(1, static_cast<Duration>(std::llround(ms * 1000)))});
+    const Duration exec = std::max<Duration>(1, static_cast<Duration>(std::llround(ms * 1000)));
+    const FunctionId first = first_instance[inv.function];
+    FunctionId id = first + next_instance[inv.function]++ % instances[inv.function];
+    if (idle_first) {
+      id = first;
+      for (FunctionId i = first; i < first + instances[inv.function]; ++i) {
+        if (free_at[i] <= inv.arrival_us) {
+          id = i;
+          break;
+        }
+        if (free_at[i] < free_at[id]) id = i;
+      }
+      free_at[id] = std::max(free_at[id], inv.arrival_us) + exec;
+    }
+    w.requests.push_back({inv.arrival_us, id, exec});
   }
   in.description = fmt::format(
-      "{}; catalog {}; slo = max({} ms, {} x p90); {} trace functions served by {} instances",
-      trace->description, catalog.source, o.slo_floor_ms, o.slo_factor, nf, w.functions.size());
+      "{}; catalog {}; slo = max({} ms, {} x p90); {} trace functions served by {} instances "
+      "({} routing)",
+      trace->description, catalog.source, o.slo_floor_ms, o.slo_factor, nf, w.functions.size(),
+      o.routing);
   return in;
 }
 

@@ -54,6 +54,8 @@ int main(int argc, char** argv) {
   app.add_option("--duration", in.duration_s, "synthetic: trace length in seconds");
   app.add_option("--rate-scale", in.rate_scale, "synthetic: multiply every function's rate");
   app.add_option("--max-instance-load", in.max_instance_load, "scale a function out to more instances above this load");
+  app.add_option("--routing", in.routing, "requests to instances: round-robin | idle-first")
+      ->check(CLI::IsMember({"round-robin", "idle-first"}));
   app.add_option("--time-compression", in.time_compression, "divide trace times by this");
   app.add_option("--max-requests", in.max_requests, "replay at most this many requests (0: all)");
   app.add_option("--gpus", gpus, "GPUs on the node")->check(CLI::PositiveNumber);
@@ -116,6 +118,7 @@ int main(int argc, char** argv) {
     fmt::print("workload: {} ({} functions, {} requests)\n", inputs.description,
                inputs.workload.functions.size(), inputs.workload.requests.size());
     fmt::print("{}", sim::FormatTable(runs));
+    fmt::print("{}", sim::FormatMissCauses(runs));
   }
   if (exact) {
     const std::string text = sim::ExactReport(inputs.workload, options, SplitCommas(policies), config);

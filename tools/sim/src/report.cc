@@ -20,6 +20,25 @@ std::string FormatTable(const std::vector<RunResult>& runs) {
   return out;
 }
 
+std::string FormatMissCauses(const std::vector<RunResult>& runs) {
+  if (runs.empty()) return "";
+  const RunResult& first = runs.front();
+  std::string out = fmt::format(
+      "late requests by cause (% of all requests); ceiling = on time with a dedicated resident "
+      "GPU per instance: {:.3f}%\n",
+      first.requests ? 100.0 * static_cast<double>(first.dedicated_on_time) / static_cast<double>(first.requests) : 100.0);
+  out += fmt::format("{:<34} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10}\n", "policy", "late %",
+                     "execution", "own queue", "cold start", "swap-in", "GPU queue");
+  for (const RunResult& r : runs) {
+    const double n = r.requests ? static_cast<double>(r.requests) / 100.0 : 1.0;
+    const auto pct = [n](uint64_t v) { return static_cast<double>(v) / n; };
+    out += fmt::format("{:<34} {:>9.3f} {:>10.3f} {:>10.3f} {:>10.3f} {:>10.3f} {:>10.3f}\n", r.policy,
+                       pct(r.requests - r.on_time), pct(r.late_execution), pct(r.late_self_queue),
+                       pct(r.late_cold_start), pct(r.late_swap_in), pct(r.late_gpu_queue));
+  }
+  return out;
+}
+
 std::string FormatJson(const std::vector<RunResult>& runs, const std::string& description) {
   nlohmann::json j;
   j["workload"] = description;
@@ -40,6 +59,14 @@ std::string FormatJson(const std::vector<RunResult>& runs, const std::string& de
                          {"late_host", r.late_host},
                          {"late_parked", r.late_parked},
                          {"late_resident", r.late_resident},
+                         {"late_causes", {{"execution", r.late_execution},
+                                          {"self_queue", r.late_self_queue},
+                                          {"cold_start", r.late_cold_start},
+                                          {"swap_in", r.late_swap_in},
+                                          {"gpu_queue", r.late_gpu_queue}}},
+                         {"dedicated_attainment", r.requests ? static_cast<double>(r.dedicated_on_time) /
+                                                                   static_cast<double>(r.requests)
+                                                             : 1.0},
                          {"busy_seconds", r.busy_seconds},
                          {"events", r.events},
                          {"violations", r.violations},

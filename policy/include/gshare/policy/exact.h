@@ -4,8 +4,10 @@
 //    arrival_r <= s and s + exec_r <= deadline_r — or dropped (counted as late);
 //  - a GPU runs one request at a time;
 //  - f must be resident on g while its request runs; becoming resident takes load_f steps of
-//    loading (from the host; loads may start any time from step 0: the solver is clairvoyant,
-//    and loads on one link may overlap: both make the optimum a lower bound for the simulator);
+//    loading from the host (a full restore, as the simulator charges it: SwapInCost);
+//  - loads onto one GPU are serialised on its link, one at a time, as in the simulator; a load
+//    may start any time from step 0 (the solver is clairvoyant: a lower bound on the online
+//    policies' cost; it has no parked state, which a policy may use to swap in faster);
 //  - while loading or resident, f holds bytes_f of g's memory (<= memory per GPU);
 //  - a GPU is active at a step if any function is loading or resident on it;
 //  - objective: serve as many requests as possible, then minimise active GPU-steps
@@ -86,8 +88,9 @@ ExactInstance Discretize(const std::vector<FunctionSpec>& functions,
                          Duration step, bool lead_in = false);
 
 // The active GPU-steps of a given assignment (gpu[r], start[r]; gpu[r] = -1 drops r), choosing
-// optimally for each function whether to stay resident between its uses on a GPU; -1 if the
-// assignment breaks a constraint. Exponential in the number of gaps between uses; used by the brute-force solver
+// optimally for each function whether to stay resident between its uses on a GPU and in which
+// order the loads of one GPU use its link; -1 if the assignment breaks a constraint.
+// Exponential in the gaps between uses and in the loads per GPU; used by the brute-force solver
 // and by tests to check other backends' answers.
 int64_t EvaluateAssignment(const ExactInstance& instance, const std::vector<int>& gpu,
                            const std::vector<int>& start);

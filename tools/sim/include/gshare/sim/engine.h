@@ -48,6 +48,17 @@ struct RunResult {
   uint64_t solo_feasible = 0;  // requests whose own execution fits their SLO (the ceiling)
   // Late requests by where their function's state was when they arrived.
   uint64_t late_host = 0, late_parked = 0, late_resident = 0;
+  // Late requests by cause (each late request counts once; see MissCause):
+  //  execution:  its own execution exceeds the SLO (no policy can make it);
+  //  self_queue: the largest delay was waiting for its own instance's earlier requests;
+  //  cold_start: ... was a swap-in from the host (restore, or migration from another GPU);
+  //  swap_in:    ... was a swap-in of the weights of a parked function;
+  //  gpu_queue:  ... was waiting for the GPU (other tenants) or for the policy to place it.
+  uint64_t late_execution = 0, late_self_queue = 0, late_cold_start = 0, late_swap_in = 0,
+           late_gpu_queue = 0;
+  // Requests that a dedicated, always-resident GPU per instance would serve on time (only
+  // its own queueing and execution count): the ceiling of any policy under this workload.
+  uint64_t dedicated_on_time = 0;
   double slo_attainment = 0; // on_time / requests
   double p50_ms = 0, p99_ms = 0;
   double gpu_seconds = 0;    // sum over GPUs of time active

@@ -29,8 +29,14 @@ struct InputOptions {
   uint64_t seed = 1;
   double rate_scale = 1.0;     // synthetic: multiply every function's rate
   // A function whose offered load (execution time per second of trace) exceeds this is served
-  // by several instances (round-robin), as a FaaS autoscaler would; each is a separate vGPU.
+  // by several instances, as a FaaS autoscaler would; each is a separate vGPU.
   double max_instance_load = 0.5;
+  // How the platform's router spreads a function's requests over its instances:
+  //   "round-robin": in turn, whether or not the instance is busy;
+  //   "idle-first": to the lowest-numbered instance that is idle at arrival (judged from the
+  //                 requests' own execution times, as if each instance ran alone), else to the
+  //                 one that frees first — a FaaS router that prefers warm idle instances.
+  std::string routing = "round-robin";
 };
 
 struct Inputs {
