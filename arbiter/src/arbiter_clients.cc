@@ -186,6 +186,9 @@ void ArbiterImpl::Register(shm::RegistrationConnection conn, uint64_t now_ns) {
                c->reserved_on ? "" : ", starts swapped out");
   Record(shm::EventType::kRegister, c.get(), init.gpu, c->quota, c->slo_ms,
          static_cast<uint64_t>(c->pid), c->uid);
+  const auto packed_name = shm::PackEventName(c->name);  // for gshare-trace
+  Record(shm::EventType::kClientName, c.get(), init.gpu, packed_name[0], packed_name[1],
+         packed_name[2], packed_name[3]);
 
   policy::FunctionSpec spec;
   spec.model = c->name;

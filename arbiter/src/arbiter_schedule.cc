@@ -97,11 +97,14 @@ void ArbiterImpl::Reserve(Client& c, uint32_t g) {
   gpus_[g].reserved += c.quota;
   gpus_[g].peak_reserved = std::max(gpus_[g].peak_reserved, gpus_[g].reserved);
   c.reserved_on = g;
+  Record(shm::EventType::kReservation, &c, gpus_[g].info.ordinal, gpus_[g].reserved, c.quota);
 }
 
 void ArbiterImpl::Unreserve(Client& c) {
   if (!c.reserved_on) return;
   gpus_[*c.reserved_on].reserved -= c.quota;
+  Record(shm::EventType::kReservation, &c, gpus_[*c.reserved_on].info.ordinal,
+         gpus_[*c.reserved_on].reserved, 0);
   c.reserved_on.reset();
 }
 
@@ -220,7 +223,7 @@ void ArbiterImpl::CompleteTransfer(Client& c, const shm::ClientView& v, uint64_t
   OnSwapDone(c, t.gpu, t.op, ok, v.ack_bytes_moved, v.ack_duration_ns);
   if (t.op == shm::SwapOp::kSwapOut) {
     Record(shm::EventType::kSwapOutEnd, &c, ordinal, t.order_seq, v.ack_bytes_moved,
-           v.ack_duration_ns);
+           v.ack_duration_ns, v.resident_bytes);
     if (ok) {
       c.where = Where::kOut;
       c.shadow = false;
@@ -231,7 +234,7 @@ void ArbiterImpl::CompleteTransfer(Client& c, const shm::ClientView& v, uint64_t
     }
   } else {
     Record(shm::EventType::kSwapInEnd, &c, ordinal, t.order_seq, v.ack_bytes_moved,
-           v.ack_duration_ns);
+           v.ack_duration_ns, v.resident_bytes);
     if (ok) {
       c.where = Where::kResident;
       c.gpu = t.gpu;

@@ -7,7 +7,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstring>
 
 #include "gshare/shm/atomic_word.h"
 #include "gshare/shm/futex.h"
@@ -31,6 +33,18 @@ const EventRingCursor* Cursor(const void* base) {
 }
 
 }  // namespace
+
+std::array<uint64_t, 4> PackEventName(std::string_view name) {
+  std::array<uint64_t, 4> args{};
+  std::memcpy(args.data(), name.data(), std::min(name.size(), sizeof(args)));
+  return args;
+}
+
+std::string UnpackEventName(const std::array<uint64_t, 4>& args) {
+  char bytes[sizeof(args)];
+  std::memcpy(bytes, args.data(), sizeof(args));
+  return std::string(bytes, strnlen(bytes, sizeof(bytes)));
+}
 
 Result<EventRingWriter> EventRingWriter::Init(UniqueFd fd, uint64_t capacity, uint64_t writer_epoch) {
   const size_t bytes = EventRingBytes(capacity);

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "gshare/shm/event_ring_layout.h"
 #include "gshare/shm/mapping.h"
@@ -30,6 +31,11 @@ struct Event {
   uint32_t gpu = 0;
   std::array<uint64_t, 4> args{};
 };
+
+// The args of a kClientName record: the first 32 bytes of `name`, NUL-padded, in memory order
+// (little-endian words). UnpackEventName stops at the first NUL. Thread-safe (pure).
+std::array<uint64_t, 4> PackEventName(std::string_view name);
+std::string UnpackEventName(const std::array<uint64_t, 4>& args);
 
 // The single producer. Thread-safety: Append() from one thread at a time (REQUIRES external
 // serialisation if several arbiter threads record events).

@@ -23,7 +23,8 @@
 namespace gshare::shm {
 
 inline constexpr uint64_t kEventRingMagic = 0x31474E5252485347ULL;  // "GSHRRNG1" (little-endian)
-inline constexpr uint32_t kEventRingAbiVersion = 1;
+// Version 2 added types 14-16 and args[3] of the swap-end records (docs/protocol.md).
+inline constexpr uint32_t kEventRingAbiVersion = 2;
 inline constexpr uint64_t kMaxEventRingCapacity = uint64_t{1} << 24;  // 1 GiB of records
 
 enum class EventType : uint32_t {
@@ -33,15 +34,18 @@ enum class EventType : uint32_t {
   kYield = 4,         // args: grant seq, held_ns
   kPreempt = 5,       // args: grant seq
   kSwapOutBegin = 6,  // args: order seq, bytes
-  kSwapOutEnd = 7,    // args: order seq, bytes moved, duration_ns
+  kSwapOutEnd = 7,    // args: order seq, bytes moved, duration_ns, resident bytes after
   kSwapInBegin = 8,   // args: order seq, bytes
-  kSwapInEnd = 9,     // args: order seq, bytes moved, duration_ns
+  kSwapInEnd = 9,     // args: order seq, bytes moved, duration_ns, resident bytes after
   kBurstStart = 10,   // args: client-reported start_ns
   kBurstEnd = 11,     // args: client-reported end_ns, gpu_time_ns
   kRevoke = 12,       // args: grant seq, reason
   kCheckpoint = 13,   // args: 0 checkpointed / 1 restored, gpu
+  kClientName = 14,   // args: the function name, up to 32 bytes, NUL-padded (PackEventName)
+  kReservation = 15,  // args: GPU reserved bytes after the change, this client's reservation (0: released)
+  kSloChange = 16,    // args: new slo_ms
 };
-inline constexpr uint32_t kMaxEventType = 13;
+inline constexpr uint32_t kMaxEventType = 16;
 
 struct alignas(kCacheLine) EventRingHeader {
   uint64_t magic;          // kEventRingMagic
