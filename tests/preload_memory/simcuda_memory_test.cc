@@ -13,6 +13,7 @@
 #include <map>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gshare/memory/vgpu_memory.h"
@@ -160,6 +161,53 @@ TEST_F(SimcudaVgpuTest, SwapInOntoTheOtherDevice) {
   EXPECT_EQ(mem.counters().device, 1);
   EXPECT_EQ(DeviceFree(), free0 + mem.counters().backed_bytes);  // device 0 fully released
   EXPECT_EQ(RunAllocHelper(1, 400 * kMiB), 3);  // device 1 (512 MiB) now holds the vGPU
+  ExpectAllIntact();
+  FreeAll(mem);
+}
+
+// The driver frees page-locked memory with the context that allocated it. The shim swaps from
+// threads with no context of their own (the arbiter client's service thread), so the engine
+// pushes a primary context just for the swap; when nobody else holds that device's primary
+// context, popping and releasing it tears the context down. Regression (repro-crash.sh): the
+// swap image was pinned in such a context, freed with it, and the next swap-in copied from
+// unmapped host memory (SIGSEGV in the copy engine).
+TEST_F(SimcudaVgpuTest, SwapImageSurvivesTheSwapContextGoingAway) {
+  VgpuMemory mem(api_, options_);
+  AllocFilled(mem, 3000, 11);
+  AllocFilled(mem, 40 * kMiB, 12);
+  const auto on_a_bare_thread = [&](auto fn) {
+    std::thread t([&] {
+      CUcontext none = nullptr;
+      ASSERT_CU(cuCtxGetCurrent(&none));
+      ASSERT_EQ(none, nullptr);
+      fn();
+    });
+    t.join();
+  };
+  on_a_bare_thread([&] {
+    ASSERT_CU(mem.SwapOut({}, nullptr));
+    ASSERT_CU(mem.SwapIn(1, nullptr));  // device 1: only the engine ever retains its context
+  });
+  AllocFilled(mem, 64 * kMiB, 13);  // the image grows: the next swap-out pins a new staging
+  on_a_bare_thread([&] {
+    ASSERT_CU(mem.SwapOut({}, nullptr));  // from device 1, with its primary context pushed
+    ASSERT_CU(mem.SwapIn(0, nullptr));
+  });
+  ExpectAllIntact();
+  FreeAll(mem);
+}
+
+// Same with the application's own context: swapping with it current, then destroying it, must
+// not take the swap image with it.
+TEST_F(SimcudaVgpuTest, SwapImageSurvivesTheApplicationDestroyingItsContext) {
+  VgpuMemory mem(api_, options_);
+  AllocFilled(mem, 50 * kMiB, 21);
+  CUcontext own = nullptr;
+  ASSERT_CU(cuCtxCreate(&own, nullptr, 0, dev_));  // current on this thread
+  ASSERT_CU(mem.SwapOut({}, nullptr));
+  ASSERT_CU(cuCtxDestroy(own));
+  ASSERT_CU(cuCtxSetCurrent(ctx_));
+  ASSERT_CU(mem.SwapIn(0, nullptr));
   ExpectAllIntact();
   FreeAll(mem);
 }

@@ -189,7 +189,7 @@ class VgpuMemory::Impl {
     if (!pieces.empty()) {
       const uint64_t total = backed_bytes_;
       // Pin with headroom so a growing image does not re-pin (slow) at every swap-out.
-      CUresult rc = staging_.EnsureCapacity(total, std::min(quota_, total + total / 4));
+      CUresult rc = staging_.EnsureCapacity(total, std::min(quota_, total + total / 4), device_);
       if (rc != CUDA_SUCCESS) return rc;
       SwapCopier copier(api_, options_.swap_piece_bytes);
       rc = copier.Start(options_.swap_streams);
