@@ -51,7 +51,14 @@ std::string ArbiterImpl::Validate(const shm::RegisterRequest& req,
   if ((req.flags & shm::kFlagResident) != 0 && !GpuIndex(req.current_gpu))
     return "re-registration names GPU " + std::to_string(req.current_gpu) +
            ", which this arbiter does not manage";
-  (void)peer;
+  const bool listed =
+      std::find(config_.allowed_uids.begin(), config_.allowed_uids.end(), peer.uid) !=
+          config_.allowed_uids.end() ||
+      std::find(config_.allowed_gids.begin(), config_.allowed_gids.end(), peer.gid) !=
+          config_.allowed_gids.end();
+  if (!listed && !(config_.allowed_uids.empty() && config_.allowed_gids.empty()))
+    return "uid " + std::to_string(peer.uid) + " gid " + std::to_string(peer.gid) +
+           " is not allowed to register (allowed_uids / allowed_gids)";
   return {};
 }
 

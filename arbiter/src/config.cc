@@ -58,6 +58,19 @@ std::string SetGpuList(std::vector<uint32_t>& out, const std::string& v) {
   return {};
 }
 
+std::string SetIdList(std::vector<uint32_t>& out, const std::string& v) {
+  std::vector<uint32_t> ids;
+  std::stringstream ss(v);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    uint64_t id = 0;
+    if (auto e = SetUnsigned(id, item, 0, 0xFFFFFFFEULL); !e.empty()) return "id " + e;
+    ids.push_back(static_cast<uint32_t>(id));
+  }
+  out = std::move(ids);
+  return {};
+}
+
 const std::map<std::string, Setter>& Setters() {
   static const auto* setters = new std::map<std::string, Setter>{
       {"socket",
@@ -77,6 +90,10 @@ const std::map<std::string, Setter>& Setters() {
          return {};
        }},
       {"gpus", [](ArbiterConfig& c, const std::string& v) { return SetGpuList(c.gpus, v); }},
+      {"allowed_uids",
+       [](ArbiterConfig& c, const std::string& v) { return SetIdList(c.allowed_uids, v); }},
+      {"allowed_gids",
+       [](ArbiterConfig& c, const std::string& v) { return SetIdList(c.allowed_gids, v); }},
       {"gpu_memory",
        [](ArbiterConfig& c, const std::string& v) -> std::string {
          std::string err;

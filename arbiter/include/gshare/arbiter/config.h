@@ -56,6 +56,12 @@ struct ArbiterConfig {
   std::string libcuda = "libcuda.so.1";
   // spdlog level name (`log_level`, --log-level), default "info".
   std::string log_level = "info";
+  // Who may register (`allowed_uids`, `allowed_gids`: comma-separated numeric ids, e.g.
+  // --allowed-uids 0,1000). Both empty (the default): every process that can connect to the
+  // socket (see socket_mode). Otherwise a client must have a listed uid or primary gid (from
+  // SO_PEERCRED); others are refused with a reason naming their uid (docs/security.md).
+  std::vector<uint32_t> allowed_uids;
+  std::vector<uint32_t> allowed_gids;
   // Command line only: write a JSON summary here on exit (tests and operators' post-mortems).
   std::string summary_path;
 };
