@@ -27,8 +27,10 @@
 #include <string>
 #include <vector>
 
+#include "control_server.h"
 #include "driver.h"
 #include "metrics_server.h"
+#include "telemetry.h"
 #include "gshare/arbiter/arbiter.h"
 #include "gshare/policy/policy.h"
 #include "gshare/shm/channel.h"
@@ -84,6 +86,10 @@ struct Client {
 
   uint32_t swapin_requests_seen = 0;
   uint32_t bursts_seen = 0;
+
+  ClientTelemetry tel;                  // arbiter_telemetry.cc
+  std::optional<uint32_t> pending_slo;  // set-slo waiting for the client to be idle
+  uint64_t registered_ns = 0;
 };
 
 struct GpuState {
@@ -93,6 +99,7 @@ struct GpuState {
   uint64_t peak_reserved = 0;
   uint64_t overshoot_events = 0;
   uint32_t holder = 0;  // client id, 0 = none
+  bool drained = false;  // gshare-ctl drain: everyone swapped out, no new residency
 };
 
 class ArbiterImpl final : public Arbiter {
@@ -145,6 +152,25 @@ class ArbiterImpl final : public Arbiter {
   void Record(shm::EventType type, const Client* c, uint32_t gpu, uint64_t a0 = 0,
               uint64_t a1 = 0, uint64_t a2 = 0, uint64_t a3 = 0);
   uint64_t NextDeadlineNs() const;
+
+  // ---- telemetry hooks (arbiter_telemetry.cc), called where the events happen
+  void OnBurstStart(Client& c, uint64_t start_ns);
+  void OnGranted(Client& c, uint32_t g, uint64_t now_ns);
+  void OnReleased(Client& c, uint32_t g, uint64_t now_ns, bool burst_ended, uint64_t end_ns);
+  void OnSwapDone(Client& c, uint32_t g, shm::SwapOp op, bool ok, uint64_t bytes,
+                  uint64_t duration_ns);
+  std::string MetricsText(uint64_t now_ns);
+
+  // ---- control interface (arbiter_control.cc)
+  nlohmann::json HandleControl(const nlohmann::json& req, ControlAccess access,
+                               const ControlPeer& peer);
+  nlohmann::json StatusJson(uint64_t now_ns);
+  nlohmann::json ClientsJson(uint64_t now_ns);
+  nlohmann::json Drain(uint32_t g, bool drain, uint64_t now_ns);
+  nlohmann::json Evict(Client& c, uint64_t now_ns);
+  nlohmann::json SetSlo(Client& c, uint32_t slo_ms, uint64_t now_ns);
+  void EnforceDrains(uint64_t now_ns);
+  void ApplyPendingSlos(uint64_t now_ns);
   Client* ByFid(policy::FunctionId fid);
   Client* ById(uint32_t id);
 
@@ -155,6 +181,9 @@ class ArbiterImpl final : public Arbiter {
   std::optional<DriverLib> driver_;
   std::optional<shm::EventRingWriter> ring_;
   std::unique_ptr<MetricsServer> metrics_;
+  std::unique_ptr<ControlServer> control_;
+  Telemetry telemetry_;
+  uint64_t started_ns_ = 0;
   uint64_t metrics_published_ns_ = 0;
   bool metrics_dirty_ = false;  // something may have changed since the last snapshot
   shm::RegistrationListener listener_;
@@ -183,6 +212,7 @@ inline constexpr uint64_t kTagTimer = 3ULL << 32;
 inline constexpr uint64_t kTagStop = 4ULL << 32;
 inline constexpr uint64_t kTagConn = 5ULL << 32;
 inline constexpr uint64_t kTagDoorbell = 6ULL << 32;
+inline constexpr uint64_t kTagControl = 7ULL << 32;
 
 uint64_t NowNs();
 

@@ -86,6 +86,7 @@ ArbiterImpl::ArbiterImpl(ArbiterConfig config, std::vector<GpuInfo> gpus)
 }
 
 shm::Status ArbiterImpl::Init(bool handle_signals) {
+  started_ns_ = NowNs();
   std::random_device rd;
   epoch_ = (static_cast<uint64_t>(rd()) << 32 | rd()) | 1;
 
@@ -121,13 +122,27 @@ shm::Status ArbiterImpl::Init(bool handle_signals) {
     auto m = MetricsServer::Start(config_.metrics_address);
     if (!m.ok()) return m.status();
     metrics_ = std::move(*m);
-    metrics_->Publish(stats(), 0);
   }
+  telemetry_.gpus.resize(gpus_.size());
+  telemetry_.recent.resize(gpus_.size());
+  if (metrics_) metrics_->Publish(MetricsText(NowNs()));
 
   auto listener = shm::RegistrationListener::Listen(config_.socket_path, config_.socket_mode);
   if (!listener.ok())
     return shm::Status(listener.status().code(), "socket: " + listener.status().message());
   listener_ = std::move(*listener);
+  if (const std::string path = ControlSocketPath(config_); !path.empty()) {
+    ControlAcl acl;
+    acl.self = ::geteuid();
+    acl.read_uids = config_.control_read_uids;
+    acl.read_gids = config_.control_read_gids;
+    acl.admin_uids = config_.control_admin_uids;
+    acl.admin_gids = config_.control_admin_gids;
+    auto control = ControlServer::Listen(path, config_.control_socket_mode, std::move(acl));
+    if (!control.ok())
+      return shm::Status(control.status().code(), "control_socket: " + control.status().message());
+    control_ = std::move(*control);
+  }
 
   epoll_.Reset(::epoll_create1(EPOLL_CLOEXEC));
   timer_.Reset(::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC));
@@ -149,15 +164,20 @@ shm::Status ArbiterImpl::Init(bool handle_signals) {
   if (auto s = AddFd(listener_.fd(), kTagListener); !s.ok()) return s;
   if (auto s = AddFd(timer_.get(), kTagTimer); !s.ok()) return s;
   if (auto s = AddFd(stop_.get(), kTagStop); !s.ok()) return s;
+  if (control_) {
+    if (auto s = AddFd(control_->fd(), kTagControl); !s.ok()) return s;
+  }
 
   const uint64_t now = NowNs();
   Deliver(now, policy::Started{});
   for (const auto& g : gpus_)
     spdlog::info("managing GPU {}: {} ({} usable)", g.info.ordinal,
                  FormatByteSize(g.info.memory_bytes), FormatByteSize(g.usable));
-  spdlog::info("arbiter epoch {:#x} listening on {} with policy '{}', slice {} us",
+  spdlog::info("arbiter epoch {:#x} listening on {} with policy '{}', slice {} us; control "
+               "socket {}",
                epoch_, config_.socket_path, policy_->name(),
-               std::chrono::duration_cast<std::chrono::microseconds>(config_.slice).count());
+               std::chrono::duration_cast<std::chrono::microseconds>(config_.slice).count(),
+               control_ ? control_->path() : std::string("off"));
   return {};
 }
 
@@ -231,12 +251,14 @@ shm::Status ArbiterImpl::Run() {
     PollAll(now);
     CheckSlices(now);
     DeepEvictIdle(now);
+    EnforceDrains(now);
+    ApplyPendingSlos(now);
     PumpTransfers(now);
     if (ShutdownComplete(now)) break;
     // Metrics: at most 10 snapshots a second; a change in between is published by the timer.
     metrics_dirty_ = metrics_ != nullptr;
     if (metrics_ && now - metrics_published_ns_ >= kMetricsPeriodNs) {
-      metrics_->Publish(stats(), clients_.size());
+      metrics_->Publish(MetricsText(now));
       metrics_published_ns_ = now;
       metrics_dirty_ = false;
     }
@@ -276,6 +298,10 @@ shm::Status ArbiterImpl::Run() {
         }
         case kTagConn:
           OnConnectionEvent(id, now);
+          break;
+        case kTagControl:
+          control_->Serve([this](const nlohmann::json& req, ControlAccess access,
+                                 const ControlPeer& peer) { return HandleControl(req, access, peer); });
           break;
         case kTagDoorbell:
           if (Client* c = ById(id)) (void)c->chan.DrainDoorbell();

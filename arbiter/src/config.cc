@@ -42,32 +42,38 @@ std::string SetUnsigned(uint64_t& out, const std::string& v, uint64_t min, uint6
   return {};
 }
 
-std::string SetGpuList(std::vector<uint32_t>& out, const std::string& v) {
-  std::vector<uint32_t> gpus;
+// A comma-separated list of distinct integers in [0, max]; `what` names one item in errors.
+std::string SetList(std::vector<uint32_t>& out, const std::string& v, uint64_t max,
+                    const std::string& what) {
+  std::vector<uint32_t> items;
   std::stringstream ss(v);
   std::string item;
   while (std::getline(ss, item, ',')) {
-    uint64_t g = 0;
-    if (auto e = SetUnsigned(g, item, 0, shm::kMaxGpus - 1); !e.empty()) return "GPU ordinal " + e;
-    for (uint32_t seen : gpus)
-      if (seen == g) return "GPU " + item + " listed twice";
-    gpus.push_back(static_cast<uint32_t>(g));
+    uint64_t x = 0;
+    if (auto e = SetUnsigned(x, item, 0, max); !e.empty()) return what + " " + e;
+    for (uint32_t seen : items)
+      if (seen == x) return what + " " + item + " listed twice";
+    items.push_back(static_cast<uint32_t>(x));
   }
-  if (gpus.empty() && !v.empty()) return "expected a comma-separated list of GPU ordinals";
-  out = std::move(gpus);
+  if (items.empty() && !v.empty()) return "expected a comma-separated list of " + what + "s";
+  out = std::move(items);
   return {};
 }
 
+std::string SetGpuList(std::vector<uint32_t>& out, const std::string& v) {
+  return SetList(out, v, shm::kMaxGpus - 1, "GPU ordinal");
+}
+
 std::string SetIdList(std::vector<uint32_t>& out, const std::string& v) {
-  std::vector<uint32_t> ids;
-  std::stringstream ss(v);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    uint64_t id = 0;
-    if (auto e = SetUnsigned(id, item, 0, 0xFFFFFFFEULL); !e.empty()) return "id " + e;
-    ids.push_back(static_cast<uint32_t>(id));
-  }
-  out = std::move(ids);
+  return SetList(out, v, 0xFFFFFFFEULL, "id");
+}
+
+std::string SetMode(mode_t& out, const std::string& v) {
+  unsigned mode = 0;
+  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), mode, 8);
+  if (v.empty() || ec != std::errc() || p != v.data() + v.size() || mode > 0777)
+    return "'" + v + "' is not an octal permission mode such as 0666";
+  out = static_cast<mode_t>(mode);
   return {};
 }
 
@@ -80,15 +86,23 @@ const std::map<std::string, Setter>& Setters() {
          c.socket_path = v;
          return {};
        }},
-      {"socket_mode",
+      {"socket_mode", [](ArbiterConfig& c, const std::string& v) { return SetMode(c.socket_mode, v); }},
+      {"control_socket",
        [](ArbiterConfig& c, const std::string& v) -> std::string {
-         unsigned mode = 0;
-         auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), mode, 8);
-         if (v.empty() || ec != std::errc() || p != v.data() + v.size() || mode > 0777)
-           return "'" + v + "' is not an octal permission mode such as 0666";
-         c.socket_mode = static_cast<mode_t>(mode);
+         if (v.size() >= 108) return "path longer than a Unix socket allows (107 bytes)";
+         c.control_socket = v;
          return {};
        }},
+      {"control_socket_mode",
+       [](ArbiterConfig& c, const std::string& v) { return SetMode(c.control_socket_mode, v); }},
+      {"control_read_uids",
+       [](ArbiterConfig& c, const std::string& v) { return SetIdList(c.control_read_uids, v); }},
+      {"control_read_gids",
+       [](ArbiterConfig& c, const std::string& v) { return SetIdList(c.control_read_gids, v); }},
+      {"control_admin_uids",
+       [](ArbiterConfig& c, const std::string& v) { return SetIdList(c.control_admin_uids, v); }},
+      {"control_admin_gids",
+       [](ArbiterConfig& c, const std::string& v) { return SetIdList(c.control_admin_gids, v); }},
       {"gpus", [](ArbiterConfig& c, const std::string& v) { return SetGpuList(c.gpus, v); }},
       {"allowed_uids",
        [](ArbiterConfig& c, const std::string& v) { return SetIdList(c.allowed_uids, v); }},
@@ -220,6 +234,14 @@ std::string FlagName(const std::string& key) {
 }
 
 }  // namespace
+
+std::string ControlSocketPath(const ArbiterConfig& config) {
+  if (config.control_socket == "off") return {};
+  if (!config.control_socket.empty()) return config.control_socket;
+  const auto slash = config.socket_path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : config.socket_path.substr(0, slash);
+  return (dir.empty() ? std::string("/") : dir + "/") + "control.sock";
+}
 
 const char* FailModeName(FailMode mode) { return mode == FailMode::kOpen ? "open" : "closed"; }
 

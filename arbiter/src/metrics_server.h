@@ -1,6 +1,6 @@
 // MetricsServer: Prometheus text exposition of the arbiter's statistics on HOST:PORT
 // (config key `metrics`), served by cpp-httplib on its own thread at /metrics. The event loop
-// publishes a snapshot after each iteration; the server only ever reads the latest snapshot.
+// publishes a rendered snapshot (at most every 100 ms); the server only serves the latest.
 //
 // Ownership: owns its server and thread; the destructor stops and joins them.
 // Thread-safety: Publish() from the loop thread, requests on the server's threads; one mutex.
@@ -22,7 +22,8 @@ class MetricsServer {
   MetricsServer(const MetricsServer&) = delete;
   MetricsServer& operator=(const MetricsServer&) = delete;
 
-  void Publish(const ArbiterStats& stats, size_t clients);
+  // Replaces the page served at /metrics (see metrics_text.h).
+  void Publish(std::string text);
 
   struct Impl;
 
@@ -30,8 +31,5 @@ class MetricsServer {
   explicit MetricsServer(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
-
-// The Prometheus text for `stats` (exposed for tests).
-std::string PrometheusText(const ArbiterStats& stats, size_t clients);
 
 }  // namespace gshare::arbiter

@@ -62,6 +62,19 @@ struct ArbiterConfig {
   // SO_PEERCRED); others are refused with a reason naming their uid (docs/security.md).
   std::vector<uint32_t> allowed_uids;
   std::vector<uint32_t> allowed_gids;
+  // Control socket for gshare-ctl / gshare-top (`control_socket`, --control-socket); "" = the
+  // registration socket's directory + "/control.sock"; "off" = no control socket.
+  std::string control_socket;
+  // Permission bits of the control socket file (`control_socket_mode`); access is decided by
+  // the peer's uid and groups below, so the default lets anyone connect and be refused.
+  mode_t control_socket_mode = 0666;
+  // Who may use the control socket besides root and the arbiter's own uid (always admins):
+  // read-only commands (status, clients) for `control_read_uids` / `control_read_gids`,
+  // everything for `control_admin_uids` / `control_admin_gids` (lists of numeric ids).
+  std::vector<uint32_t> control_read_uids;
+  std::vector<uint32_t> control_read_gids;
+  std::vector<uint32_t> control_admin_uids;
+  std::vector<uint32_t> control_admin_gids;
   // Command line only: write a JSON summary here on exit (tests and operators' post-mortems).
   std::string summary_path;
 };
@@ -79,6 +92,9 @@ ConfigResult ParseConfigToml(std::string_view text, const ArbiterConfig& base);
 
 // Parses the command line: defaults, then the --config FILE (if given), then the flags.
 ConfigResult ParseCommandLine(int argc, const char* const* argv);
+
+// The control socket's path for `config` ("" when it is off).
+std::string ControlSocketPath(const ArbiterConfig& config);
 
 // Name of a fail mode ("open" / "closed").
 const char* FailModeName(FailMode mode);

@@ -1,0 +1,319 @@
+// The control interface's commands (gshare-ctl, gshare-top), run on the event loop's thread:
+// status, clients, drain/undrain GPU, evict CLIENT, set-slo CLIENT MS. Requests and replies
+// are JSON objects (docs/operating.md, "Control interface"); every reply has "ok", and "error"
+// with a message when ok is false.
+//
+// Drain: the GPU is marked drained; its token holder is preempted, every vGPU resident there is
+// swapped out (after it releases the token), and no swap-in, restore or grant happens there
+// until undrain (functions the policy places there wait). Evict: one vGPU is swapped out now
+// (a holder first is asked to yield). Set-slo: the policy learns the new SLO by the function
+// being re-registered with it (a new policy function id) once the client is idle.
+#include <algorithm>
+#include <charconv>
+
+#include <spdlog/spdlog.h>
+
+#include "arbiter_impl.h"
+#include "gshare/common/units.h"
+
+namespace gshare::arbiter {
+namespace {
+
+using nlohmann::json;
+
+double Ms(uint64_t ns) { return static_cast<double>(ns) / 1e6; }
+
+const char* WhereName(const Client& c) {
+  if (!c.transfers.empty() && c.transfers.front().issued)
+    return c.transfers.front().op == shm::SwapOp::kSwapIn ? "swapping-in" : "swapping-out";
+  switch (c.where) {
+    case Where::kResident:
+      return "resident";
+    case Where::kOut:
+      return "swapped";
+    case Where::kCheckpointed:
+      return "checkpointed";
+  }
+  return "?";
+}
+
+json Attainment(uint64_t met, uint64_t missed) {
+  if (met + missed == 0) return nullptr;
+  return static_cast<double>(met) / static_cast<double>(met + missed);
+}
+
+std::optional<uint64_t> ParseUnsigned(const json& v) {
+  if (v.is_number_unsigned()) return v.get<uint64_t>();
+  if (v.is_number_integer() && v.get<int64_t>() >= 0) return static_cast<uint64_t>(v.get<int64_t>());
+  if (v.is_string()) {
+    const std::string s = v.get<std::string>();
+    uint64_t x = 0;
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), x);
+    if (!s.empty() && ec == std::errc() && p == s.data() + s.size()) return x;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+json ArbiterImpl::HandleControl(const json& req, ControlAccess access, const ControlPeer& peer) {
+  const uint64_t now = NowNs();
+  const std::string cmd = req.value("cmd", std::string());
+  if (cmd == "status") return StatusJson(now);
+  if (cmd == "clients") return ClientsJson(now);
+  const bool mutating = cmd == "drain" || cmd == "undrain" || cmd == "evict" || cmd == "set-slo";
+  if (!mutating)
+    return ControlError(cmd.empty() ? "request has no \"cmd\""
+                                    : "unknown command '" + cmd +
+                                          "' (status, clients, drain, undrain, evict, set-slo)");
+  if (access != ControlAccess::kAdmin)
+    return ControlError("uid " + std::to_string(peer.uid) + " may only read (status, clients); '" +
+                        cmd + "' needs control_admin_uids/control_admin_gids");
+  if (cmd == "drain" || cmd == "undrain") {
+    const auto ordinal = req.contains("gpu") ? ParseUnsigned(req["gpu"]) : std::nullopt;
+    if (!ordinal) return ControlError(cmd + ": \"gpu\" must be a GPU ordinal");
+    const auto g = ordinal <= UINT32_MAX ? GpuIndex(static_cast<uint32_t>(*ordinal)) : std::nullopt;
+    if (!g) return ControlError(cmd + ": GPU " + std::to_string(*ordinal) + " is not managed by this arbiter");
+    spdlog::info("control: uid {} pid {}: {} GPU {}", peer.uid, peer.pid, cmd, *ordinal);
+    return Drain(*g, cmd == "drain", now);
+  }
+  // evict / set-slo name a client: its id, or a function name that only one client has.
+  if (!req.contains("client")) return ControlError(cmd + ": \"client\" is missing");
+  Client* c = nullptr;
+  if (const auto id = ParseUnsigned(req["client"]); id && *id <= UINT32_MAX) {
+    c = ById(static_cast<uint32_t>(*id));
+  } else if (req["client"].is_string()) {
+    const std::string name = req["client"].get<std::string>();
+    for (auto& [cid, other] : clients_) {
+      if (other->name != name) continue;
+      if (c != nullptr)
+        return ControlError(cmd + ": more than one client runs function '" + name + "'; name it by id");
+      c = other.get();
+    }
+  }
+  if (c == nullptr) return ControlError(cmd + ": no client " + req["client"].dump());
+  spdlog::info("control: uid {} pid {}: {} client {} '{}'", peer.uid, peer.pid, cmd, c->id, c->name);
+  if (cmd == "evict") return Evict(*c, now);
+  const auto slo = req.contains("slo_ms") ? ParseUnsigned(req["slo_ms"]) : std::nullopt;
+  if (!slo || *slo == 0 || *slo > 3'600'000)
+    return ControlError("set-slo: \"slo_ms\" must be between 1 and 3600000 milliseconds");
+  return SetSlo(*c, static_cast<uint32_t>(*slo), now);
+}
+
+json ArbiterImpl::StatusJson(uint64_t now) {
+  telemetry_.Prune(now);
+  const uint64_t window = std::min<uint64_t>(Telemetry::kHoldWindowNs, std::max<uint64_t>(1, now - started_ns_));
+  const uint64_t from = now - window;
+  json gpus = json::array();
+  for (uint32_t g = 0; g < gpus_.size(); ++g) {
+    const GpuState& gs = gpus_[g];
+    json j;
+    j["gpu"] = gs.info.ordinal;
+    j["total_bytes"] = gs.info.memory_bytes;
+    j["usable_bytes"] = gs.usable;
+    j["reserved_bytes"] = gs.reserved;
+    j["peak_reserved_bytes"] = gs.peak_reserved;
+    j["drained"] = gs.drained;
+    uint64_t resident = 0, swapped = 0;
+    json queue = json::array();
+    for (const auto& [id, c] : clients_) {
+      if (c->gpu != g) continue;
+      if (c->where == Where::kResident) resident += c->quota;
+      else swapped += c->quota;
+      if (c->burst_outstanding && !c->holding)
+        queue.push_back({{"client", c->id}, {"function", c->name},
+                         {"waiting_ms", Ms(c->tel.burst_start_ns != 0 && now > c->tel.burst_start_ns
+                                               ? now - c->tel.burst_start_ns : 0)}});
+    }
+    j["resident_bytes"] = resident;
+    j["swapped_bytes"] = swapped;
+    j["queue"] = queue;
+    j["holder"] = nullptr;
+    // Utilisation by tenant over the window: finished holds plus the one in progress.
+    std::map<uint32_t, std::pair<std::string, uint64_t>> busy;
+    auto add = [&](uint32_t client, const std::string& name, uint64_t start, uint64_t end) {
+      start = std::max(start, from);
+      if (end <= start) return;
+      auto& slot = busy[client];
+      slot.first = name;
+      slot.second += end - start;
+    };
+    if (g < telemetry_.recent.size())
+      for (const Hold& h : telemetry_.recent[g]) add(h.client, h.function, h.start_ns, h.end_ns);
+    if (gs.holder != 0) {
+      if (const auto it = clients_.find(gs.holder); it != clients_.end()) {
+        const Client& h = *it->second;
+        j["holder"] = {{"client", h.id}, {"function", h.name}, {"pid", h.pid},
+                       {"held_ms", Ms(now - h.grant_ns)}};
+        add(h.id, h.name, h.grant_ns, now);
+      }
+    }
+    json util = json::array();
+    double total = 0;
+    for (const auto& [client, v] : busy) {
+      const double share = static_cast<double>(v.second) / static_cast<double>(window);
+      total += share;
+      util.push_back({{"client", client}, {"function", v.first}, {"share", share}});
+    }
+    j["utilisation"] = util;
+    j["busy"] = std::min(1.0, total);
+    gpus.push_back(j);
+  }
+  json misses = json::array();
+  for (const SloMiss& m : telemetry_.misses)
+    misses.push_back({{"ago_ms", Ms(now - std::min(now, m.at_ns))}, {"client", m.client},
+                      {"function", m.function}, {"gpu", m.gpu}, {"latency_ms", Ms(m.latency_ns)},
+                      {"wait_ms", Ms(m.wait_ns)}, {"slo_ms", m.slo_ms}});
+  const ArbiterStats st = stats();
+  return {{"ok", true},
+          {"epoch", epoch_},
+          {"policy", std::string(policy_->name())},
+          {"uptime_s", static_cast<double>(now - started_ns_) / 1e9},
+          {"window_s", static_cast<double>(window) / 1e9},
+          {"clients", clients_.size()},
+          {"gpus", gpus},
+          {"recent_slo_misses", misses},
+          {"counters",
+           {{"registrations", st.registrations}, {"grants", st.grants}, {"yields", st.yields},
+            {"preemptions", st.preemptions}, {"swap_ins", st.swap_ins},
+            {"swap_outs", st.swap_outs}, {"client_deaths", st.client_deaths},
+            {"enforcements", st.enforcements}, {"deep_evictions", st.deep_evictions}}}};
+}
+
+json ArbiterImpl::ClientsJson(uint64_t now) {
+  json list = json::array();
+  for (const auto& [id, cp] : clients_) {
+    const Client& c = *cp;
+    json j = {{"client", c.id},
+              {"function", c.name},
+              {"pid", c.pid},
+              {"uid", c.uid},
+              {"quota_bytes", c.quota},
+              {"slo_ms", c.slo_ms},
+              {"state", WhereName(c)},
+              {"gpu", gpus_[c.gpu].info.ordinal},
+              {"holding", c.holding},
+              {"waiting", c.burst_outstanding && !c.holding},
+              {"bursts", c.tel.bursts},
+              {"slo_met", c.tel.slo_met},
+              {"slo_missed", c.tel.slo_missed},
+              {"slo_attainment", Attainment(c.tel.slo_met, c.tel.slo_missed)},
+              {"waits", c.tel.waits},
+              {"wait_ms_total", Ms(c.tel.wait_ns)},
+              {"held_ms_total", Ms(c.tel.held_ns + (c.holding ? now - c.grant_ns : 0))},
+              {"last_latency_ms", Ms(c.tel.last_latency_ns)},
+              {"swaps_in", c.tel.swaps_in},
+              {"swaps_out", c.tel.swaps_out},
+              {"swap_bytes", c.tel.swap_bytes},
+              {"registered_s_ago", static_cast<double>(now - c.registered_ns) / 1e9}};
+    if (c.pending_slo) j["pending_slo_ms"] = *c.pending_slo;
+    list.push_back(j);
+  }
+  return {{"ok", true}, {"clients", list}};
+}
+
+json ArbiterImpl::Drain(uint32_t g, bool drain, uint64_t now) {
+  GpuState& gs = gpus_[g];
+  const bool was = gs.drained;
+  gs.drained = drain;
+  uint32_t moving = 0;
+  for (const auto& [id, c] : clients_) moving += c->reserved_on == g ? 1 : 0;
+  if (drain) {
+    EnforceDrains(now);
+    spdlog::info("GPU {} drained: {} vGPU(s) to move off it", gs.info.ordinal, moving);
+  } else {
+    spdlog::info("GPU {} undrained", gs.info.ordinal);
+    PumpTransfers(now);
+  }
+  metrics_dirty_ = metrics_ != nullptr;
+  return {{"ok", true}, {"gpu", gs.info.ordinal}, {"drained", drain}, {"changed", was != drain},
+          {"resident_clients", moving}};
+}
+
+void ArbiterImpl::EnforceDrains(uint64_t now) {
+  for (uint32_t g = 0; g < gpus_.size(); ++g) {
+    if (!gpus_[g].drained) continue;
+    if (gpus_[g].holder != 0)
+      if (Client* h = ById(gpus_[g].holder); h != nullptr && !h->preempt_sent) Preempt(*h, now);
+    std::vector<Client*> out;
+    for (auto& [id, c] : clients_) {
+      if (c->reserved_on != g || c->holding) continue;
+      if (!c->transfers.empty() &&
+          (c->transfers.front().issued || c->transfers.front().op == shm::SwapOp::kSwapOut))
+        continue;  // an order in flight (checked again next time) or a swap-out already queued
+      out.push_back(c.get());
+    }
+    for (Client* c : out) {
+      c->transfers.push_front({shm::SwapOp::kSwapOut, g, false, policy::SwapKind::kOut});
+      (void)TryIssue(*c, now);
+    }
+  }
+}
+
+json ArbiterImpl::Evict(Client& c, uint64_t now) {
+  if (c.where != Where::kResident)
+    return ControlError("evict: client " + std::to_string(c.id) + " '" + c.name + "' is already " +
+                        WhereName(c));
+  for (const Transfer& t : c.transfers)
+    if (t.op == shm::SwapOp::kSwapOut)
+      return {{"ok", true}, {"client", c.id}, {"state", WhereName(c)}, {"note", "already being swapped out"}};
+  const bool was_holding = c.holding;
+  if (c.holding) Preempt(c, now);
+  const Transfer t{shm::SwapOp::kSwapOut, c.gpu, false, policy::SwapKind::kOut};
+  if (!c.transfers.empty() && !c.transfers.front().issued) {
+    c.transfers.push_front(t);
+  } else {
+    c.transfers.push_back(t);
+  }
+  (void)TryIssue(c, now);
+  return {{"ok", true},
+          {"client", c.id},
+          {"state", WhereName(c)},
+          {"note", was_holding ? "asked to yield; swapped out when it releases its GPU"
+                               : "swap-out ordered"}};
+}
+
+json ArbiterImpl::SetSlo(Client& c, uint32_t slo_ms, uint64_t now) {
+  const uint32_t old = c.slo_ms;
+  c.pending_slo = slo_ms;
+  ApplyPendingSlos(now);
+  const bool applied = !c.pending_slo.has_value();
+  return {{"ok", true},
+          {"client", c.id},
+          {"old_slo_ms", old},
+          {"slo_ms", slo_ms},
+          {"applied", applied},
+          {"note", applied ? "in effect" : "takes effect when the client is next idle"}};
+}
+
+void ArbiterImpl::ApplyPendingSlos(uint64_t now) {
+  std::vector<uint32_t> ready;
+  for (const auto& [id, c] : clients_)
+    if (c->pending_slo && !c->holding && !c->burst_outstanding && c->transfers.empty() &&
+        !c->pending_grant)
+      ready.push_back(id);
+  for (uint32_t id : ready) {
+    Client* c = ById(id);
+    if (c == nullptr) continue;
+    // The policy knows a function's SLO from its registration: re-register it under a new
+    // policy id (ids are never reused). Its learned history starts afresh.
+    const policy::FunctionId old_fid = c->fid;
+    fid_to_client_[old_fid] = 0;
+    c->fid = static_cast<policy::FunctionId>(fid_to_client_.size());
+    fid_to_client_.push_back(c->id);
+    c->slo_ms = *c->pending_slo;
+    c->pending_slo.reset();
+    if (c->where == Where::kResident) c->shadow = true;  // the policy will believe it on the host
+    policy::FunctionSpec spec;
+    spec.model = c->name;
+    spec.weights_bytes = c->quota;
+    spec.context_bytes = 0;
+    spec.slo = static_cast<policy::Duration>(c->slo_ms) * 1000;
+    spdlog::info("client {} '{}': SLO now {} ms (policy function {} -> {})", c->id, c->name,
+                 c->slo_ms, old_fid, c->fid);
+    Deliver(now, policy::FunctionGone{old_fid});
+    Deliver(now, policy::FunctionRegistered{c->fid, spec});
+  }
+}
+
+}  // namespace gshare::arbiter

@@ -1,0 +1,107 @@
+// Telemetry: what the arbiter measures about its clients and GPUs for operators — request
+// (burst) latencies and SLO attainment, token waits, swap times and bytes, hand-offs, recent
+// token holds (utilisation by tenant) and recent SLO misses. Fed by the event loop
+// (ArbiterImpl's On* hooks), read by the control interface (gshare-ctl, gshare-top) and
+// rendered as Prometheus text (metrics_text.cc).
+//
+// Ownership: plain values, owned by ArbiterImpl. Thread-safety: none; the loop thread only
+// (the metrics server gets a rendered copy).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace gshare::arbiter {
+
+// A Prometheus-style cumulative histogram of durations in seconds.
+class Histogram {
+ public:
+  // Upper bounds in seconds (le), ascending; +Inf is implicit.
+  static constexpr std::array<double, 14> kBounds = {0.0001, 0.00025, 0.0005, 0.001, 0.0025,
+                                                      0.005,  0.01,    0.025,  0.05,  0.1,
+                                                      0.25,   0.5,     1.0,    2.5};
+  void Observe(uint64_t ns);
+  // Observations <= kBounds[i] (cumulative), i < kBounds.size(); then the total count.
+  uint64_t cumulative(size_t i) const;
+  uint64_t count() const { return count_; }
+  double sum_seconds() const { return sum_s_; }
+
+ private:
+  std::array<uint64_t, kBounds.size()> buckets_{};  // not cumulative
+  uint64_t count_ = 0;
+  double sum_s_ = 0;
+};
+
+// Per function name (replicas of one function share a name), kept after clients leave.
+struct FunctionTelemetry {
+  uint64_t bursts = 0;      // requests completed (BurstEnd)
+  uint64_t slo_met = 0;     // completed within the SLO (functions with an SLO only)
+  uint64_t slo_missed = 0;
+  Histogram burst;          // burst start -> burst end
+  Histogram wait;           // burst start -> first grant
+};
+
+enum class SwapDirection : uint8_t { kIn, kOut };
+
+struct GpuTelemetry {
+  uint64_t handoffs = 0;        // grants
+  uint64_t slices_expired = 0;  // yields with work left (slice end / preemption honoured)
+  uint64_t held_ns = 0;         // total token-held time of finished holds
+  std::array<uint64_t, 2> swaps{};       // by SwapDirection
+  std::array<uint64_t, 2> swap_bytes{};  // by SwapDirection
+  std::array<Histogram, 2> swap_time;    // by SwapDirection
+};
+
+// Per client, in Client.
+struct ClientTelemetry {
+  uint64_t burst_start_ns = 0;  // current burst (0 = none)
+  bool waiting = false;         // current burst not granted yet
+  uint64_t burst_wait_ns = 0;   // current burst's first-grant wait
+  uint64_t bursts = 0;
+  uint64_t slo_met = 0;
+  uint64_t slo_missed = 0;
+  uint64_t waits = 0;           // bursts that had to wait for their first grant > 1 ms
+  uint64_t wait_ns = 0;         // total first-grant wait
+  uint64_t held_ns = 0;         // total token-held time of finished holds
+  uint64_t last_latency_ns = 0;
+  uint64_t swaps_in = 0;
+  uint64_t swaps_out = 0;
+  uint64_t swap_bytes = 0;
+};
+
+// One finished token hold, for utilisation over the last seconds.
+struct Hold {
+  uint32_t client = 0;
+  std::string function;
+  uint64_t start_ns = 0;
+  uint64_t end_ns = 0;
+};
+
+struct SloMiss {
+  uint64_t at_ns = 0;
+  uint32_t client = 0;
+  std::string function;
+  uint32_t gpu = 0;  // ordinal of the last grant
+  uint64_t latency_ns = 0;
+  uint64_t wait_ns = 0;
+  uint32_t slo_ms = 0;
+};
+
+struct Telemetry {
+  static constexpr uint64_t kHoldWindowNs = 5'000'000'000;  // utilisation window
+  static constexpr size_t kRecentMisses = 32;
+
+  std::map<std::string, FunctionTelemetry> functions;
+  std::vector<GpuTelemetry> gpus;            // by GPU index
+  std::vector<std::deque<Hold>> recent;      // by GPU index, holds ending in the window
+  std::deque<SloMiss> misses;                // newest last
+
+  // Drops holds that ended before now - kHoldWindowNs.
+  void Prune(uint64_t now_ns);
+};
+
+}  // namespace gshare::arbiter

@@ -1,0 +1,36 @@
+// Human-readable rendering of the arbiter's control replies (docs/operating.md): the tables
+// gshare-ctl prints and the panels gshare-top draws. Pure functions of the reply JSON (missing
+// fields render as "-"); thread-safe.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace gshare::ctl {
+
+// A plain-text table: a header row and rows of cells, columns padded to their widest cell.
+class Table {
+ public:
+  explicit Table(std::vector<std::string> header) : rows_{std::move(header)} {}
+  void Add(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
+  // Rendered, one line per row, each ending with '\n'; two spaces between columns.
+  std::string str() const;
+
+ private:
+  std::vector<std::vector<std::string>> rows_;
+};
+
+std::string Bytes(const nlohmann::json& v);           // "512 MiB", "-" when not a number
+std::string Millis(const nlohmann::json& v);          // "12.3 ms"
+std::string Percent(const nlohmann::json& fraction);  // "95.0%", "-" when null
+
+// `gshare-ctl status`: a line about the arbiter, the GPU table, recent SLO misses.
+std::string RenderStatus(const nlohmann::json& status);
+// `gshare-ctl clients`: one row per vGPU.
+std::string RenderClients(const nlohmann::json& clients);
+// The one-line answer to drain, undrain, evict and set-slo.
+std::string RenderAction(const std::string& command, const nlohmann::json& reply);
+
+}  // namespace gshare::ctl

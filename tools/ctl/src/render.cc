@@ -1,0 +1,130 @@
+// Tables for gshare-ctl and gshare-top from the control socket's JSON replies.
+#include "gshare/ctl/render.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "gshare/common/units.h"
+
+namespace gshare::ctl {
+namespace {
+
+using nlohmann::json;
+
+std::string Str(const json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_null()) return "-";
+  return v.dump();
+}
+
+std::string Fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.*f", digits, v);
+  return buf;
+}
+
+const json& At(const json& j, const char* key) {
+  static const json kNull;
+  return j.is_object() && j.contains(key) ? j[key] : kNull;
+}
+
+}  // namespace
+
+std::string Table::str() const {
+  std::vector<size_t> width;
+  for (const auto& row : rows_) {
+    if (width.size() < row.size()) width.resize(row.size(), 0);
+    for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+  }
+  std::string out;
+  for (const auto& row : rows_) {
+    std::string line;
+    for (size_t i = 0; i < row.size(); ++i) {
+      line += row[i];
+      if (i + 1 < row.size()) line += std::string(width[i] - row[i].size() + 2, ' ');
+    }
+    out += line + "\n";
+  }
+  return out;
+}
+
+std::string Bytes(const json& v) {
+  return v.is_number() ? FormatByteSize(v.get<uint64_t>()) : "-";
+}
+
+std::string Millis(const json& v) {
+  if (!v.is_number()) return "-";
+  const double ms = v.get<double>();
+  return ms >= 100 ? Fixed(ms, 0) + " ms" : Fixed(ms, 1) + " ms";
+}
+
+std::string Percent(const json& fraction) {
+  return fraction.is_number() ? Fixed(fraction.get<double>() * 100.0, 1) + "%" : "-";
+}
+
+std::string RenderStatus(const json& s) {
+  std::string out = "gshare-arbiter: policy " + Str(At(s, "policy")) + ", up " +
+                    (At(s, "uptime_s").is_number() ? Fixed(s["uptime_s"].get<double>(), 1) : "-") +
+                    " s, " + Str(At(s, "clients")) + " client(s)\n";
+  Table t({"GPU", "MEMORY", "USABLE", "RESERVED", "RESIDENT", "SWAPPED", "HOLDER", "QUEUE", "BUSY",
+           "STATE"});
+  for (const json& g : At(s, "gpus")) {
+    const json& h = At(g, "holder");
+    const std::string holder =
+        h.is_object() ? Str(h["function"]) + " (#" + Str(h["client"]) + ")" : "-";
+    t.Add({Str(At(g, "gpu")), Bytes(At(g, "total_bytes")), Bytes(At(g, "usable_bytes")),
+           Bytes(At(g, "reserved_bytes")), Bytes(At(g, "resident_bytes")),
+           Bytes(At(g, "swapped_bytes")), holder, std::to_string(At(g, "queue").size()),
+           Percent(At(g, "busy")), At(g, "drained") == true ? "drained" : "ok"});
+  }
+  out += t.str();
+  const json& misses = At(s, "recent_slo_misses");
+  if (!misses.empty()) {
+    constexpr size_t kShown = 5;
+    out += "recent SLO misses (" +
+           (misses.size() > kShown ? "newest " + std::to_string(kShown) + " of " : std::string()) +
+           std::to_string(misses.size()) + " kept, newest first):\n";
+    Table m({"AGO", "CLIENT", "FUNCTION", "GPU", "LATENCY", "WAIT", "SLO"});
+    for (size_t i = 0; i < misses.size() && i < kShown; ++i) {
+      const json& x = misses[misses.size() - 1 - i];
+      m.Add({Millis(At(x, "ago_ms")), Str(At(x, "client")), Str(At(x, "function")),
+             Str(At(x, "gpu")), Millis(At(x, "latency_ms")), Millis(At(x, "wait_ms")),
+             Str(At(x, "slo_ms")) + " ms"});
+    }
+    out += m.str();
+  }
+  return out;
+}
+
+std::string RenderClients(const json& reply) {
+  Table t({"ID", "FUNCTION", "PID", "UID", "QUOTA", "SLO", "STATE", "GPU", "TOKEN", "BURSTS",
+           "SLO MET", "WAITS", "SWAPS"});
+  for (const json& c : At(reply, "clients")) {
+    std::string token = "-";
+    if (At(c, "holding") == true) token = "holding";
+    else if (At(c, "waiting") == true) token = "waiting";
+    std::string slo = Str(At(c, "slo_ms")) + " ms";
+    if (At(c, "pending_slo_ms").is_number()) slo += " (-> " + Str(c["pending_slo_ms"]) + ")";
+    t.Add({Str(At(c, "client")), Str(At(c, "function")), Str(At(c, "pid")), Str(At(c, "uid")),
+           Bytes(At(c, "quota_bytes")), slo, Str(At(c, "state")), Str(At(c, "gpu")), token,
+           Str(At(c, "bursts")), Percent(At(c, "slo_attainment")), Str(At(c, "waits")),
+           Str(At(c, "swaps_in")) + "/" + Str(At(c, "swaps_out"))});
+  }
+  return t.str();
+}
+
+std::string RenderAction(const std::string& command, const json& r) {
+  if (command == "drain" || command == "undrain")
+    return "GPU " + Str(At(r, "gpu")) + (At(r, "drained") == true ? " drained" : " undrained") +
+           (At(r, "changed") == false ? " (it already was)" : "") +
+           (command == "drain" ? "; " + Str(At(r, "resident_clients")) + " vGPU(s) being moved off"
+                               : "") +
+           "\n";
+  if (command == "evict")
+    return "client " + Str(At(r, "client")) + ": " + Str(At(r, "note")) + " (now " +
+           Str(At(r, "state")) + ")\n";
+  return "client " + Str(At(r, "client")) + ": SLO " + Str(At(r, "old_slo_ms")) + " ms -> " +
+         Str(At(r, "slo_ms")) + " ms, " + Str(At(r, "note")) + "\n";
+}
+
+}  // namespace gshare::ctl

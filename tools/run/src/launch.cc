@@ -1,0 +1,147 @@
+// gshare-run's validation of sizes, durations and names, and the shim's environment.
+#include "launch.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <climits>
+#include <cstdlib>
+
+#include "gshare/common/units.h"
+
+namespace gshare::run {
+namespace {
+
+constexpr uint64_t kMinMemory = uint64_t{1} << 20;   // 1 MiB
+constexpr uint64_t kMaxMemory = uint64_t{1} << 44;   // 16 TiB, the protocol's limit
+constexpr int64_t kMaxSloMs = 3'600'000;             // one hour, the protocol's limit
+constexpr size_t kMaxName = 127;
+
+bool IsFile(const std::string& path) {
+  struct stat st{};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+std::string Dir(const std::string& path) {
+  const auto slash = path.rfind('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
+}  // namespace
+
+EnvResult ShimEnvironment(const LaunchOptions& o) {
+  EnvResult r;
+  std::string err;
+  const auto bytes = ParseByteSize(o.memory, &err);
+  if (!bytes) {
+    r.error = "--memory '" + o.memory + "': " + err + " (e.g. 1GiB, 512MiB)";
+    return r;
+  }
+  if (*bytes < kMinMemory || *bytes > kMaxMemory) {
+    r.error = "--memory '" + o.memory + "': must be between 1MiB and 16TiB";
+    return r;
+  }
+  if (*bytes % kMinMemory != 0) {
+    r.error = "--memory '" + o.memory + "': must be a whole number of MiB";
+    return r;
+  }
+  const auto slo = ParseDuration(o.slo, &err);
+  if (!slo) {
+    r.error = "--slo '" + o.slo + "': " + err + " (e.g. 50ms, 1s)";
+    return r;
+  }
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(*slo);
+  if (ms.count() < 1 || ms.count() > kMaxSloMs || ms != *slo) {
+    r.error = "--slo '" + o.slo + "': must be a whole number of milliseconds from 1ms to 1h";
+    return r;
+  }
+  if (o.name.empty() || o.name.size() > kMaxName) {
+    r.error = "--name '" + o.name + "': must be 1 to 127 characters";
+    return r;
+  }
+  for (char ch : o.name) {
+    const bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+                    ch == '-' || ch == '_' || ch == '.';
+    if (!ok) {
+      r.error = "--name '" + o.name + "': only letters, digits, '-', '_' and '.' are allowed";
+      return r;
+    }
+  }
+  r.vars.push_back("GSHARE_VGPU_MEMORY=" + std::to_string(*bytes >> 20) + "MiB");
+  r.vars.push_back("GSHARE_SLO_MS=" + std::to_string(ms.count()));
+  r.vars.push_back("GSHARE_FUNCTION=" + o.name);
+  if (o.arbiter != "none") {
+    const std::string socket = o.arbiter.empty() ? kDefaultArbiterSocket : o.arbiter;
+    if (socket.size() >= 108) {
+      r.error = "--arbiter '" + socket + "': longer than a Unix socket path allows (107 bytes)";
+      return r;
+    }
+    r.vars.push_back("GSHARE_ARBITER_SOCKET=" + socket);
+  }
+  if (!o.log_level.empty()) {
+    static const char* const kLevels[] = {"trace", "debug", "info", "warn", "error", "critical", "off"};
+    bool known = false;
+    for (const char* l : kLevels) known |= o.log_level == l;
+    if (!known) {
+      r.error = "--log-level '" + o.log_level +
+                "': not one of trace, debug, info, warn, error, critical, off";
+      return r;
+    }
+    r.vars.push_back("GSHARE_LOG_LEVEL=" + o.log_level);
+  }
+  if (!o.idle_release.empty()) {
+    const auto d = ParseDuration(o.idle_release, &err);
+    const auto us = d ? std::chrono::duration_cast<std::chrono::microseconds>(*d).count() : 0;
+    if (!d || us < 1 || us > 10'000'000) {
+      r.error = "--idle-release '" + o.idle_release + "': must be a duration from 1us to 10s";
+      return r;
+    }
+    r.vars.push_back("GSHARE_IDLE_RELEASE_US=" + std::to_string(us));
+  }
+  if (!o.fail.empty()) {
+    if (o.fail != "open" && o.fail != "closed") {
+      r.error = "--fail '" + o.fail + "': must be 'open' or 'closed'";
+      return r;
+    }
+    r.vars.push_back("GSHARE_ARBITER_FAIL=" + o.fail);
+  }
+  return r;
+}
+
+std::string FindPreloadLibrary(const std::string& explicit_path, const std::string& self_exe,
+                               const std::string& install_libdir, std::string* error) {
+  if (!explicit_path.empty()) {
+    if (IsFile(explicit_path)) return explicit_path;
+    *error = "--preload '" + explicit_path + "': no such file";
+    return {};
+  }
+  const std::string bin = Dir(self_exe);
+  std::vector<std::string> candidates = {bin + "/libgshare.so", bin + "/../lib/libgshare.so"};
+  if (!install_libdir.empty()) candidates.push_back(install_libdir + "/libgshare.so");
+  for (const std::string& c : candidates) {
+    if (!IsFile(c)) continue;
+    char resolved[PATH_MAX];
+    return ::realpath(c.c_str(), resolved) != nullptr ? std::string(resolved) : c;
+  }
+  *error = "libgshare.so not found next to gshare-run (" + bin + ", " + bin + "/../lib)" +
+           (install_libdir.empty() ? std::string() : " nor in " + install_libdir) +
+           "; pass --preload PATH";
+  return {};
+}
+
+std::string AppendPreload(const std::string& existing, const std::string& lib) {
+  if (existing.empty()) return lib;
+  // Already there (e.g. gshare-run nested in a wrapper): keep it as it is.
+  size_t start = 0;
+  while (start <= existing.size()) {
+    const size_t end = existing.find_first_of(": ", start);
+    const std::string item = existing.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    if (item == lib) return existing;
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return existing + ":" + lib;
+}
+
+}  // namespace gshare::run
