@@ -59,6 +59,20 @@ Duration ExecPredictor::Quantile(double q) const {
   return sorted_[static_cast<size_t>(k)];
 }
 
+double ExecPredictor::ExpectedExcess(Duration s) const {
+  const int n = samples();
+  if (n < kMinSamples) {  // the prior, as four steps: (0, .5] at p50, (.5, .9] at p90, ...
+    const auto over = [s](Duration q) { return static_cast<double>(std::max<Duration>(0, q - s)); };
+    return 0.5 * over(prior_q50_) + 0.4 * over(prior_q90_) + 0.05 * over(prior_q95_) +
+           0.05 * over(prior_q99_);
+  }
+  double sum = 0;
+  for (int i = n - 1; i >= 0 && sorted_[static_cast<size_t>(i)] > s; --i) {
+    sum += static_cast<double>(sorted_[static_cast<size_t>(i)] - s);
+  }
+  return sum / n;
+}
+
 Duration ExecPredictor::Predict(const PaddingRule& rule) const {
   const double v = static_cast<double>(Quantile(rule.quantile)) * (1.0 + rule.pad);
   return std::max<Duration>(1, static_cast<Duration>(std::ceil(v)));

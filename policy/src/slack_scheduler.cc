@@ -31,6 +31,7 @@ constexpr Duration kScalePeriod = 5 * kUsPerSecond;         // consolidation che
 constexpr double kScaleUtil = 0.5;                          // target utilisation after draining
 constexpr double kMaxUtil = 0.6;                            // most a GPU's functions may use
 constexpr double kUnknownUtil = 0.2;                        // assumed before any gap is seen
+constexpr double kMissBudget = 0.001;  // collisions: SLO misses sharing may cause a function
 constexpr Duration kPrefetchMinGap = 10 * kUsPerSecond;     // shortest period worth evicting for
 constexpr Duration kRetry = 1'000;  // nothing fits anywhere: retry after this, doubling
 
@@ -94,17 +95,40 @@ class SlackScheduler final : public PolicyBase {
     return gap > 0 ? static_cast<double>(Typical(f)) / gap : kUnknownUtil;
   }
 
-  // Whether f can share g for good: a typical burst of each of g's other functions fits in f's
-  // slack and f's typical burst fits in each of theirs (bursts are not preempted), and the
-  // functions' combined utilisation leaves g room (queues stay short).
+  // Arrivals per microsecond of f (from its mean gap; until one is known, the rate at which a
+  // typical burst would use kUnknownUtil of a GPU).
+  double Rate(FunctionId f) const {
+    const double gap = fns_[f].arrivals.MeanGap();
+    return gap > 0 ? 1.0 / gap : kUnknownUtil / static_cast<double>(std::max<Duration>(1, Typical(f)));
+  }
+
+  // The fraction of `victim`'s requests that a burst of `other` (bursts are not preempted)
+  // would push past their SLO: a request arriving at a random moment lands inside one of
+  // other's bursts with probability rate x length and waits for the rest of it (uniform), so
+  // it misses with rate x E[max(0, L - slack)], slack = victim's SLO - its typical execution.
+  double Collisions(FunctionId victim, FunctionId other) const {
+    const Duration slack = std::max<Duration>(0, fns_[victim].spec.slo - Typical(victim));
+    return Rate(other) * fns_[other].exec.ExpectedExcess(slack);
+  }
+
+  // Whether f can share g for good. With `collisions`: the misses its bursts and those of g's
+  // functions would cause each other (Collisions) stay within kMissBudget for f and for each
+  // of them; else the older rule: a typical burst of each fits in the other's slack. Either
+  // way the functions' combined utilisation must leave g room (queues stay short).
   bool Compatible(FunctionId f, GpuId g) const {
     const Duration ef = Typical(f);
     const Duration f_slack = fns_[f].spec.slo - ef;
     double util = Utilisation(f);
+    double f_misses = 0;
     for (FunctionId m : gpus_[g].members) {
       if (m == f) continue;
-      const Duration em = Typical(m);
-      if (em > f_slack || ef > fns_[m].spec.slo - em) return false;
+      if (opt_.collisions) {
+        f_misses += Collisions(f, m);
+        if (f_misses > kMissBudget || Collisions(m, f) > kMissBudget) return false;
+      } else {
+        const Duration em = Typical(m);
+        if (em > f_slack || ef > fns_[m].spec.slo - em) return false;
+      }
       util += Utilisation(m);
       if (util > kMaxUtil) return false;
     }

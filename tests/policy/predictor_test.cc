@@ -35,6 +35,20 @@ TEST(ExecPredictor, ForgetsOldBurstsBeyondTheWindow) {
   EXPECT_EQ(p.Quantile(0.99), 100);
 }
 
+TEST(ExecPredictor, ExpectedExcessIsTheMeanOverrun) {
+  FunctionSpec spec;
+  spec.exec_p50 = 1000;
+  spec.exec_p90 = 2000;
+  ExecPredictor p(spec);
+  // The prior: half the mass at p50, 40% at p90, 5% at p95 and p99; nothing beyond p99.
+  EXPECT_GT(p.ExpectedExcess(500), 0.5 * 500);
+  EXPECT_EQ(p.ExpectedExcess(p.Quantile(0.99)), 0.0);
+  for (int i = 1; i <= 10; ++i) p.Observe(i * 100);  // 100 .. 1000
+  EXPECT_DOUBLE_EQ(p.ExpectedExcess(800), (100.0 + 200.0) / 10);  // 900 and 1000 overrun
+  EXPECT_DOUBLE_EQ(p.ExpectedExcess(1000), 0.0);
+  EXPECT_DOUBLE_EQ(p.ExpectedExcess(0), 550.0);  // the mean
+}
+
 TEST(ArrivalPredictor, RecognisesTimers) {
   ArrivalPredictor timer, bursty;
   for (int i = 0; i < 10; ++i) timer.Observe(i * 60'000'000);

@@ -96,5 +96,33 @@ TEST(Aggressive, PinsAFunctionThatCannotAffordASwap) {
   EXPECT_FALSE(Has(a, ActionKind::kDeepEvict)) << Describe(a);
 }
 
+// f0 (50 ms bursts, 55 ms SLO: cannot afford a swap, so it stays resident) is invoked every
+// 10 minutes; f1 (5 ms bursts, 30 ms SLO) arrives. A burst of f0 overruns f1's slack, so the
+// typical-burst rule keeps them apart; the collision rule sees that f0 runs so rarely that it
+// would delay about 4e-5 of f1's requests, and packs f1 next to it.
+void ShareWithARareLongFunction(const std::string& policy, bool expect_shared) {
+  Driver d(policy, 2);
+  d.Send(0, FunctionRegistered{0, Fn(10, 50'000, 55'000)});
+  d.Send(0, FunctionRegistered{1, Fn(10, kExec, 30'000)});
+  for (Time t : {Time{0}, Time{600} * kUsPerSecond}) {
+    auto a = d.Send(t, BurstStart{0});
+    if (t == 0) {
+      ASSERT_TRUE(Has(a, ActionKind::kSwapIn, 0, 0)) << Describe(a);
+      a = d.Send(t + kSwap, SwapDone{0, 0, SwapKind::kIn, 10'000'000, kSwap});
+    }
+    ASSERT_TRUE(Has(a, ActionKind::kGrant, 0, 0)) << Describe(a);
+    d.Send(t + 60'000, BurstEnd{0, 0, 50'000});
+  }
+  const auto a = d.Send(601 * kUsPerSecond, BurstStart{1});
+  EXPECT_EQ(Has(a, ActionKind::kSwapIn, 1, 0), expect_shared) << Describe(a);
+  EXPECT_FALSE(Has(a, ActionKind::kActivateGpu)) << Describe(a);
+}
+
+TEST(Aggressive, SharesAGpuWithARareLongFunction) { ShareWithARareLongFunction("aggressive", true); }
+
+TEST(Aggressive, TypicalBurstRuleKeepsThemApart) {
+  ShareWithARareLongFunction("aggressive-no-collisions", false);
+}
+
 }  // namespace
 }  // namespace gshare::policy::testing

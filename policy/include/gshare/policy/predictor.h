@@ -35,6 +35,10 @@ class ExecPredictor {
   // The rule's quantile of the learned window (or of the prior).
   Duration Quantile(double q) const;
   int samples() const { return count_ < kWindow ? count_ : kWindow; }
+  // E[max(0, X - s)] for an execution time X of this function: how far a burst overruns `s` on
+  // average (0 when none does). From the learned window, else from the prior's quantiles
+  // (rounded up: conservative). O(bursts longer than s).
+  double ExpectedExcess(Duration s) const;
 
  private:
   Duration PriorQuantile(double q) const;
