@@ -19,8 +19,10 @@ struct SlackOptions {
   bool eager = true;       // place at once when an active GPU meets the deadline (else lazily)
   bool interference = true;  // co-locate only functions whose bursts fit each other's slack
   bool edf = true;         // run the ready function with the least slack first (else FIFO)
-  bool collisions = true;  // interference judged by the misses bursts would cause each other
-                           // (rate x expected overrun of the slack), else by typical bursts
+  // How `interference` judges a pair (either or both): typical bursts fit each other's slack;
+  // the misses their bursts would cause each other (rate x expected overrun) stay small.
+  bool typical = true;
+  bool collisions = true;
 };
 
 std::unique_ptr<Policy> MakeKeepAlive(const std::string& name, const PolicyConfig& config);

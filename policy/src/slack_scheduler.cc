@@ -111,10 +111,11 @@ class SlackScheduler final : public PolicyBase {
     return Rate(other) * fns_[other].exec.ExpectedExcess(slack);
   }
 
-  // Whether f can share g for good. With `collisions`: the misses its bursts and those of g's
-  // functions would cause each other (Collisions) stay within kMissBudget for f and for each
-  // of them; else the older rule: a typical burst of each fits in the other's slack. Either
-  // way the functions' combined utilisation must leave g room (queues stay short).
+  // Whether f can share g for good: with `typical`, a typical burst of each of g's functions
+  // fits in f's slack and f's typical burst fits in each of theirs (bursts are not preempted);
+  // with `collisions`, the misses their bursts would cause each other (Collisions) stay within
+  // kMissBudget for f and for each of them (this catches frequent short collisions that the
+  // typical rule allows); and their combined utilisation leaves g room (queues stay short).
   bool Compatible(FunctionId f, GpuId g) const {
     const Duration ef = Typical(f);
     const Duration f_slack = fns_[f].spec.slo - ef;
@@ -122,12 +123,13 @@ class SlackScheduler final : public PolicyBase {
     double f_misses = 0;
     for (FunctionId m : gpus_[g].members) {
       if (m == f) continue;
+      if (opt_.typical) {
+        const Duration em = Typical(m);
+        if (em > f_slack || ef > fns_[m].spec.slo - em) return false;
+      }
       if (opt_.collisions) {
         f_misses += Collisions(f, m);
         if (f_misses > kMissBudget || Collisions(m, f) > kMissBudget) return false;
-      } else {
-        const Duration em = Typical(m);
-        if (em > f_slack || ef > fns_[m].spec.slo - em) return false;
       }
       util += Utilisation(m);
       if (util > kMaxUtil) return false;

@@ -9,7 +9,7 @@ out=${2:-sim-results}
 sim="$build/bin/gshare-sim"
 mkdir -p "$out"
 policies=keepalive,fifo,dual-queue,aggressive
-ablations=aggressive,aggressive-no-learned,aggressive-no-residency,aggressive-no-prefetch,aggressive-no-deep-evict,aggressive-no-release,aggressive-no-scale,aggressive-no-eager,aggressive-no-interference,aggressive-no-edf
+ablations=aggressive,aggressive-no-learned,aggressive-no-residency,aggressive-no-prefetch,aggressive-no-deep-evict,aggressive-no-release,aggressive-no-scale,aggressive-no-eager,aggressive-no-interference,aggressive-no-edf,aggressive-no-typical,aggressive-no-collisions
 
 run() {  # name, then gshare-sim arguments
   local name=$1
@@ -24,7 +24,7 @@ proxy() {  # name, then workload arguments
   shift
   local target
   target=$(python3 -c "import json,sys; r=[x for x in json.load(open('$out/$name.json'))['runs'] if x['policy']=='aggressive'][0]; print(r['slo_attainment'])")
-  for pool in 8 16 24 32 40 48 56 64 80 96 128 160 200; do
+  for pool in 8 16 24 32 40 48 56 64 80 96 128 160 200 240 280; do
     "$sim" "$@" --policy proxy-swap --pool "$pool" --quiet --json "$out/$name-proxy-$pool.json"
     local slo
     slo=$(python3 -c "import json; print(json.load(open('$out/$name-proxy-$pool.json'))['runs'][0]['slo_attainment'])")
@@ -34,17 +34,29 @@ proxy() {  # name, then workload arguments
       return
     fi
   done
-  echo "== $name: no proxy-swap pool up to 200 GPUs reaches aggressive's $target; using 200"
-  cp "$out/$name-proxy-200.json" "$out/$name-proxy.json"
+  echo "== $name: no proxy-swap pool up to 280 GPUs reaches aggressive's $target; using 280"
+  cp "$out/$name-proxy-280.json" "$out/$name-proxy.json"
 }
 
 trace_args=(--format azure-llm --functions 100 --gpus 200 --seed 1)
 run trace "${trace_args[@]}" --policy "$policies" --plot "$out/plots-trace"
 proxy trace "${trace_args[@]}"
-for seed in 1 2 3; do
+# Seeds 1-3 are the workloads; 4 and 5 are held out (never looked at while tuning).
+for seed in 1 2 3 4 5; do
   syn_args=(--synthetic --functions 300 --duration 3600 --gpus 400 --seed "$seed")
   run "synthetic-$seed" "${syn_args[@]}" --policy "$policies"
   proxy "synthetic-$seed" "${syn_args[@]}"
+done
+# The same workloads where a FaaS router scales out at 10% load per instance and prefers idle
+# instances: little self-queueing, so the dedicated-GPU ceiling is above 99% (except seed 3,
+# whose own execution times exceed the SLO for 1.2% of requests).
+low=(--max-instance-load 0.1 --routing idle-first)
+run low-trace --format azure-llm --functions 100 --gpus 400 --seed 1 "${low[@]}" --policy "$policies"
+proxy low-trace --format azure-llm --functions 100 --gpus 400 --seed 1 "${low[@]}"
+for seed in 1 2 3 4 5; do
+  syn_args=(--synthetic --functions 300 --duration 3600 --gpus 1000 --seed "$seed" "${low[@]}")
+  run "low-synthetic-$seed" "${syn_args[@]}" --policy "$policies"
+  proxy "low-synthetic-$seed" "${syn_args[@]}"
 done
 run ablation-trace "${trace_args[@]}" --policy "$ablations"
 run ablation-synthetic-1 --synthetic --functions 300 --duration 3600 --gpus 400 --seed 1 --policy "$ablations"

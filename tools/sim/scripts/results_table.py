@@ -22,29 +22,78 @@ def row(r):
 HEADER = ("| policy | requests | SLO % | p50 ms | p99 ms | GPU-s | peak GPUs | swap GiB | cost $ |\n"
           "|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 
+CAUSES = ["execution", "self_queue", "cold_start", "swap_in", "gpu_queue"]
+CAUSE_HEADER = ("| policy | late % | execution | own queue | cold start | swap-in | GPU queue |\n"
+                "|---|---:|---:|---:|---:|---:|---:|")
+
+
+def cause_row(r):
+    n = r["requests"] / 100.0
+    late = r["requests"] - round(r["slo_attainment"] * r["requests"])
+    return "| {} | {:.2f} | {} |".format(
+        r["policy"], late / n, " | ".join("{:.2f}".format(r["late_causes"][c] / n) for c in CAUSES))
+
+
+def workload(d, name):
+    runs = load(os.path.join(d, name + ".json"))
+    proxy = load(os.path.join(d, name + "-proxy.json"))
+    by = {r["policy"]: r for r in runs}
+    a, k, p = by["aggressive"], by["keepalive"], proxy[0]
+    return runs, proxy, {
+        "name": name,
+        "ceiling": 100 * a["dedicated_attainment"],
+        "keep_slo": 100 * k["slo_attainment"],
+        "agg_slo": 100 * a["slo_attainment"],
+        "vs_keep": 100 * (1 - a["gpu_seconds"] / k["gpu_seconds"]),
+        "pool": p["peak_gpus"],
+        "proxy_slo": 100 * p["slo_attainment"],
+        "vs_proxy": 100 * (1 - a["cost_usd"] / p["cost_usd"]),
+    }
+
 
 def main():
     d = sys.argv[1]
-    for name in ["trace", "synthetic-1", "synthetic-2", "synthetic-3"]:
-        runs = load(os.path.join(d, name + ".json"))
-        proxy = load(os.path.join(d, name + "-proxy.json"))
+    names = ["trace"] + ["synthetic-%d" % s for s in range(1, 6)]
+    names += ["low-trace"] + ["low-synthetic-%d" % s for s in range(1, 6)]
+    summary = []
+    for name in names:
+        if not os.path.exists(os.path.join(d, name + ".json")):
+            continue
+        runs, proxy, s = workload(d, name)
+        summary.append(s)
         print("### {}\n".format(name))
         print(HEADER)
         for r in runs + proxy:
             print(row(r))
-        by = {r["policy"]: r for r in runs}
-        a, k, p = by["aggressive"], by["keepalive"], proxy[0]
+        print("\nLate requests by cause, % of all requests (ceiling: {:.2f}% on time with a "
+              "dedicated resident GPU per instance):\n".format(s["ceiling"]))
+        print(CAUSE_HEADER)
+        for r in runs + proxy:
+            print(cause_row(r))
         print("\naggressive vs keepalive: {:.1f}% less GPU time (SLO {:.2f}% vs {:.2f}%); "
               "vs proxy-swap (pool {}): {:.1f}% lower cost (SLO {:.2f}% vs {:.2f}%)\n".format(
-                  100 * (1 - a["gpu_seconds"] / k["gpu_seconds"]), 100 * a["slo_attainment"],
-                  100 * k["slo_attainment"], p["peak_gpus"],
-                  100 * (1 - a["cost_usd"] / p["cost_usd"]), 100 * a["slo_attainment"],
-                  100 * p["slo_attainment"]))
+                  s["vs_keep"], s["agg_slo"], s["keep_slo"], s["pool"], s["vs_proxy"],
+                  s["agg_slo"], s["proxy_slo"]))
+    print("### Summary\n")
+    print("| workload | ceiling % | keepalive SLO % | aggressive SLO % | GPU time vs keepalive | "
+          "proxy pool | proxy SLO % | cost vs proxy |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for s in summary:
+        print("| {name} | {ceiling:.2f} | {keep_slo:.2f} | {agg_slo:.2f} | −{vs_keep:.1f}% | {pool} | "
+              "{proxy_slo:.2f} | −{vs_proxy:.1f}% |".format(**s))
+    print()
     for name in ["ablation-trace", "ablation-synthetic-1"]:
+        if not os.path.exists(os.path.join(d, name + ".json")):
+            continue
         print("### {}\n".format(name))
         print(HEADER)
-        for r in load(os.path.join(d, name + ".json")):
+        runs = load(os.path.join(d, name + ".json"))
+        for r in runs:
             print(row(r))
+        print()
+        print(CAUSE_HEADER)
+        for r in runs:
+            print(cause_row(r))
         print()
 
 
