@@ -26,17 +26,19 @@ using std::chrono::seconds;
 // simcuda's environment for one test: its own device registry, removed when the test ends.
 class Simcuda {
  public:
-  explicit Simcuda(const std::string& tag)
-      : registry_("/gshare-shim-arbiter-" + tag + "-" + std::to_string(::getpid())) {}
+  explicit Simcuda(const std::string& tag, std::string devices = "1x1GiB")
+      : registry_("/gshare-shim-arbiter-" + tag + "-" + std::to_string(::getpid())),
+        devices_(std::move(devices)) {}
   ~Simcuda() { ::shm_unlink(registry_.c_str()); }
   std::vector<std::string> env() const {
-    return {std::string("LD_LIBRARY_PATH=") + SIMCUDA_DIR, "SIMCUDA_DEVICES=1x1GiB",
+    return {std::string("LD_LIBRARY_PATH=") + SIMCUDA_DIR, "SIMCUDA_DEVICES=" + devices_,
             "SIMCUDA_REGISTRY=" + registry_, std::string("SIMCUDA_KERNELS=") + SIMCUDA_KERNELS_LIB,
             "SIMCUDA_LINK_GBPS=0"};
   }
 
  private:
   std::string registry_;
+  std::string devices_;
 };
 
 // The environment of a probe under the shim.
@@ -122,16 +124,20 @@ std::vector<std::string> ReadPointers(test::ChildProcess* probe) {
   return ptrs;
 }
 
-// Two programs holding real data (a 128 MiB block plus random allocations, checksummed) with
-// 768 MiB quotas on a 1 GiB GPU, used in turns: whenever one works, the arbiter swaps the other
-// (idle) out to make room, and the data of both survives every swap at the same addresses.
-TEST_F(ShimArbiter, IdleProgramsAreSwappedOutForEachOtherWithDataIntact) {
+// Starts `count` `preload_probe swap` programs (a 128 MiB block plus random allocations,
+// checksummed) under the shim with `quota`, then asks each in turn, `rounds` times, to verify
+// its data (copies back and checksum kernels) at unchanged pointers; each must exit cleanly.
+// Every turn makes a program busy, so the arbiter swaps idle ones out to make room for it.
+// With `grow_mib` > 0 each turn first adds a block of that size (uploaded with asynchronous
+// copies), so the swap image grows between swaps.
+void RunSwapProbes(const Simcuda& simcuda, const ArbiterProcess& arb, const TempDir& dir,
+                   int count, const std::string& quota, int rounds, int grow_mib = 0) {
   std::vector<std::unique_ptr<test::ChildProcess>> probes;
   std::vector<std::vector<std::string>> pointers;
-  for (int i = 0; i < 2; ++i) {
+  for (int i = 0; i < count; ++i) {
     const std::string name = "s" + std::to_string(i);
     std::map<std::string, std::string> env;
-    for (const std::string& kv : ShimEnv(simcuda, arb.socket(), "768MiB", name,
+    for (const std::string& kv : ShimEnv(simcuda, arb.socket(), quota, name,
                                          dir / (name + ".log"))) {
       env[kv.substr(0, kv.find('='))] = kv.substr(kv.find('=') + 1);
     }
@@ -144,11 +150,19 @@ TEST_F(ShimArbiter, IdleProgramsAreSwappedOutForEachOtherWithDataIntact) {
     pointers.push_back(ReadPointers(probes.back().get()));
     ASSERT_FALSE(pointers.back().empty());
   }
-  for (int round = 0; round < 3; ++round) {
+  for (int round = 0; round < rounds; ++round) {
     for (size_t i = 0; i < probes.size(); ++i) {
-      ASSERT_TRUE(probes[i]->WriteLine("verify"));
       std::string line;
-      ASSERT_TRUE(probes[i]->ReadLine(&line)) << ReadFile(arb.log());
+      if (grow_mib > 0) {
+        ASSERT_TRUE(probes[i]->WriteLine("grow " + std::to_string(grow_mib)));
+        ASSERT_TRUE(probes[i]->ReadLine(&line)) << "probe " << i << " died: " << probes[i]->err();
+        ASSERT_EQ(line.rfind("grown ptr=", 0), 0u) << line;
+        pointers[i].push_back(line.substr(6));
+      }
+      ASSERT_TRUE(probes[i]->WriteLine("verify"));
+      ASSERT_TRUE(probes[i]->ReadLine(&line))
+          << "probe " << i << " died: " << probes[i]->err() << ReadFile(dir / ("s" + std::to_string(i) + ".log"))
+          << ReadFile(arb.log());
       EXPECT_NE(line.find(" bad=0 "), std::string::npos) << line;
       EXPECT_NE(line.find("kernel_bad=0"), std::string::npos) << line;
       EXPECT_EQ(ReadPointers(probes[i].get()), pointers[i]) << "pointers must not change";
@@ -158,6 +172,13 @@ TEST_F(ShimArbiter, IdleProgramsAreSwappedOutForEachOtherWithDataIntact) {
     probe->WriteLine("quit");
     EXPECT_EQ(probe->Wait(), 0) << probe->err();
   }
+}
+
+// Two programs holding real data (a 128 MiB block plus random allocations, checksummed) with
+// 768 MiB quotas on a 1 GiB GPU, used in turns: whenever one works, the arbiter swaps the other
+// (idle) out to make room, and the data of both survives every swap at the same addresses.
+TEST_F(ShimArbiter, IdleProgramsAreSwappedOutForEachOtherWithDataIntact) {
+  RunSwapProbes(simcuda, arb, dir, 2, "768MiB", 3);
   const auto summary = StopAndCheckGpu();
   ASSERT_TRUE(summary.is_object());
   // Every turn after the first needs the other program out: at least 5 swaps each way.
@@ -166,6 +187,39 @@ TEST_F(ShimArbiter, IdleProgramsAreSwappedOutForEachOtherWithDataIntact) {
   const std::string arb_log = ReadFile(arb.log());
   EXPECT_TRUE(std::regex_search(arb_log, std::regex("swap-out acknowledged: [1-9]"))) << arb_log;
   EXPECT_TRUE(std::regex_search(arb_log, std::regex("swap-in acknowledged: [1-9]"))) << arb_log;
+}
+
+// Regression for the SIGSEGV of the end-to-end demo (briefs/repro-crash.sh): vGPUs moved between
+// two GPUs while they grow. Four programs with 600 MiB quotas on two simulated 1 GiB GPUs take
+// turns, each turn uploading one more 64 MiB block with asynchronous copies; the arbiter swaps
+// idle ones out and swaps busy ones in onto whichever GPU has room. A grown image swapped out
+// from GPU 1 (whose primary context only the swap engine retains: the programs use device 0's)
+// was pinned in that context and lost with it, and the next swap-in copied from unmapped host
+// memory. Every program must keep running with its data intact at unchanged pointers.
+TEST(ShimArbiterTwoGpus, VgpusMovedBetweenGpusKeepTheirData) {
+  TempDir dir;
+  const Simcuda simcuda("two-gpus", "2x1GiB");
+  ArbiterProcess arb{dir, {"--slice", "5ms"}};
+  arb.env = simcuda.env();
+  ASSERT_TRUE(arb.Start()) << ReadFile(arb.log());
+  RunSwapProbes(simcuda, arb, dir, 4, "600MiB", 3, /*grow_mib=*/64);
+  const nlohmann::json summary = arb.Stop();
+  ASSERT_TRUE(summary.is_object()) << ReadFile(arb.log());
+  for (const auto& gpu : summary["gpus"]) {
+    EXPECT_LE(gpu["peak_reserved_bytes"].get<uint64_t>(), gpu["usable_bytes"].get<uint64_t>());
+    EXPECT_EQ(gpu["overshoot_events"], 0);
+  }
+  EXPECT_GE(summary["swap_ins"].get<int>(), 6) << summary.dump() << ReadFile(arb.log());
+  // The path that crashed was taken: some vGPU was swapped in onto GPU 1 and out again later.
+  int moved_and_out_again = 0;
+  for (int i = 0; i < 4; ++i) {
+    const std::string log = ReadFile(dir / ("s" + std::to_string(i) + ".log"));
+    const size_t on_one = log.find("onto device 1");
+    if (on_one != std::string::npos && log.find("swapped out", on_one) != std::string::npos) {
+      ++moved_and_out_again;
+    }
+  }
+  EXPECT_GT(moved_and_out_again, 0) << ReadFile(arb.log());
 }
 
 // A socket path where no arbiter listens: the shim logs it and runs stand-alone (fail-open).

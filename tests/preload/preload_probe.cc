@@ -10,7 +10,8 @@
 //                                      one big_mib block plus <count> random allocations (bytes
 //                                      to 256 MiB, interleaved frees), a checksum each; waits for
 //                                      stdin commands: "verify" (re-read, compare, run a kernel
-//                                      on the data), "free-half", "quit"
+//                                      on the data), "grow <mib>" (one more block, uploaded
+//                                      with async copies), "quit"
 //   preload_probe kernels              runs the sample kernels and prints their result checksums
 //   preload_probe alloc <mib>          allocates mib MiB (no shim expected), prints the result
 //   preload_probe lookup               where dlsym (per handle) and cuGetProcAddress_v2 lead
@@ -326,9 +327,39 @@ int Swap(uint32_t seed, int count, uint64_t big_mib) {
   for (const Block& b : blocks) std::printf("ptr=%llx\n", static_cast<unsigned long long>(b.ptr));
   std::printf("end\n");
   std::fflush(stdout);
+  CUstream upload = nullptr;
   std::string command;
   while (std::getline(std::cin, command)) {
     if (command == "quit") break;
+    if (command.rfind("grow ", 0) == 0) {
+      // "grow MIB": one more block, uploaded in 8 MiB asynchronous copies on a stream (as
+      // inference servers load weights), synchronised; prints "grown ptr=HEX".
+      if (upload == nullptr && cuStreamCreate(&upload, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) {
+        return Fail("stream", CUDA_ERROR_UNKNOWN);
+      }
+      Block b;
+      b.size = std::strtoull(command.c_str() + 5, nullptr, 10) << 20;
+      if (CUresult r = cuMemAlloc(&b.ptr, b.size); r != CUDA_SUCCESS) return Fail("grow-alloc", r);
+      std::vector<uint8_t> data(b.size);
+      FillBytes(&data, rng());
+      constexpr size_t kChunk = size_t{8} << 20;
+      for (size_t done = 0; done < b.size; done += kChunk) {
+        const size_t n = std::min(kChunk, b.size - done);
+        if (CUresult r = cuMemcpyHtoDAsync(b.ptr + done, data.data() + done, n, upload);
+            r != CUDA_SUCCESS) {
+          return Fail("grow-htod", r);
+        }
+      }
+      if (CUresult r = cuStreamSynchronize(upload); r != CUDA_SUCCESS) return Fail("grow-sync", r);
+      b.sum = Checksum(data);
+      uint64_t k = 0;
+      if (have_kernels && !KernelChecksum(module, b, out, &k)) return Fail("kernel", CUDA_ERROR_UNKNOWN);
+      blocks.push_back(b);
+      kernel_sums.push_back(k);
+      std::printf("grown ptr=%llx\n", static_cast<unsigned long long>(b.ptr));
+      std::fflush(stdout);
+      continue;
+    }
     if (command == "verify") {
       size_t bad = 0, kernel_bad = 0;
       for (size_t i = 0; i < blocks.size(); ++i) {

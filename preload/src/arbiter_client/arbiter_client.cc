@@ -90,10 +90,21 @@ shm::Status ArbiterClient::Connect(bool re_register) {
   return {};
 }
 
-void ArbiterClient::Acquire() {
+bool ArbiterClient::Acquire() {
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
-    if (state_ == TokenState::kHeld || state_ == TokenState::kStandalone || stop_) return;
+    if (state_ == TokenState::kStandalone || stop_) return false;
+    if (state_ == TokenState::kHeld) {
+      // Holding: the gate opens only while resident (ShimHost::OpenGate checks it under the
+      // swap lock). Not resident: ask for the swap-in first.
+      if (host_->Resident()) {
+        host_->OpenGate();
+        return true;
+      }
+      if (connected_) (void)channel_->RequestSwapIn();
+      if (!WaitResident(lock)) cv_.wait_for(lock, kGrantPoll);
+      continue;
+    }
     if (state_ != TokenState::kNone) {
       cv_.wait(lock);
       continue;
@@ -136,9 +147,8 @@ void ArbiterClient::Acquire() {
       state_ = TokenState::kHeld;
       held_since_ns_ = Now();
       last_activity_ns_ = held_since_ns_;
-      host_->OpenGate();
       cv_.notify_all();
-      return;
+      continue;  // the kHeld branch opens the gate (if resident)
     }
     // The arbiter went away meanwhile (OnArbiterLost may already have switched us).
     if (state_ == TokenState::kAcquiring) state_ = TokenState::kNone;

@@ -88,10 +88,13 @@ class ArbiterClient {
   ArbiterClient(const ArbiterClient&) = delete;
   ArbiterClient& operator=(const ArbiterClient&) = delete;
 
-  // The gate's slow path: returns once the vGPU is resident and holds the token and the gate
-  // is open (or, with no arbiter and fail-open, once the gate is open). Never fails in
-  // fail-open mode; in fail-closed mode waits for the arbiter to come back.
-  void Acquire();
+  // The gate's slow path. Returns true once the vGPU is resident, holds the token and the gate
+  // has been opened (the caller retries its TryEnter: a release may close the gate again).
+  // Returns false when the client runs stand-alone (the arbiter is gone and fail-open, or the
+  // client is stopping): the caller admits submissions on its own (resident, gate open). In
+  // fail-closed mode it waits for the arbiter to come back. A grant that finds the vGPU
+  // swapped out (a swap order raced with it) requests the swap-in before opening the gate.
+  bool Acquire();
 
   // For tests and the control socket.
   bool connected() const;

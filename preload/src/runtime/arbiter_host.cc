@@ -18,7 +18,9 @@ SwapOutcome Outcome(CUresult r, const memory::SwapStats& stats) {
 
 void ArbiterHost::CloseGate() { runtime_->gate().Close(); }
 
-void ArbiterHost::OpenGate() { runtime_->gate().Open(); }
+// Only while resident: a grant (or the arbiter's loss) that arrives while the vGPU is swapped out
+// leaves the gate closed, and the next submission asks for a swap-in first.
+void ArbiterHost::OpenGate() { (void)runtime_->OpenGateIfResident(); }
 
 bool ArbiterHost::Drain() { return runtime_->DrainForArbiter() == CUDA_SUCCESS; }
 

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <sstream>
+#include <thread>
 
 #include "arbiter_client.h"
 #include "gshare/common/units.h"
@@ -184,6 +185,14 @@ CUdevice Runtime::LastDevice() const {
   return c.resident ? c.device : swapped_from_;
 }
 
+bool Runtime::OpenGateIfResident() {
+  memory::VgpuMemory* mem = memory();
+  std::lock_guard<std::mutex> lock(swap_mutex_);
+  if (mem == nullptr || !mem->resident()) return false;
+  gate_.Open();
+  return true;
+}
+
 CUresult Runtime::DrainForArbiter() {
   memory::VgpuMemory* mem = memory();
   if (mem == nullptr || ctx_synchronize_ == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
@@ -219,15 +228,16 @@ CUresult Runtime::DrainDevice() {
 }
 
 CUresult Runtime::AdmitSlow(unsigned* slot) {
-  if (ArbiterClient* client = arbiter(); client != nullptr) {
-    // Arbiter mode: the client requests a swap-in when needed and waits for the token; the
-    // gate opens on the grant. A release may close it again before we enter: retry.
-    for (;;) {
-      client->Acquire();
-      if (gate_.TryEnter(slot)) return CUDA_SUCCESS;
-    }
-  }
+  ArbiterClient* client = arbiter();
   for (;;) {
+    // Arbiter mode: the client requests a swap-in when needed and waits for the token; the
+    // gate opens on the grant (only while resident). A release may close it again before we
+    // enter: retry. When the arbiter is gone (fail-open) Acquire says so and the stand-alone
+    // path below admits us.
+    if (client != nullptr && client->Acquire()) {
+      if (gate_.TryEnter(slot)) return CUDA_SUCCESS;
+      continue;
+    }
     {
       std::lock_guard<std::mutex> lock(swap_mutex_);  // waits out a running swap
       memory::VgpuMemory* mem = memory();
@@ -243,6 +253,12 @@ CUresult Runtime::AdmitSlow(unsigned* slot) {
       }
     }
     if (gate_.TryEnter(slot)) return CUDA_SUCCESS;
+    if (client != nullptr) {
+      // Stand-alone under a client: an arbiter may come back (the gate then stays closed until
+      // a grant), so poll the client again instead of waiting for the gate.
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+      continue;
+    }
     gate_.WaitOpen();
     if (gate_.TryEnter(slot)) return CUDA_SUCCESS;
   }

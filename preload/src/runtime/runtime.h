@@ -72,6 +72,10 @@ class Runtime {
   CUresult SwapIn(CUdevice device, memory::SwapStats* stats, bool open_gate = true);
   // The device the vGPU is on, or the one it left when swapped out.
   CUdevice LastDevice() const;
+  // Opens the submission gate if (and only if) the vGPU is resident, checked under the swap
+  // mutex so no swap can be between its check and the opening: a submission is never admitted
+  // while the vGPU's memory is unmapped. Returns whether the gate is open.
+  bool OpenGateIfResident();
   // Waits for the process's in-flight work on the vGPU's device (from any thread: pushes the
   // device's primary context for the call). For the arbiter client's token release.
   CUresult DrainForArbiter();
