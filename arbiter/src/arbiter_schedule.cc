@@ -355,7 +355,10 @@ void ArbiterImpl::Enforce(Client& c, uint64_t now_ns) {
 }
 
 void ArbiterImpl::PollClient(Client& c, uint64_t now_ns) {
-  auto view = c.chan.ReadClient(now_ns);
+  // Validate timestamps against the clock as it is now: `now_ns` was read at the start of the
+  // loop iteration, and an iteration can be long (a checkpoint under load took 1.5 s), during
+  // which clients keep writing heartbeats that would look like they lie in the future.
+  auto view = c.chan.ReadClient(std::max(now_ns, NowNs()));
   if (!view.ok()) {
     ++stats_.malformed_channels;
     spdlog::warn("client {} '{}' wrote a malformed channel ({}); disconnecting it", c.id, c.name,

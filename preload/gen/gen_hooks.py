@@ -200,7 +200,7 @@ def gen_forwarders(hooks, decls):
     lines = [HEADER,
              "// Forwarders for work-submitting calls: pass the submission gate, call the real driver.",
              "#include <cuda.h>", "#include <cudaTypedefs.h>", "",
-             '#include "hooks/submission.h"', "",
+             '#include "hooks/submission.h"', '#include "runtime/backtrace.h"', "",
              'extern "C" {', ""]
     for export, (kind, _, _, _) in hooks.items():
         if kind != "gate":
@@ -212,10 +212,10 @@ def gen_forwarders(hooks, decls):
         args = ", ".join(names)
         lines += [f"GSHARE_EXPORT CUresult {export}({params}) {{",
                   "  const gshare::preload::SubmissionScope scope;",
-                  "  if (!scope.admitted()) return scope.error();",
+                  f'  if (!scope.admitted()) return gshare::preload::CheckResult(scope.error(), "{export}");',
                   f"  const auto real_fn = scope.real().{export};",
                   "  if (real_fn == nullptr) return scope.missing();",
-                  f"  return real_fn({args});",
+                  f'  return gshare::preload::CheckResult(real_fn({args}), "{export}");  // GSHARE_BACKTRACE',
                   "}", ""]
     lines.append('}  // extern "C"')
     return "\n".join(lines) + "\n"

@@ -96,7 +96,7 @@ TEST_F(ShimArbiter, OversubscribedPreloadedProgramsTakeTurnsWithCorrectData) {
   for (int i = 0; i < 2; ++i) {
     const std::string name = "p" + std::to_string(i);
     Program p{-1, dir / (name + ".out"), dir / (name + ".err"), dir / (name + ".log")};
-    p.pid = Spawn({PROBE_BIN, "stress", "2", "60"}, p.out, p.err,
+    p.pid = Spawn({PROBE_BIN, "stress", "2", "200"}, p.out, p.err,
                   ShimEnv(simcuda, arb.socket(), "768MiB", name, p.log));
     ASSERT_GT(p.pid, 0);
     programs.push_back(p);

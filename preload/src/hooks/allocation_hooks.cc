@@ -4,6 +4,7 @@
 #include "hooks/export.h"
 #include "hooks/external_tracker.h"
 #include "hooks/memory_access.h"
+#include "runtime/backtrace.h"
 
 using gshare::memory::VgpuMemory;
 using gshare::preload::AccessMemory;
@@ -36,7 +37,7 @@ GSHARE_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
   Runtime* rt = nullptr;
   VgpuMemory* mem = nullptr;
   if (const CUresult r = AccessMemory(&rt, &mem); r != CUDA_SUCCESS) return r;
-  return mem->Allocate(bytesize, dptr);
+  return gshare::preload::CheckResult(mem->Allocate(bytesize, dptr), "cuMemAlloc_v2");
 }
 
 GSHARE_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pPitch, size_t WidthInBytes,
