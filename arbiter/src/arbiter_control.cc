@@ -276,6 +276,7 @@ json ArbiterImpl::Evict(Client& c, uint64_t now) {
 json ArbiterImpl::SetSlo(Client& c, uint32_t slo_ms, uint64_t now) {
   const uint32_t old = c.slo_ms;
   c.pending_slo = slo_ms;
+  any_pending_slo_ = true;
   ApplyPendingSlos(now);
   const bool applied = !c.pending_slo.has_value();
   return {{"ok", true},
@@ -287,11 +288,18 @@ json ArbiterImpl::SetSlo(Client& c, uint32_t slo_ms, uint64_t now) {
 }
 
 void ArbiterImpl::ApplyPendingSlos(uint64_t now) {
+  if (!any_pending_slo_) return;
   std::vector<uint32_t> ready;
-  for (const auto& [id, c] : clients_)
-    if (c->pending_slo && !c->holding && !c->burst_outstanding && c->transfers.empty() &&
-        !c->pending_grant)
+  bool waiting = false;
+  for (const auto& [id, c] : clients_) {
+    if (!c->pending_slo) continue;
+    if (!c->holding && !c->burst_outstanding && c->transfers.empty() && !c->pending_grant) {
       ready.push_back(id);
+    } else {
+      waiting = true;
+    }
+  }
+  any_pending_slo_ = waiting;
   for (uint32_t id : ready) {
     Client* c = ById(id);
     if (c == nullptr) continue;
@@ -311,6 +319,7 @@ void ArbiterImpl::ApplyPendingSlos(uint64_t now) {
     spec.slo = static_cast<policy::Duration>(c->slo_ms) * 1000;
     spdlog::info("client {} '{}': SLO now {} ms (policy function {} -> {})", c->id, c->name,
                  c->slo_ms, old_fid, c->fid);
+    Record(shm::EventType::kSloChange, c, shm::kNoGpu, c->slo_ms);  // for gshare-trace
     Deliver(now, policy::FunctionGone{old_fid});
     Deliver(now, policy::FunctionRegistered{c->fid, spec});
   }

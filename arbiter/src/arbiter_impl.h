@@ -184,6 +184,7 @@ class ArbiterImpl final : public Arbiter {
   std::unique_ptr<ControlServer> control_;
   Telemetry telemetry_;
   uint64_t started_ns_ = 0;
+  bool any_pending_slo_ = false;  // some client has a set-slo waiting (arbiter_control.cc)
   uint64_t metrics_published_ns_ = 0;
   bool metrics_dirty_ = false;  // something may have changed since the last snapshot
   shm::RegistrationListener listener_;

@@ -352,25 +352,9 @@ TEST(ArbiterProcess, AnotherUidCannotOpenAChannel) {
   (void)WaitFor(f.pid, seconds(30));
 }
 
-// A TCP port nobody listens on right now.
-int FreePort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(a);
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
-
 TEST(ArbiterProcess, PrometheusMetrics) {
   TempDir dir;
-  const int port = FreePort();
+  const int port = FreeTcpPort();
   ASSERT_GT(port, 0);
   ArbiterProcess arb(dir, {"--gpu-memory", "1GiB", "--libcuda", "/nonexistent/libcuda.so.1",
                            "--metrics", "127.0.0.1:" + std::to_string(port)});

@@ -2,6 +2,8 @@
 #include "test_util.h"
 
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -111,6 +113,32 @@ bool WaitForFile(const std::string& path, std::chrono::milliseconds timeout) {
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   return true;
+}
+
+int FreeTcpPort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return -1;
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
+                  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0;
+  ::close(fd);
+  return ok ? ntohs(a.sin_port) : -1;
+}
+
+ToolResult RunTool(const TempDir& dir, const std::vector<std::string>& argv,
+                   const std::vector<std::string>& env, std::chrono::milliseconds timeout) {
+  static std::atomic<int> counter{0};
+  const std::string base = dir / ("tool" + std::to_string(counter++));
+  ToolResult r;
+  const pid_t pid = Spawn(argv, base + ".out", base + ".err", env);
+  if (pid <= 0) return r;
+  r.code = ExitCode(WaitFor(pid, timeout));
+  r.out = ReadFile(base + ".out");
+  r.err = ReadFile(base + ".err");
+  return r;
 }
 
 ArbiterProcess::ArbiterProcess(const TempDir& dir, std::vector<std::string> extra_args)

@@ -46,6 +46,19 @@ nlohmann::json LastJsonLine(const std::string& path);
 // Polls until `path` exists (safety timeout); false on timeout.
 bool WaitForFile(const std::string& path, std::chrono::milliseconds timeout);
 
+// A loopback TCP port nobody listens on right now (-1 on failure).
+int FreeTcpPort();
+
+// Runs `argv` to completion (safety timeout) and returns its exit code, stdout and stderr.
+struct ToolResult {
+  int code = -1000;
+  std::string out;
+  std::string err;
+};
+ToolResult RunTool(const TempDir& dir, const std::vector<std::string>& argv,
+                   const std::vector<std::string>& env = {},
+                   std::chrono::milliseconds timeout = std::chrono::seconds(60));
+
 // The gshare-arbiter under test, with its socket, event ring and summary in `dir`.
 class ArbiterProcess {
  public:
