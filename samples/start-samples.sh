@@ -5,14 +5,17 @@
 # Servers inherit the environment (LD_LIBRARY_PATH for simcuda, LD_PRELOAD for gshare, ...).
 #
 #   samples/start-samples.sh --mix cnn=6,bert=4,llm=2 --targets targets.toml [--base-port 9000]
-#       [--slo cnn=50,bert=30,llm=2000] [--build DIR] [--simcuda] [--logs DIR] [--device D]
+#       [--slo cnn=50,bert=30,llm=2000] [--quota cnn=96MiB,bert=320MiB,llm=1152MiB]
+#       [--build DIR] [--simcuda] [--logs DIR] [--device D]
 #
 # Server i of kind K is named K-i (seed i+1) and listens on base-port + n (n counts all servers
 # in order; base port 0: each picks a free port). Prints "READY <n> servers, targets in FILE".
+# Each server gets GSHARE_FUNCTION=K-i, GSHARE_SLO_MS=<its kind's SLO> and, with --quota,
+# GSHARE_VGPU_MEMORY=<its kind's quota> (read by libgshare.so when LD_PRELOAD is set).
 # Exit status: 0 after a clean stop, 1 if a server failed to start (the others are stopped).
 set -euo pipefail
 
-usage() { sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 
 here=$(cd "$(dirname "$0")" && pwd)
 build="$here/../build"
@@ -20,6 +23,7 @@ mix="cnn=1,bert=1,llm=1"
 targets=""
 base_port=0
 slos="cnn=100,bert=100,llm=2000"
+quotas=""
 logs=""
 device=0
 use_simcuda=0
@@ -30,6 +34,7 @@ while [[ $# -gt 0 ]]; do
     --targets) targets="$2"; shift 2 ;;
     --base-port) base_port="$2"; shift 2 ;;
     --slo) slos="$2"; shift 2 ;;
+    --quota) quotas="$2"; shift 2 ;;
     --build) build="$2"; shift 2 ;;
     --logs) logs="$2"; shift 2 ;;
     --device) device="$2"; shift 2 ;;
@@ -48,6 +53,11 @@ mkdir -p "$logs"
 declare -A slo_of
 IFS=, read -ra pairs <<< "$slos"
 for p in "${pairs[@]}"; do slo_of[${p%%=*}]=${p#*=}; done
+declare -A quota_of
+if [[ -n "$quotas" ]]; then
+  IFS=, read -ra pairs <<< "$quotas"
+  for p in "${pairs[@]}"; do quota_of[${p%%=*}]=${p#*=}; done
+fi
 
 pids=()
 names=()
@@ -73,7 +83,10 @@ for g in "${groups[@]}"; do
     name="$kind-$i"
     port=0
     if [[ "$base_port" != 0 ]]; then port=$((base_port + n)); fi
-    "$bin" --port "$port" --name "$name" --seed $((i + 1)) --device "$device" \
+    quota_env=()
+    if [[ -n "${quota_of[$kind]:-}" ]]; then quota_env=("GSHARE_VGPU_MEMORY=${quota_of[$kind]}"); fi
+    env GSHARE_FUNCTION="$name" GSHARE_SLO_MS="${slo_of[$kind]:-100}" "${quota_env[@]}" \
+      "$bin" --port "$port" --name "$name" --seed $((i + 1)) --device "$device" \
       > "$logs/$name.out" 2> "$logs/$name.err" &
     pids+=($!)
     names+=("$name")

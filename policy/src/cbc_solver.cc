@@ -26,7 +26,7 @@ namespace gshare::policy {
 
 namespace {
 
-constexpr double kTimeLimitSeconds = 60;  // beyond it: an error, not a wrong optimum
+constexpr double kTimeLimitSeconds = 300;  // beyond it: an error, not a wrong optimum
 
 class Cbc final : public ExactSolver {
  public:

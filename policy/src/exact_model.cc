@@ -74,14 +74,18 @@ int64_t BestLoadOrder(const ExactInstance& in, std::vector<Segment>& segs) {
 
 ExactInstance Discretize(const std::vector<FunctionSpec>& functions,
                          const std::vector<TimedRequest>& requests, int gpus, const GpuSpec& gpu,
-                         Duration step, bool lead_in) {
+                         Duration step, bool lead_in, bool relaxed) {
+  // Safe rounding makes every discrete schedule feasible in continuous time; relaxed rounding
+  // makes every continuous schedule representable (so the optimum bounds any policy).
+  const auto up = [&](Duration d) { return relaxed ? FloorSteps(d, step) : CeilSteps(d, step); };
+  const auto down = [&](Duration d) { return relaxed ? CeilSteps(d, step) : FloorSteps(d, step); };
   ExactInstance in;
   in.gpus = gpus;
   in.gpu_memory = gpu.memory_bytes;
   in.step = step;
   for (const FunctionSpec& f : functions) {
     const Transfer t = SwapInCost(f, Residency::kHost, kNoGpu, 0, gpu);
-    in.functions.push_back({FootprintBytes(f, Residency::kResident), std::max(1, CeilSteps(t.time, step))});
+    in.functions.push_back({FootprintBytes(f, Residency::kResident), std::max(1, up(t.time))});
   }
   // Lead-in: the clairvoyant solver may load before the first arrival.
   int lead = 0;
@@ -92,9 +96,9 @@ ExactInstance Discretize(const std::vector<FunctionSpec>& functions,
   for (const TimedRequest& r : requests) {
     ExactRequest e;
     e.function = static_cast<int>(r.function);
-    e.arrival = lead + CeilSteps(r.arrival - t0, step);
-    e.deadline = lead + FloorSteps(r.arrival - t0 + functions[r.function].slo, step);
-    e.exec = std::max(1, CeilSteps(r.exec, step));
+    e.arrival = lead + up(r.arrival - t0);
+    e.deadline = lead + down(r.arrival - t0 + functions[r.function].slo);
+    e.exec = std::max(1, up(r.exec));
     in.requests.push_back(e);
     in.horizon = std::max(in.horizon, e.deadline);
   }

@@ -174,5 +174,18 @@ TEST(Report, PercentilesSloAndJson) {
   EXPECT_NE(FormatTable(s).find("all"), std::string::npos);
 }
 
+TEST(Report, RecordsCsvHasOneLinePerRequest) {
+  std::vector<TargetInfo> targets(2);
+  targets[0].target.name = "a";
+  targets[1].target.name = "b";
+  RunResult run;
+  run.records.push_back({1, 2500, 7.25, Outcome::kOk});
+  run.records.push_back({0, 0, 30, Outcome::kSkipped});
+  EXPECT_EQ(FormatRecordsCsv(targets, run),
+            "target,scheduled_ms,latency_ms,outcome\n"
+            "b,2.500,7.250,ok\n"
+            "a,0.000,30.000,skipped\n");
+}
+
 }  // namespace
 }  // namespace gshare::loadgen

@@ -158,6 +158,14 @@ TEST(Discretize, RoundsInTheSafeDirection) {
   const ExactInstance cold = Discretize({f}, {{1000, 0, 2500}}, 2, g, 1000);
   EXPECT_EQ(cold.requests[0].arrival, 0);
   EXPECT_EQ(cold.requests[0].deadline, 10);
+  // Relaxed: every continuous schedule fits the grid (times down, deadlines up).
+  const ExactInstance relaxed = Discretize({f}, {{1000, 0, 2500}, {3500, 0, 100}}, 2, g, 1000,
+                                           /*lead_in=*/false, /*relaxed=*/true);
+  EXPECT_EQ(relaxed.functions[0].load, 1);
+  EXPECT_EQ(relaxed.requests[0].deadline, 11);
+  EXPECT_EQ(relaxed.requests[0].exec, 2);
+  EXPECT_EQ(relaxed.requests[1].arrival, 2);
+  EXPECT_EQ(relaxed.requests[1].exec, 1);  // never below one step
 }
 
 }  // namespace

@@ -32,7 +32,7 @@ int main(int argc, char** argv) {
   CLI::App app{"gshare-loadgen: drive sample inference servers (Open Inference Protocol, loopback "
                "only) with a trace or a fixed rate; check every answer; report SLO attainment"};
   std::vector<std::string> target_flags;
-  std::string targets_file, trace, format, json_path, label = "gshare";
+  std::string targets_file, trace, format, json_path, records_path, label = "gshare";
   double slo_ms = 100, time_compression = 1, wait_ready_s = 60, min_slo = 0;
   uint32_t functions = 0;
   lg::FixedRateOptions rate;
@@ -63,6 +63,8 @@ int main(int argc, char** argv) {
   app.add_option("--wait-ready", wait_ready_s, "seconds to wait for targets to become ready");
   app.add_option("--label", label, "the \"policy\" field of the JSON run");
   app.add_option("--json", json_path, "write the JSON report here");
+  app.add_option("--records", records_path,
+                 "write every request as CSV: target,scheduled_ms,latency_ms,outcome");
   app.add_option("--min-slo", min_slo, "exit 1 when SLO attainment is below this fraction")->check(CLI::Range(0.0, 1.0));
   try {
     app.parse(argc, argv);
@@ -123,6 +125,11 @@ int main(int argc, char** argv) {
     std::ofstream out(json_path);
     out << lg::FormatJson(label, plan->description, summary, result);
     if (!out) return Fail("cannot write " + json_path);
+  }
+  if (!records_path.empty()) {
+    std::ofstream out(records_path);
+    out << lg::FormatRecordsCsv(*info, result);
+    if (!out) return Fail("cannot write " + records_path);
   }
   const lg::Summary& all = summary.back();
   return all.errors == 0 && all.slo_attainment >= min_slo ? 0 : 1;

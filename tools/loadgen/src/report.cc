@@ -10,14 +10,6 @@
 namespace gshare::loadgen {
 namespace {
 
-// Nearest-rank percentile of sorted values; 0 when empty.
-double Percentile(const std::vector<double>& sorted, double q) {
-  if (sorted.empty()) return 0;
-  size_t rank = static_cast<size_t>(q * static_cast<double>(sorted.size()) + 0.999999);
-  rank = std::clamp<size_t>(rank, 1, sorted.size());
-  return sorted[rank - 1];
-}
-
 Summary Summarise(const std::string& name, double slo_ms, const std::vector<const Record*>& recs,
                   const std::vector<double>& slo_of_target, double wall_s) {
   Summary s;
@@ -39,8 +31,8 @@ Summary Summarise(const std::string& name, double slo_ms, const std::vector<cons
     if (r->latency_ms <= slo_of_target[r->target]) ++within;
   }
   std::sort(lat.begin(), lat.end());
-  s.p50_ms = Percentile(lat, 0.50);
-  s.p99_ms = Percentile(lat, 0.99);
+  s.p50_ms = NearestRankPercentile(lat, 0.50);
+  s.p99_ms = NearestRankPercentile(lat, 0.99);
   s.mean_ms = lat.empty() ? 0 : sum / static_cast<double>(lat.size());
   s.slo_attainment = s.requests == 0 ? 0 : static_cast<double>(within) / static_cast<double>(s.requests);
   s.throughput_rps = wall_s > 0 ? static_cast<double>(s.ok) / wall_s : 0;
@@ -114,6 +106,23 @@ std::string FormatJson(const std::string& label, const std::string& description,
                       {"targets", targets}};
   nlohmann::json j = {{"workload", description}, {"runs", nlohmann::json::array({r})}};
   return j.dump(2) + "\n";
+}
+
+double NearestRankPercentile(const std::vector<double>& sorted, double q) {
+  if (sorted.empty()) return 0;
+  size_t rank = static_cast<size_t>(q * static_cast<double>(sorted.size()) + 0.999999);
+  rank = std::clamp<size_t>(rank, 1, sorted.size());
+  return sorted[rank - 1];
+}
+
+std::string FormatRecordsCsv(const std::vector<TargetInfo>& targets, const RunResult& run) {
+  std::string out = "target,scheduled_ms,latency_ms,outcome\n";
+  for (const Record& r : run.records) {
+    const std::string& name = r.target < targets.size() ? targets[r.target].target.name : "?";
+    out += fmt::format("{},{:.3f},{:.3f},{}\n", name, static_cast<double>(r.scheduled_us) / 1e3,
+                       r.latency_ms, OutcomeName(r.outcome));
+  }
+  return out;
 }
 
 }  // namespace gshare::loadgen

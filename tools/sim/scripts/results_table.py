@@ -79,8 +79,8 @@ def main():
           "proxy pool | proxy SLO % | cost vs proxy |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for s in summary:
-        print("| {name} | {ceiling:.2f} | {keep_slo:.2f} | {agg_slo:.2f} | −{vs_keep:.1f}% | {pool} | "
-              "{proxy_slo:.2f} | −{vs_proxy:.1f}% |".format(**s))
+        print("| {name} | {ceiling:.2f} | {keep_slo:.2f} | {agg_slo:.2f} | {keep:+.1f}% | {pool} | "
+              "{proxy_slo:.2f} | {proxy:+.1f}% |".format(keep=-s["vs_keep"], proxy=-s["vs_proxy"], **s))
     print()
     for name in ["ablation-trace", "ablation-synthetic-1"]:
         if not os.path.exists(os.path.join(d, name + ".json")):

@@ -82,10 +82,13 @@ struct TimedRequest {
 // down, execution and load times (SwapInCost from the host on `gpu`) round up, all in steps of
 // `step` microseconds relative to the first arrival. With `lead_in`, times start after a
 // lead-in of the longest load, so the optimum may load before the first request arrives;
-// without it, optimum and online policies start from the same cold state.
+// without it, optimum and online policies start from the same cold state. With `relaxed`, the
+// rounding goes the other way (arrivals, execution and load times down, deadlines up), so any
+// continuous-time schedule fits the grid and the optimum is a bound on every policy: at least
+// as many requests on time, at no more GPU time for them.
 ExactInstance Discretize(const std::vector<FunctionSpec>& functions,
                          const std::vector<TimedRequest>& requests, int gpus, const GpuSpec& gpu,
-                         Duration step, bool lead_in = false);
+                         Duration step, bool lead_in = false, bool relaxed = false);
 
 // The active GPU-steps of a given assignment (gpu[r], start[r]; gpu[r] = -1 drops r), choosing
 // optimally for each function whether to stay resident between its uses on a GPU and in which

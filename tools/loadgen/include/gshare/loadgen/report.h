@@ -25,6 +25,9 @@ struct Summary {
   double throughput_rps = 0;  // correct answers per second of the run
 };
 
+// Nearest-rank percentile (q in [0, 1]) of ascending `sorted`; 0 when empty.
+double NearestRankPercentile(const std::vector<double>& sorted, double q);
+
 // One Summary per target then "all". `slo_ms[i]` is target i's SLO (> 0).
 std::vector<Summary> Summarize(const std::vector<TargetInfo>& targets,
                                const std::vector<double>& slo_ms, const RunResult& run);
@@ -37,5 +40,10 @@ std::string FormatTable(const std::vector<Summary>& s);
 // "error_examples", "targets": [per-target summaries]}]}
 std::string FormatJson(const std::string& label, const std::string& description,
                        const std::vector<Summary>& s, const RunResult& run);
+
+// One line per request, in completion order, after a header line:
+// "target,scheduled_ms,latency_ms,outcome" (target name; scheduled time since the run's start;
+// latency from the scheduled arrival; OutcomeName). For plots and offline analysis.
+std::string FormatRecordsCsv(const std::vector<TargetInfo>& targets, const RunResult& run);
 
 }  // namespace gshare::loadgen

@@ -21,6 +21,9 @@ struct ExactOptions {
   int gpus = 2;             // GPUs per instance (at most the node's)
   int max_choices = 16;     // start steps per request: sets the time step ...
   int max_steps = 300;      // ... and so does a bound on the horizon
+  // Discretise with relaxed rounding (policy::Discretize): the optimum then bounds every
+  // policy; with safe rounding it may serve fewer requests than a policy does.
+  bool relaxed = true;
 };
 
 struct ExactRow {
@@ -29,6 +32,8 @@ struct ExactRow {
   double decision_seconds = 0;   // mean total time inside the policy per instance
   double solve_seconds = 0;      // mean exact solve time per instance
   int instances = 0;             // instances where the optimum was feasible
+  double on_time = 0;            // mean requests the policy served on time per instance
+  double opt_served = 0;         // mean requests the optimum served per instance
 };
 
 std::vector<ExactRow> GradeAgainstExact(const SimWorkload& workload, const SimOptions& options,

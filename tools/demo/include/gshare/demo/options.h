@@ -1,0 +1,42 @@
+// gshare-demo's settings (command-line flags; defaults are the README demo, --quick the CI one).
+// Thread-safety: plain values.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gshare::demo {
+
+struct DemoOptions {
+  std::string mix = "cnn=6,bert=4,llm=2";
+  std::string quotas = "cnn=96MiB,bert=320MiB,llm=1152MiB";
+  std::string slos_ms = "cnn=300,bert=150,llm=3000";
+  uint32_t gpus = 2;
+  std::string gpu_memory = "2GiB";      // per GPU, managed by the arbiter (gshare run)
+  // Memory of each simcuda device when it must differ from gpu_memory ("" = the same). A
+  // stop-gap, printed in the summary: the shim currently allocates every vGPU on device 0 at
+  // start-up whatever GPU the arbiter assigned (reported to the shim's owner), so the arbiter
+  // is told gpu_memory (gpu_memory/gpu_count) and simcuda's devices are made this large.
+  std::string simcuda_memory;
+  std::string format = "azure-llm";     // gshare-loadgen trace format
+  std::string trace;                    // trace file ("" = the format's default)
+  double trace_seconds = 180;           // trace time replayed
+  double time_compression = 3;          // trace seconds per wall second
+  uint32_t concurrency = 8;             // loadgen workers
+  std::string time_scale = "1";         // SIMCUDA_TIME_SCALE
+  std::string policy = "aggressive";    // arbiter policy
+  std::vector<std::string> arbiter_options;  // extra "KEY=VALUE" -> gshare-arbiter --KEY VALUE
+  bool baseline = true;                 // also run the dedicated baseline
+  bool quick = false;
+  bool real_gpu = false;
+  std::string run_dir;                  // "" = a fresh one under $TMPDIR or /tmp
+  std::string json_path;                // also write the JSON report here
+  std::string build_dir;                // "" = the directory above gshare-demo's bin/
+  double min_slo = 0;                   // exit 1 below this attainment (gshare run)
+};
+
+// The --quick settings: 6 functions on 2 GPUs of 1 GiB, 40 s of trace at 2x (about 45 s).
+void ApplyQuick(DemoOptions& o);
+
+}  // namespace gshare::demo
