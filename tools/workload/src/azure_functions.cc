@@ -196,8 +196,24 @@ Result<Trace> ParseAzureFunctionsTraceText(std::string_view text, std::string_vi
     }
     const bool timer = trace.functions[static_cast<uint32_t>(f)].kind == ArrivalKind::kTimer;
     const int64_t start = int64_t{c.minute} * kMinuteUs;
-    for (uint32_t j = 0; j < c.count; ++j) {
-      const double position = timer ? (j + timer_phase[c.row]) / c.count : rng.Uniform();
+    // A count above max_requests (only possible in the cutoff minute) generates just its
+    // earliest max_requests arrivals, so the limit bounds time and memory whatever the counts
+    // (a 4e9 count once ran for minutes: found by tests/fuzz/fuzz_azure_functions). Timers'
+    // positions increase with j; random ones are then drawn as successive order statistics.
+    const uint64_t limit = options.parse.max_requests;
+    const bool earliest_only = limit != 0 && c.count > limit;
+    const uint32_t n = earliest_only ? static_cast<uint32_t>(limit) : c.count;
+    double order_stat = 0;
+    for (uint32_t j = 0; j < n; ++j) {
+      double position = 0;
+      if (timer) {
+        position = (j + timer_phase[c.row]) / c.count;
+      } else if (earliest_only) {  // the (j+1)-th smallest of c.count uniforms
+        order_stat += (1 - order_stat) * (1 - std::pow(rng.UniformPositive(), 1.0 / (c.count - j)));
+        position = order_stat;
+      } else {
+        position = rng.Uniform();
+      }
       Invocation inv;
       inv.arrival_us = start + static_cast<int64_t>(position * kMinuteUs);
       inv.function = static_cast<uint32_t>(f);
