@@ -71,8 +71,8 @@ int main(int argc, char** argv) {
   const json& r = *reply;
   if (as_json) std::cout << r.dump(2) << "\n";
   if (r.value("ok", false) != true) {
-    std::fprintf(stderr, "gshare-ctl: %s: %s\n", command.c_str(),
-                 r.value("error", std::string("the arbiter reported an error")).c_str());
+    std::fprintf(stderr, "gshare-ctl: %s\n",
+                 r.value("error", command + ": the arbiter reported an error").c_str());
     return kExitRefused;
   }
   if (as_json) return 0;
