@@ -5,6 +5,9 @@
 // summary reads the figures back.
 #include <unistd.h>
 
+#include <atomic>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <random>
 #include <string>
@@ -13,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include "gshare/shm/event_ring.h"
+#include "gshare/shm/futex.h"
 #include "gshare/trace/capture.h"
 #include "gshare/trace/chrome_json.h"
 #include "gshare/trace/summary.h"
@@ -295,6 +299,61 @@ TEST(TimelineTest, LostRecordsAreCountedAndTheRestStaysValid) {
   auto s = Summarize(doc);
   ASSERT_TRUE(s.ok());
   EXPECT_NE(FormatSummary(*s).find("lost (the ring wrapped"), std::string::npos) << FormatSummary(*s);
+}
+
+// `record` without --from-start: records already in the ring only say who the clients are
+// (context); the window holds what was written after the start; a wrong file is refused.
+TEST(CaptureTest, RecordKeepsIdentityFromBeforeTheStartAndEventsAfterIt) {
+  char tmpl[] = "/tmp/gshare-trace-capture-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const std::string path = std::string(tmpl) + "/events";
+  auto w = shm::EventRingWriter::CreateFile(path, 64, 5, 0600);
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  auto add = [&](EventType type, std::array<uint64_t, 4> args) {
+    shm::Event e;
+    e.timestamp_ns = shm::MonotonicNowNs();
+    e.type = type;
+    e.client_id = 1;
+    e.gpu = 0;
+    e.args = args;
+    w->Append(e);
+  };
+  add(EventType::kRegister, {1 << 20, 25, 99, 0});
+  add(EventType::kClientName, shm::PackEventName("early"));
+  add(EventType::kGrant, {1, 0});  // before the window: not in it
+  add(EventType::kYield, {1, 10});
+  std::atomic<bool> stop{false};
+  CaptureOptions o;
+  o.ring_path = path;
+  o.duration = std::chrono::seconds(120);  // a safety net: the test stops it
+  o.poll = std::chrono::milliseconds(1);
+  o.stop = &stop;
+  o.on_started = [&] {
+    add(EventType::kGrant, {2, 0});
+    add(EventType::kYield, {2, 10});
+    stop.store(true);
+  };
+  auto c = CaptureRing(o);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->writer_epoch, 5u);
+  EXPECT_EQ(c->lost, 0u);
+  ASSERT_EQ(c->events.size(), 2u);
+  EXPECT_EQ(c->events[0].args[0], 2u);
+  ASSERT_EQ(c->context.size(), 2u);
+  const Timeline t = BuildTimeline(c->context, c->events, c->begin_ns, c->end_ns, c->lost);
+  EXPECT_EQ(t.clients.at(1).name, "early");
+  EXPECT_EQ(t.clients.at(1).slo_ms, 25u);
+  size_t holds = 0;
+  for (const Slice& s : t.slices) holds += s.kind == SliceKind::kHold;
+  EXPECT_EQ(holds, 1u);
+
+  {
+    std::ofstream(std::string(tmpl) + "/junk") << "not a ring";
+  }
+  CaptureOptions bad;
+  bad.ring_path = std::string(tmpl) + "/junk";
+  EXPECT_EQ(CaptureRing(bad).status().code(), shm::StatusCode::kMalformed);
+  std::filesystem::remove_all(tmpl);
 }
 
 // Random record sequences (any order, any client, missing halves) always give a valid trace.

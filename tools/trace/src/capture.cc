@@ -62,6 +62,7 @@ shm::Result<Capture> CaptureRing(const CaptureOptions& options) {
     c.begin_ns = shm::MonotonicNowNs();
     c.writer_epoch = reader->writer_epoch();
   }
+  if (options.on_started) options.on_started();
   if (options.duration.count() <= 0) return c;
   const uint64_t lost_before = reader->stats().lost;
   const uint64_t deadline = shm::MonotonicNowNs() + static_cast<uint64_t>(options.duration.count());

@@ -55,6 +55,12 @@ int Record(trace::CaptureOptions options, const std::string& out_path) {
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
   options.stop = &g_stop;
+  if (options.duration.count() > 0) {
+    options.on_started = [&] {
+      std::fprintf(stderr, "gshare-trace: recording %s for %.1f s (Ctrl-C ends it early)\n", options.ring_path.c_str(),
+                   static_cast<double>(options.duration.count()) / 1e9);
+    };
+  }
   auto capture = trace::CaptureRing(options);
   if (!capture.ok()) {
     std::fprintf(stderr, "gshare-trace: %s\n", capture.status().ToString().c_str());

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,9 @@ struct CaptureOptions {
   std::chrono::milliseconds poll{10};
   // Set (e.g. by a SIGINT handler) to end a recording early. May be null.
   const std::atomic<bool>* stop = nullptr;
+  // Called (on the calling thread) once the ring is open and the window has begun: records
+  // written from then on are in Capture::events. May be empty.
+  std::function<void()> on_started;
 };
 
 struct Capture {
