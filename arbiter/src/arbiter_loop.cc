@@ -263,6 +263,9 @@ shm::Status ArbiterImpl::Run() {
       metrics_dirty_ = false;
     }
     // Arm every doorbell, then look once more so a report written before arming is not missed.
+    // Read the clock again first: enforcement and deep eviction above may have blocked for
+    // seconds (checkpoint), and channels are validated against it (timestamps <= now + 1 s).
+    now = NowNs();
     for (auto& [id, c] : clients_) c->chan.ArmDoorbell();
     PollAll(now);
     ArmTimer(now);
