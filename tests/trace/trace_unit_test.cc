@@ -171,8 +171,10 @@ void Scenario(RingScript& r) {
   r.Add(140, EventType::kGrant, 1, 0, {3, r.At(145)});
   r.Add(145, EventType::kYield, 1, 0, {3, 5 * kMs});
   r.Add(145, EventType::kBurstEnd, 1, 0, {r.At(145), 10 * kMs});
-  // swapper, burst 2: 150..175, held the whole time
+  // swapper, burst 2: 150..175, held the whole time; an SLO change meanwhile (gshare-ctl
+  // set-slo) applies from its next burst on
   r.Add(150, EventType::kBurstStart, 2, kNoGpu, {r.At(150)});
+  r.Add(160, EventType::kSloChange, 2, kNoGpu, {500});
   r.Add(150, EventType::kGrant, 2, 0, {2, r.At(155)});
   r.Add(175, EventType::kYield, 2, 0, {2, 25 * kMs});
   r.Add(175, EventType::kBurstEnd, 2, 0, {r.At(175), 25 * kMs});
@@ -209,8 +211,10 @@ TEST(TimelineTest, HoldsWaitsSwapsAndBurstCauses) {
   b = Find(t, SliceKind::kBurst, 2, 1);
   ASSERT_NE(b, nullptr);
   EXPECT_EQ(b->cause, "execution");
+  EXPECT_EQ(b->slo_ms, 20u);
   b = Find(t, SliceKind::kBurst, 2, 2);
   ASSERT_NE(b, nullptr);
+  EXPECT_EQ(b->slo_ms, 500u);
   EXPECT_TRUE(b->unfinished);
   EXPECT_FALSE(b->miss);
 

@@ -17,6 +17,7 @@ struct OpenSlice {
   uint32_t gpu = kNoGpu;
   uint64_t seq = 0;
   uint64_t bytes = 0;
+  uint32_t slo_ms = 0;  // bursts: the SLO when it started
 };
 
 struct ClientState {
@@ -78,7 +79,7 @@ class Builder {
   void Counter(CounterKind kind, uint32_t id, uint32_t gpu, uint64_t ts, uint64_t bytes) {
     t_.counters.push_back({kind, id, gpu, ts, bytes});
   }
-  void Close(ClientState& s, OpenSlice& o, SliceKind kind, uint32_t client, uint64_t end,
+  void Close(OpenSlice& o, SliceKind kind, uint32_t client, uint64_t end,
              bool unfinished = false) {
     if (!o.on) return;
     Slice sl;
@@ -90,12 +91,12 @@ class Builder {
     sl.unfinished = unfinished;
     sl.seq = o.seq;
     sl.bytes = o.bytes;
-    if (kind == SliceKind::kBurst) sl.slo_ms = s.slo_ms;
+    if (kind == SliceKind::kBurst) sl.slo_ms = o.slo_ms;
     t_.slices.push_back(sl);
     o.on = false;
   }
   static void Open(OpenSlice& o, uint64_t begin, uint32_t gpu, uint64_t seq = 0, uint64_t bytes = 0) {
-    o = {true, begin, gpu, seq, bytes};
+    o = {true, begin, gpu, seq, bytes, 0};
   }
   void EndSwap(ClientState& s, const shm::Event& e, SliceKind kind);
   void AnalyseBursts();
@@ -118,7 +119,7 @@ void Builder::EndSwap(ClientState& s, const shm::Event& e, SliceKind kind) {
   s.swap.seq = e.args[0];
   s.swap.gpu = e.gpu;
   const uint64_t begin = std::max(s.swap.begin, t_.begin_ns);
-  Close(s, s.swap, kind, e.client_id, e.timestamp_ns);
+  Close(s.swap, kind, e.client_id, e.timestamp_ns);
   Slice& sl = t_.slices.back();
   sl.bytes = e.args[1];
   sl.duration_ns = duration;
@@ -157,25 +158,25 @@ void Builder::Apply(const shm::Event& e) {
       s.slo_ms = static_cast<uint32_t>(e.args[0]);
       break;
     case EventType::kUnregister:
-      Close(s, s.wait, SliceKind::kWait, id, ts);
-      Close(s, s.hold, SliceKind::kHold, id, ts);
-      Close(s, s.swap, s.swap_in ? SliceKind::kSwapIn : SliceKind::kSwapOut, id, ts, true);
-      Close(s, s.burst, SliceKind::kBurst, id, ts, true);
+      Close(s.wait, SliceKind::kWait, id, ts);
+      Close(s.hold, SliceKind::kHold, id, ts);
+      Close(s.swap, s.swap_in ? SliceKind::kSwapIn : SliceKind::kSwapOut, id, ts, true);
+      Close(s.burst, SliceKind::kBurst, id, ts, true);
       t_.instants.push_back({"unregister", id, kNoGpu, ts, e.args[0]});
       Counter(CounterKind::kClientResident, id, kNoGpu, ts, 0);
       break;
     case EventType::kGrant:
-      Close(s, s.wait, SliceKind::kWait, id, ts);
-      Close(s, s.hold, SliceKind::kHold, id, ts);  // its yield was lost
+      Close(s.wait, SliceKind::kWait, id, ts);
+      Close(s.hold, SliceKind::kHold, id, ts);  // its yield was lost
       Open(s.hold, ts, e.gpu, e.args[0]);
       break;
     case EventType::kYield:
       if (!s.hold.on) Open(s.hold, ts > e.args[1] ? ts - e.args[1] : ts, e.gpu, e.args[0]);
-      Close(s, s.hold, SliceKind::kHold, id, ts);
+      Close(s.hold, SliceKind::kHold, id, ts);
       s.last_yield = ts;
       break;
     case EventType::kRevoke:
-      Close(s, s.hold, SliceKind::kHold, id, ts);
+      Close(s.hold, SliceKind::kHold, id, ts);
       t_.instants.push_back({"revoke", id, e.gpu, ts, e.args[0]});
       break;
     case EventType::kPreempt:
@@ -187,7 +188,7 @@ void Builder::Apply(const shm::Event& e) {
       break;
     case EventType::kSwapOutBegin:
     case EventType::kSwapInBegin:
-      Close(s, s.swap, s.swap_in ? SliceKind::kSwapIn : SliceKind::kSwapOut, id, ts);
+      Close(s.swap, s.swap_in ? SliceKind::kSwapIn : SliceKind::kSwapOut, id, ts);
       Open(s.swap, ts, e.gpu, e.args[0], e.args[1]);
       s.swap_in = e.type == EventType::kSwapInBegin;
       break;
@@ -199,17 +200,18 @@ void Builder::Apply(const shm::Event& e) {
       break;
     case EventType::kBurstStart: {
       const uint64_t start = e.args[0] != 0 ? std::min(e.args[0], ts) : ts;
-      Close(s, s.burst, SliceKind::kBurst, id, start, true);  // its end was lost
+      Close(s.burst, SliceKind::kBurst, id, start, true);  // its end was lost
       Open(s.burst, start, kNoGpu);
+      s.burst.slo_ms = s.slo_ms;
       if (!s.hold.on && !s.wait.on) Open(s.wait, start, kNoGpu);
       break;
     }
     case EventType::kBurstEnd: {
       s.last_yield = 0;
-      Close(s, s.wait, SliceKind::kWait, id, ts);
+      Close(s.wait, SliceKind::kWait, id, ts);
       if (!s.burst.on) break;  // its start is before the window or lost
       const uint64_t end = e.args[0] != 0 ? std::min(e.args[0], ts) : ts;
-      Close(s, s.burst, SliceKind::kBurst, id, end);
+      Close(s.burst, SliceKind::kBurst, id, end);
       t_.slices.back().gpu = e.gpu;
       t_.slices.back().gpu_time_ns = e.args[1];
       break;
@@ -282,10 +284,10 @@ void Builder::SumGpuResident() {
 
 Timeline Builder::Finish() {
   for (auto& [id, s] : state_) {
-    Close(s, s.wait, SliceKind::kWait, id, t_.end_ns, true);
-    Close(s, s.hold, SliceKind::kHold, id, t_.end_ns, true);
-    Close(s, s.swap, s.swap_in ? SliceKind::kSwapIn : SliceKind::kSwapOut, id, t_.end_ns, true);
-    Close(s, s.burst, SliceKind::kBurst, id, t_.end_ns, true);
+    Close(s.wait, SliceKind::kWait, id, t_.end_ns, true);
+    Close(s.hold, SliceKind::kHold, id, t_.end_ns, true);
+    Close(s.swap, s.swap_in ? SliceKind::kSwapIn : SliceKind::kSwapOut, id, t_.end_ns, true);
+    Close(s.burst, SliceKind::kBurst, id, t_.end_ns, true);
   }
   for (Slice& s : t_.slices) {  // clip to the window
     s.begin_ns = std::max(s.begin_ns, t_.begin_ns);
