@@ -16,45 +16,13 @@
 #include "child_process.h"
 #include "runtime/config.h"
 #include "runtime/submission_gate.h"
+#include "shim_test_env.h"
 #include "test_util.h"
 
 namespace gshare::arbiter::testing {
 namespace {
 
 using std::chrono::seconds;
-
-// simcuda's environment for one test: its own device registry, removed when the test ends.
-class Simcuda {
- public:
-  explicit Simcuda(const std::string& tag, std::string devices = "1x1GiB")
-      : registry_("/gshare-shim-arbiter-" + tag + "-" + std::to_string(::getpid())),
-        devices_(std::move(devices)) {}
-  ~Simcuda() { ::shm_unlink(registry_.c_str()); }
-  std::vector<std::string> env() const {
-    return {std::string("LD_LIBRARY_PATH=") + SIMCUDA_DIR, "SIMCUDA_DEVICES=" + devices_,
-            "SIMCUDA_REGISTRY=" + registry_, std::string("SIMCUDA_KERNELS=") + SIMCUDA_KERNELS_LIB,
-            "SIMCUDA_LINK_GBPS=0"};
-  }
-
- private:
-  std::string registry_;
-  std::string devices_;
-};
-
-// The environment of a probe under the shim.
-std::vector<std::string> ShimEnv(const Simcuda& simcuda, const std::string& socket,
-                                 const std::string& quota, const std::string& name,
-                                 const std::string& log_file) {
-  std::vector<std::string> env = simcuda.env();
-  env.push_back(std::string("LD_PRELOAD=") + PRELOAD_LIB);
-  env.push_back("GSHARE_ARBITER_SOCKET=" + socket);
-  env.push_back("GSHARE_VGPU_MEMORY=" + quota);
-  env.push_back("GSHARE_FUNCTION=" + name);
-  env.push_back("GSHARE_SLO_MS=50");
-  env.push_back("GSHARE_LOG_LEVEL=info");
-  env.push_back("GSHARE_LOG_FILE=" + log_file);
-  return env;
-}
 
 // Two unmodified programs whose vGPU quotas (768 MiB each) sum to 1.5x the simulated GPU (1 GiB)
 // fill, launch checksum kernels and verify on two threads each, repeatedly, both at once. The
@@ -136,13 +104,9 @@ void RunSwapProbes(const Simcuda& simcuda, const ArbiterProcess& arb, const Temp
   std::vector<std::vector<std::string>> pointers;
   for (int i = 0; i < count; ++i) {
     const std::string name = "s" + std::to_string(i);
-    std::map<std::string, std::string> env;
-    for (const std::string& kv : ShimEnv(simcuda, arb.socket(), quota, name,
-                                         dir / (name + ".log"))) {
-      env[kv.substr(0, kv.find('='))] = kv.substr(kv.find('=') + 1);
-    }
     probes.push_back(std::make_unique<test::ChildProcess>(
-        std::vector<std::string>{PROBE_BIN, "swap", std::to_string(7 + i), "10", "128"}, env));
+        std::vector<std::string>{PROBE_BIN, "swap", std::to_string(7 + i), "10", "128"},
+        EnvMap(ShimEnv(simcuda, arb.socket(), quota, name, dir / (name + ".log")))));
     ASSERT_TRUE(probes.back()->started());
     std::string line;
     ASSERT_TRUE(probes.back()->ReadLine(&line)) << ReadFile(dir / (name + ".log"));

@@ -1,0 +1,175 @@
+// Liveness with the real shim and a real gshare-arbiter on simcuda (issue 4): unmodified programs
+// (tests/preload's preload_probe, "swap" mode: checksummed data, verified on request) under
+// LD_PRELOAD=libgshare.so keep correct results when the arbiter is killed (fail-open, then
+// re-registration with a new arbiter on the same socket), hold their submissions while it is
+// gone in fail-closed mode, and keep running when another client is killed while it works.
+#include <signal.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "child_process.h"
+#include "shim_test_env.h"
+#include "test_util.h"
+
+namespace gshare::arbiter::testing {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+// Polls `path` until it contains `needle` `count` times (safety-net timeout, not a measurement).
+bool WaitForLog(const std::string& path, const std::string& needle, int count = 1,
+                std::chrono::seconds timeout = std::chrono::seconds(60)) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    const std::string text = ReadFile(path);
+    int seen = 0;
+    for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) {
+      ++seen;
+    }
+    if (seen >= count) return true;
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+}
+
+// One `preload_probe swap` program under the shim.
+struct Probe {
+  std::unique_ptr<test::ChildProcess> process;
+  std::string log;
+};
+
+Probe StartProbe(const Simcuda& simcuda, const ArbiterProcess& arb, const TempDir& dir,
+                 const std::string& name, std::vector<std::string> extra_env = {}) {
+  Probe p;
+  p.log = dir / (name + ".log");
+  std::vector<std::string> env = ShimEnv(simcuda, arb.socket(), "300MiB", name, p.log);
+  env.insert(env.end(), extra_env.begin(), extra_env.end());
+  p.process = std::make_unique<test::ChildProcess>(
+      std::vector<std::string>{PROBE_BIN, "swap", "3", "8", "64"}, EnvMap(env));
+  std::string line;
+  EXPECT_TRUE(p.process->ReadLine(&line)) << ReadFile(p.log);
+  EXPECT_EQ(line.rfind("ready", 0), 0u) << line;
+  while (p.process->ReadLine(&line) && line != "end") {
+  }
+  return p;
+}
+
+// Asks the probe to verify its data; returns the "verified ..." line ("" if none came).
+std::string Verify(Probe& p, milliseconds timeout = milliseconds(60000)) {
+  if (!p.process->WriteLine("verify")) return "";
+  std::string line;
+  if (!p.process->ReadLine(&line, timeout)) return "";
+  std::string rest;
+  while (p.process->ReadLine(&rest) && rest != "end") {
+  }
+  return line;
+}
+
+bool Intact(const std::string& verified) {
+  return verified.find(" bad=0 ") != std::string::npos &&
+         verified.find("kernel_bad=0") != std::string::npos;
+}
+
+class ShimLiveness : public ::testing::Test {
+ protected:
+  ShimLiveness() : simcuda(::testing::UnitTest::GetInstance()->current_test_info()->name()) {}
+  void SetUp() override {
+    arb.env = simcuda.env();
+    ASSERT_TRUE(arb.Start()) << ReadFile(arb.log());
+  }
+
+  TempDir dir;
+  const Simcuda simcuda;
+  ArbiterProcess arb{dir, {"--slice", "5ms"}};
+};
+
+// kill -9 of the arbiter mid-run: both programs keep running with correct results (fail-open,
+// under their last assignment) and re-register when a new arbiter starts on the same socket,
+// after which they take turns through it again.
+TEST_F(ShimLiveness, ArbiterKilledProgramsRunFailOpenAndReRegister) {
+  std::vector<Probe> probes;
+  for (const char* name : {"a", "b"}) probes.push_back(StartProbe(simcuda, arb, dir, name));
+  for (Probe& p : probes) EXPECT_TRUE(Intact(Verify(p))) << ReadFile(p.log);
+  arb.Kill();
+  for (Probe& p : probes) ASSERT_TRUE(WaitForLog(p.log, "arbiter lost")) << ReadFile(p.log);
+  for (Probe& p : probes) {
+    EXPECT_TRUE(Intact(Verify(p))) << "without an arbiter: " << ReadFile(p.log);
+  }
+  ASSERT_TRUE(arb.Start()) << ReadFile(arb.log());
+  for (Probe& p : probes) {
+    ASSERT_TRUE(WaitForLog(p.log, "(re-registration)")) << ReadFile(p.log) << ReadFile(arb.log());
+  }
+  for (int round = 0; round < 2; ++round) {
+    for (Probe& p : probes) EXPECT_TRUE(Intact(Verify(p))) << "after re-registering: " << ReadFile(p.log);
+  }
+  for (Probe& p : probes) {
+    p.process->WriteLine("quit");
+    EXPECT_EQ(p.process->Wait(), 0) << p.process->err();
+  }
+  const nlohmann::json summary = arb.Stop();
+  ASSERT_TRUE(summary.is_object()) << ReadFile(arb.log());
+  EXPECT_EQ(summary["re_registrations"], 2) << summary.dump();
+  EXPECT_GT(summary["grants"].get<int>(), 0) << summary.dump();
+}
+
+// GSHARE_ARBITER_FAIL=closed: while the arbiter is gone a submission waits (the probe does not
+// answer); when a new arbiter starts on the socket the program re-registers, gets the token and
+// the held request completes with intact data.
+TEST_F(ShimLiveness, FailClosedHoldsSubmissionsUntilAnArbiterIsBack) {
+  Probe p = StartProbe(simcuda, arb, dir, "closed", {"GSHARE_ARBITER_FAIL=closed"});
+  EXPECT_TRUE(Intact(Verify(p))) << ReadFile(p.log);
+  arb.Kill();
+  ASSERT_TRUE(WaitForLog(p.log, "fail-closed (submissions wait)")) << ReadFile(p.log);
+  ASSERT_TRUE(p.process->WriteLine("verify"));
+  std::string line;
+  // Held: no answer while no arbiter runs (the wait is the test's, not a speed requirement).
+  EXPECT_FALSE(p.process->ReadLine(&line, milliseconds(700))) << "answered while held: " << line;
+  ASSERT_TRUE(arb.Start()) << ReadFile(arb.log());
+  ASSERT_TRUE(p.process->ReadLine(&line)) << ReadFile(p.log) << ReadFile(arb.log());
+  EXPECT_TRUE(Intact(line)) << line;
+  while (p.process->ReadLine(&line) && line != "end") {
+  }
+  EXPECT_NE(ReadFile(p.log).find("(re-registration)"), std::string::npos) << ReadFile(p.log);
+  p.process->WriteLine("quit");
+  EXPECT_EQ(p.process->Wait(), 0) << p.process->err();
+  const nlohmann::json summary = arb.Stop();
+  ASSERT_TRUE(summary.is_object()) << ReadFile(arb.log());
+  EXPECT_EQ(summary["re_registrations"], 1) << summary.dump();
+}
+
+// kill -9 of a program that keeps the GPU busy (two threads copying and launching without pause,
+// so it holds the token most of the time): the arbiter reclaims it and the other program gets
+// the token and finds its data intact.
+TEST_F(ShimLiveness, KilledBusyProgramDoesNotStopTheOther) {
+  Probe quiet = StartProbe(simcuda, arb, dir, "quiet");
+  const std::string busy_log = dir / "busy.log";
+  const pid_t busy = Spawn({PROBE_BIN, "stress", "2", "1000000"}, dir / "busy.out",
+                           dir / "busy.err",
+                           ShimEnv(simcuda, arb.socket(), "300MiB", "busy", busy_log));
+  ASSERT_GT(busy, 0);
+  ASSERT_TRUE(WaitForLog(busy_log, "registered with the arbiter at")) << ReadFile(busy_log);
+  EXPECT_TRUE(Intact(Verify(quiet))) << "sharing with the busy one: " << ReadFile(quiet.log);
+  ASSERT_EQ(::kill(busy, SIGKILL), 0);
+  EXPECT_EQ(WaitFor(busy, seconds(30)) & 0x7f, SIGKILL);
+  EXPECT_TRUE(WaitForLog(arb.log(), "'busy' pid " + std::to_string(busy) + " is gone"))
+      << ReadFile(arb.log());
+  for (int round = 0; round < 3; ++round) {
+    EXPECT_TRUE(Intact(Verify(quiet))) << "after the kill: " << ReadFile(quiet.log) << ReadFile(arb.log());
+  }
+  quiet.process->WriteLine("quit");
+  EXPECT_EQ(quiet.process->Wait(), 0) << quiet.process->err();
+  const nlohmann::json summary = arb.Stop();
+  ASSERT_TRUE(summary.is_object()) << ReadFile(arb.log());
+  EXPECT_EQ(summary["client_deaths"], 2) << summary.dump();  // the killed one, then the other's exit
+  EXPECT_EQ(summary["gpus"][0]["reserved_bytes"].get<uint64_t>(), 0u) << summary.dump();
+}
+
+}  // namespace
+}  // namespace gshare::arbiter::testing

@@ -1,0 +1,55 @@
+// Helpers shared by the shim_* tests: simcuda's environment for one test and the environment
+// of an unmodified program running under LD_PRELOAD=libgshare.so with an arbiter socket.
+#pragma once
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace gshare::arbiter::testing {
+
+// simcuda's environment for one test: its own device registry, removed when the test ends.
+class Simcuda {
+ public:
+  explicit Simcuda(const std::string& tag, std::string devices = "1x1GiB")
+      : registry_("/gshare-shim-arbiter-" + tag + "-" + std::to_string(::getpid())),
+        devices_(std::move(devices)) {}
+  ~Simcuda() { ::shm_unlink(registry_.c_str()); }
+  std::vector<std::string> env() const {
+    return {std::string("LD_LIBRARY_PATH=") + SIMCUDA_DIR, "SIMCUDA_DEVICES=" + devices_,
+            "SIMCUDA_REGISTRY=" + registry_, std::string("SIMCUDA_KERNELS=") + SIMCUDA_KERNELS_LIB,
+            "SIMCUDA_LINK_GBPS=0"};
+  }
+
+ private:
+  std::string registry_;
+  std::string devices_;
+};
+
+// The environment of a probe under the shim.
+inline std::vector<std::string> ShimEnv(const Simcuda& simcuda, const std::string& socket,
+                                        const std::string& quota, const std::string& name,
+                                        const std::string& log_file) {
+  std::vector<std::string> env = simcuda.env();
+  env.push_back(std::string("LD_PRELOAD=") + PRELOAD_LIB);
+  env.push_back("GSHARE_ARBITER_SOCKET=" + socket);
+  env.push_back("GSHARE_VGPU_MEMORY=" + quota);
+  env.push_back("GSHARE_FUNCTION=" + name);
+  env.push_back("GSHARE_SLO_MS=50");
+  env.push_back("GSHARE_LOG_LEVEL=info");
+  env.push_back("GSHARE_LOG_FILE=" + log_file);
+  return env;
+}
+
+// "K=V" strings -> the map test::ChildProcess takes.
+inline std::map<std::string, std::string> EnvMap(const std::vector<std::string>& env) {
+  std::map<std::string, std::string> out;
+  for (const std::string& kv : env) out[kv.substr(0, kv.find('='))] = kv.substr(kv.find('=') + 1);
+  return out;
+}
+
+}  // namespace gshare::arbiter::testing
