@@ -23,7 +23,7 @@ void ArbiterImpl::OnGranted(Client& c, uint32_t g, uint64_t now_ns) {
   ++telemetry_.gpus[g].handoffs;
   if (c.tel.waiting && c.tel.burst_start_ns != 0) {
     const uint64_t wait = now_ns > c.tel.burst_start_ns ? now_ns - c.tel.burst_start_ns : 0;
-    telemetry_.functions[c.name].wait.Observe(wait);
+    telemetry_.Function(c.name).wait.Observe(wait);
     c.tel.wait_ns += wait;
     c.tel.burst_wait_ns = wait;
     if (wait > kWaitCountsFromNs) ++c.tel.waits;
@@ -47,7 +47,7 @@ void ArbiterImpl::OnReleased(Client& c, uint32_t g, uint64_t now_ns, bool burst_
   }
   if (c.tel.burst_start_ns == 0) return;  // a burst that started before we saw it
   const uint64_t latency = end_ns > c.tel.burst_start_ns ? end_ns - c.tel.burst_start_ns : 0;
-  FunctionTelemetry& ft = telemetry_.functions[c.name];
+  FunctionTelemetry& ft = telemetry_.Function(c.name);
   ++ft.bursts;
   ++c.tel.bursts;
   ft.burst.Observe(latency);

@@ -21,6 +21,12 @@ uint64_t Histogram::cumulative(size_t i) const {
   return n;
 }
 
+FunctionTelemetry& Telemetry::Function(const std::string& name) {
+  if (auto it = functions.find(name); it != functions.end()) return it->second;
+  if (functions.size() >= kMaxFunctions) return functions[kOtherFunction];
+  return functions[name];
+}
+
 void Telemetry::Prune(uint64_t now_ns) {
   const uint64_t from = now_ns > kHoldWindowNs ? now_ns - kHoldWindowNs : 0;
   for (auto& holds : recent)

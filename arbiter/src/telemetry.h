@@ -94,12 +94,17 @@ struct SloMiss {
 struct Telemetry {
   static constexpr uint64_t kHoldWindowNs = 5'000'000'000;  // utilisation window
   static constexpr size_t kRecentMisses = 32;
+  // Function series kept (metrics cardinality); later names are counted under kOtherFunction.
+  static constexpr size_t kMaxFunctions = 1024;
+  static constexpr const char* kOtherFunction = "(other)";
 
   std::map<std::string, FunctionTelemetry> functions;
   std::vector<GpuTelemetry> gpus;            // by GPU index
   std::vector<std::deque<Hold>> recent;      // by GPU index, holds ending in the window
   std::deque<SloMiss> misses;                // newest last
 
+  // The series of function `name` (kOtherFunction once kMaxFunctions names exist).
+  FunctionTelemetry& Function(const std::string& name);
   // Drops holds that ended before now - kHoldWindowNs.
   void Prune(uint64_t now_ns);
 };

@@ -230,3 +230,24 @@ TEST_F(ToolsTest, AdminGroupMayChange) {
 
 }  // namespace
 }  // namespace gshare::arbiter::testing
+
+namespace gshare::arbiter::testing {
+namespace {
+
+// With two GPUs, a drained GPU takes no new registrations: they go to the other one.
+TEST_F(ToolsTest, DrainedGpuTakesNoNewRegistrations) {
+  StartArbiter({"--gpu-count", "2"});
+  ASSERT_EQ(Ctl({"drain", "0"}).code, 0);
+  FakeFunction f(dir, arb->socket(), "late", {"--quota-mib", "64", "--requests", "100000",
+                                              "--work-us", "500", "--gap-us", "20000"});
+  ASSERT_TRUE(WaitForClients([](const nlohmann::json& l) { return l.size() == 1; }));
+  const nlohmann::json c = CtlJson({"clients"})["clients"][0];
+  EXPECT_EQ(c["gpu"], 1) << c.dump();
+  const nlohmann::json s = CtlJson({"status"});
+  EXPECT_EQ(s["gpus"][0]["reserved_bytes"], 0) << s.dump();
+  EXPECT_EQ(s["gpus"][0]["drained"], true);
+  EXPECT_EQ(s["gpus"][1]["drained"], false);
+}
+
+}  // namespace
+}  // namespace gshare::arbiter::testing
