@@ -42,6 +42,9 @@ namespace gshare::arbiter {
 // Where a client's device memory is, as the arbiter knows it.
 enum class Where : uint8_t { kResident, kOut, kCheckpointed };
 
+inline constexpr uint64_t kUnregisterOrderTimeout = 3;   // stopped acknowledging swap orders
+inline constexpr uint64_t kUnregisterUnenforceable = 4;  // ignored preemption, checkpoint failed
+
 struct Transfer {
   shm::SwapOp op = shm::SwapOp::kNone;
   uint32_t gpu = 0;          // index into gpus_ (target for swap-in, source for swap-out)
@@ -127,6 +130,8 @@ class ArbiterImpl final : public Arbiter {
   void Register(shm::RegistrationConnection conn, uint64_t now_ns);
   std::string Validate(const shm::RegisterRequest& req, const shm::PeerCredentials& peer) const;
   void OnConnectionEvent(uint32_t client_id, uint64_t now_ns);
+  // `reason` is the kUnregister event's argument (shm/event_ring_layout.h): 0 clean, 1 died,
+  // 2 malformed channel, kUnregisterOrderTimeout, kUnregisterUnenforceable.
   void RemoveClient(uint32_t client_id, uint64_t reason, uint64_t now_ns);
   std::optional<uint32_t> GpuIndex(uint32_t ordinal) const;
 
@@ -136,6 +141,9 @@ class ArbiterImpl final : public Arbiter {
   void PollClient(Client& c, uint64_t now_ns);
   void PollAll(uint64_t now_ns);
   void CheckSlices(uint64_t now_ns);
+  // Disconnects clients that have not acknowledged a swap order by OrderDeadlineNs.
+  void CheckOrders(uint64_t now_ns);
+  uint64_t OrderDeadlineNs(const Client& c) const;  // UINT64_MAX: no order in flight
   void Grant(Client& c, uint32_t g, policy::Duration slice_us, uint64_t now_ns);
   void Preempt(Client& c, uint64_t now_ns);
   void Enforce(Client& c, uint64_t now_ns);

@@ -29,6 +29,11 @@ policy::Duration ToUs(uint64_t ns) { return static_cast<policy::Duration>(ns / 1
 // next-in-line client spin for its grant, before both fall back to sleeping.
 constexpr uint64_t kReleaseSpinNs = 200'000;
 constexpr uint32_t kNextSpinNs = 500'000;
+// A swap order not acknowledged within kOrderBaseNs + quota / kOrderMinBytesPerNs is taken as a
+// client that stopped reading its channel (alive, connection open): it is disconnected so the
+// memory its reservation holds goes to others. Generous: a loaded node moves >1 GB/s.
+constexpr uint64_t kOrderBaseNs = 10'000'000'000ULL;
+constexpr uint64_t kOrderMinBytesPerS = 128ULL << 20;
 
 }  // namespace
 
@@ -336,8 +341,14 @@ void ArbiterImpl::Enforce(Client& c, uint64_t now_ns) {
       std::chrono::duration_cast<std::chrono::milliseconds>(config_.preempt_grace).count());
   auto s = driver_->LockAndCheckpoint(c.pid, std::max(1U, grace_ms));
   if (!s.ok()) {
-    spdlog::error("client {}: enforcement failed: {}", c.id, s.ToString());
-    c.preempt_ns = now_ns;  // try again after another grace period
+    // The holder neither yields nor can be stopped: revoke its token and disconnect it (its
+    // reservation is reclaimed) so the GPU is not held forever. See docs/security.md.
+    spdlog::error("client {} '{}' (pid {}): enforcement failed ({}); revoking its token and "
+                  "disconnecting it",
+                  c.id, c.name, c.pid, s.ToString());
+    Record(shm::EventType::kRevoke, &c, ordinal, c.chan.grant_seq(), 0);
+    c.chan.Revoke();
+    RemoveClient(c.id, kUnregisterUnenforceable, now_ns);
     return;
   }
   ++stats_.enforcements;
@@ -423,6 +434,7 @@ void ArbiterImpl::PollAll(uint64_t now_ns) {
 }
 
 void ArbiterImpl::CheckSlices(uint64_t now_ns) {
+  CheckOrders(now_ns);
   bool anyone_waits = false;
   for (const auto& [id, c] : clients_) anyone_waits |= c->burst_outstanding && !c->holding;
   for (auto& gpu : gpus_) {
@@ -436,6 +448,26 @@ void ArbiterImpl::CheckSlices(uint64_t now_ns) {
       Preempt(*c, now_ns);
     if (c->preempt_sent && now_ns >= c->preempt_ns + static_cast<uint64_t>(config_.preempt_grace.count()))
       Enforce(*c, now_ns);
+  }
+}
+
+uint64_t ArbiterImpl::OrderDeadlineNs(const Client& c) const {
+  if (c.transfers.empty() || !c.transfers.front().issued) return UINT64_MAX;
+  return c.transfers.front().issued_ns + kOrderBaseNs +
+         c.quota / kOrderMinBytesPerS * 1'000'000'000ULL;
+}
+
+void ArbiterImpl::CheckOrders(uint64_t now_ns) {
+  std::vector<uint32_t> late;
+  for (const auto& [id, c] : clients_)
+    if (now_ns >= OrderDeadlineNs(*c)) late.push_back(id);
+  for (uint32_t id : late) {
+    Client& c = *ById(id);
+    spdlog::error("client {} '{}' (pid {}) has not acknowledged swap order {} in {} s; it no "
+                  "longer reads its channel: disconnecting it",
+                  c.id, c.name, c.pid, c.transfers.front().order_seq,
+                  (now_ns - c.transfers.front().issued_ns) / 1'000'000'000ULL);
+    RemoveClient(id, kUnregisterOrderTimeout, now_ns);
   }
 }
 
@@ -474,6 +506,7 @@ uint64_t ArbiterImpl::NextDeadlineNs() const {
   bool anyone_waits = stopping_;
   for (const auto& [id, c] : clients_) {
     anyone_waits |= c->burst_outstanding && !c->holding;
+    at = std::min(at, OrderDeadlineNs(*c));
     if (DeepEvictable(*c))
       at = std::min(at, c->last_use_ns + static_cast<uint64_t>(config_.deep_evict_after.count()));
   }
