@@ -178,6 +178,10 @@ void Scenario(RingScript& r) {
   r.Add(150, EventType::kGrant, 2, 0, {2, r.At(155)});
   r.Add(175, EventType::kYield, 2, 0, {2, 25 * kMs});
   r.Add(175, EventType::kBurstEnd, 2, 0, {r.At(175), 25 * kMs});
+  // enforcement on swapper (it ignored a preemption), then its restore
+  r.Add(180, EventType::kCheckpoint, 2, 0, {0, 0});
+  r.Add(180, EventType::kRevoke, 2, 0, {2, 1});
+  r.Add(185, EventType::kCheckpoint, 2, 0, {1, 0});
   // a third burst of swapper still running at the end
   r.Add(190, EventType::kBurstStart, 2, kNoGpu, {r.At(190)});
   r.Add(191, EventType::kGrant, 2, 0, {3, r.At(196)});
@@ -249,7 +253,7 @@ TEST(TimelineTest, JsonIsValidAndTheSummaryReadsItBack) {
   ASSERT_TRUE(v.ok()) << v.errors.front();
   EXPECT_GT(v.phases.at("C"), 0u);
   EXPECT_GT(v.phases.at("M"), 0u);
-  EXPECT_EQ(v.phases.at("i"), 1u);
+  EXPECT_EQ(v.phases.at("i"), 4u);
   // The GPU track shows who held the token, named by function.
   bool gpu_track = false;
   for (const auto& e : doc["traceEvents"])
@@ -276,10 +280,16 @@ TEST(TimelineTest, JsonIsValidAndTheSummaryReadsItBack) {
   EXPECT_EQ(sw.swap_in_bytes, 100ull << 20);
   EXPECT_DOUBLE_EQ(sw.swap_in_us, 30'000);
   EXPECT_EQ(sw.swap_outs, 1u);
+  EXPECT_EQ(sw.revokes, 1u);
+  EXPECT_EQ(sw.checkpoints, 1u);
+  EXPECT_EQ(sw.restores, 1u);
   const std::string text = FormatSummary(*s);
   EXPECT_NE(text.find("swapper"), std::string::npos) << text;
   EXPECT_NE(text.find("queueing 1, swap 0, execution 0"), std::string::npos) << text;
-  EXPECT_NE(text.find("queueing 0, swap 1, execution 1"), std::string::npos) << text;
+  EXPECT_NE(text.find("queueing 0, swap 1, execution 1 (1 unfinished at the end); token revoked 1x, "
+                      "checkpointed 1x, restored 1x"),
+            std::string::npos)
+      << text;
   EXPECT_EQ(SummaryJson(*s)["functions"][1]["slo_miss_causes"]["swap"], 1);
   EXPECT_FALSE(Summarize(json::parse(R"({"traceEvents": []})")).ok()) << "not ours";
 }

@@ -80,8 +80,11 @@ shm::Result<TraceSummary> Summarize(const json& trace) {
       } else {
         ++f.swap_outs, f.swap_out_us += dur, f.swap_out_bytes += bytes;
       }
-    } else if (ph == "i" && name == "preempt") {
-      ++f.preemptions;
+    } else if (ph == "i") {
+      f.preemptions += name == "preempt";
+      f.revokes += name == "revoke";
+      f.checkpoints += name == "checkpoint";
+      f.restores += name == "restore";
     }
   }
   for (auto& [name, f] : fns) {
@@ -114,9 +117,13 @@ std::string FormatSummary(const TraceSummary& s) {
       auto it = f.miss_causes.find(cause);
       return it == f.miss_causes.end() ? uint64_t{0} : it->second;
     };
-    out += fmt::format("  {:<16} {} of {} bursts missed: queueing {}, swap {}, execution {}{}\n", f.name, f.misses,
+    out += fmt::format("  {:<16} {} of {} bursts missed: queueing {}, swap {}, execution {}{}{}\n", f.name, f.misses,
                        f.bursts, n("queueing"), n("swap"), n("execution"),
-                       f.unfinished > 0 ? fmt::format(" ({} unfinished at the end)", f.unfinished) : "");
+                       f.unfinished > 0 ? fmt::format(" ({} unfinished at the end)", f.unfinished) : "",
+                       f.revokes + f.checkpoints > 0
+                           ? fmt::format("; token revoked {}x, checkpointed {}x, restored {}x", f.revokes,
+                                         f.checkpoints, f.restores)
+                           : "");
   }
   return out;
 }
@@ -143,6 +150,9 @@ json SummaryJson(const TraceSummary& s) {
                    {"swap_out_ms", Ms(f.swap_out_us)},
                    {"swap_out_bytes", f.swap_out_bytes},
                    {"preemptions", f.preemptions},
+                   {"revokes", f.revokes},
+                   {"checkpoints", f.checkpoints},
+                   {"restores", f.restores},
                    {"slo_misses", f.misses},
                    {"slo_miss_causes", f.miss_causes}});
   }

@@ -28,6 +28,9 @@ struct FunctionSummary {
   double swap_in_us = 0, swap_out_us = 0;
   uint64_t swap_in_bytes = 0, swap_out_bytes = 0;
   uint64_t preemptions = 0;
+  uint64_t revokes = 0;      // the token taken by enforcement (the holder ignored a preemption)
+  uint64_t checkpoints = 0;  // checkpointed (enforcement or deep eviction) / restored
+  uint64_t restores = 0;
   uint64_t misses = 0;
   std::map<std::string, uint64_t> miss_causes;  // "queueing" / "swap" / "execution"
 };
