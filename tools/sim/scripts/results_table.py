@@ -70,9 +70,9 @@ def main():
         print(CAUSE_HEADER)
         for r in runs + proxy:
             print(cause_row(r))
-        print("\naggressive vs keepalive: {:.1f}% less GPU time (SLO {:.2f}% vs {:.2f}%); "
-              "vs proxy-swap (pool {}): {:.1f}% lower cost (SLO {:.2f}% vs {:.2f}%)\n".format(
-                  s["vs_keep"], s["agg_slo"], s["keep_slo"], s["pool"], s["vs_proxy"],
+        print("\naggressive vs keepalive: {:+.1f}% GPU time (SLO {:.2f}% vs {:.2f}%); "
+              "vs proxy-swap (pool {}): {:+.1f}% cost (SLO {:.2f}% vs {:.2f}%)\n".format(
+                  -s["vs_keep"], s["agg_slo"], s["keep_slo"], s["pool"], -s["vs_proxy"],
                   s["agg_slo"], s["proxy_slo"]))
     print("### Summary\n")
     print("| workload | ceiling % | keepalive SLO % | aggressive SLO % | GPU time vs keepalive | "
@@ -82,6 +82,25 @@ def main():
         print("| {name} | {ceiling:.2f} | {keep_slo:.2f} | {agg_slo:.2f} | {keep:+.1f}% | {pool} | "
               "{proxy_slo:.2f} | {proxy:+.1f}% |".format(keep=-s["vs_keep"], proxy=-s["vs_proxy"], **s))
     print()
+    ablations = {}
+    for name in ["ablation-trace", "ablation-synthetic-1"]:
+        path = os.path.join(d, name + ".json")
+        if os.path.exists(path):
+            ablations[name] = {r["policy"]: r for r in load(path)}
+    if len(ablations) == 2:
+        print("### What each idea is worth (idea off vs aggressive; trace / synthetic seed 1)\n")
+        print("| idea off | GPU time | SLO attainment |\n|---|---|---|")
+        t, s1 = ablations["ablation-trace"], ablations["ablation-synthetic-1"]
+        for name in t:
+            if name == "aggressive" or name not in s1:
+                continue
+            gpu = ["{:+.0f}%".format(100 * (x[name]["gpu_seconds"] / x["aggressive"]["gpu_seconds"] - 1))
+                   for x in (t, s1)]
+            slo = ["{:+.2f} pt".format(100 * (x[name]["slo_attainment"] - x["aggressive"]["slo_attainment"]))
+                   for x in (t, s1)]
+            print("| {} | {} | {} |".format(name.replace("aggressive-no-", ""), " / ".join(gpu),
+                                            " / ".join(slo)))
+        print()
     for name in ["ablation-trace", "ablation-synthetic-1"]:
         if not os.path.exists(os.path.join(d, name + ".json")):
             continue
