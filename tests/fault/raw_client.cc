@@ -1,0 +1,130 @@
+// fault_raw_client: a misbehaving arbiter client built directly on shm/ (no shim), for the
+// fault-injection tests. Each mode stops or misbehaves at one protocol step:
+//
+//   connect   --socket P               connects and never sends its request (stalled handshake)
+//   no-reply  --socket P               sends a valid RegisterRequest, never reads the reply
+//   deaf      --socket P --quota-mib Q registers, then never reads its channel again (orders are
+//                                      never acknowledged)
+//   hold      --socket P --quota-mib Q registers, takes the token and never yields it (ignores
+//                                      preemption; it is no CUDA process, so the arbiter cannot
+//                                      checkpoint it)
+//   flood     --socket P --quota-mib Q --seconds S
+//                                      registers and floods its channel with requests (token
+//                                      requests and releases, swap-in requests, doorbell rings)
+//                                      for S seconds, then writes a malformed value
+// Prints one line per step reached ("connected", "sent", "registered", "granted", "flooded N")
+// and then sleeps until killed (except flood, which exits after the malformed write is seen).
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <string>
+#include <thread>
+
+#include "gshare/shm/atomic_word.h"
+#include "gshare/shm/channel.h"
+#include "gshare/shm/registration.h"
+#include "gshare/shm/unix_socket.h"
+#include "gshare/shm/wire.h"
+
+namespace {
+
+using namespace gshare::shm;
+using std::chrono::seconds;
+
+[[noreturn]] void SleepForever() {
+  for (;;) std::this_thread::sleep_for(seconds(60));
+}
+
+void Say(const std::string& what) {
+  std::printf("%s\n", what.c_str());
+  std::fflush(stdout);
+}
+
+int Connect(const std::string& path) {
+  const int fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
+  if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) return -1;
+  return fd;
+}
+
+RegisterRequest Request(uint64_t quota_mib, const std::string& name) {
+  RegisterRequest r;
+  r.quota_bytes = quota_mib << 20;
+  r.slo_ms = 50;
+  r.function_name = name;
+  return r;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string mode = argc > 1 ? argv[1] : "";
+  std::map<std::string, std::string> f;
+  for (int i = 2; i + 1 < argc; i += 2) f[argv[i]] = argv[i + 1];
+  const std::string socket = f["--socket"];
+  const uint64_t quota_mib = f.count("--quota-mib") ? std::strtoull(f["--quota-mib"].c_str(), nullptr, 10) : 64;
+
+  if (mode == "connect") {
+    if (Connect(socket) < 0) return 1;
+    Say("connected");
+    SleepForever();
+  }
+  if (mode == "no-reply") {
+    const int fd = Connect(socket);
+    auto bytes = EncodeRequest(Request(quota_mib, "no-reply"));
+    if (fd < 0 || !bytes.ok()) return 1;
+    if (!SendPacket(fd, *bytes, {}, seconds(5)).ok()) return 1;
+    Say("sent");
+    SleepForever();
+  }
+
+  auto reg = Register(socket, Request(quota_mib, mode), seconds(10));
+  if (!reg.ok()) {
+    Say("refused " + reg.status().ToString());
+    return 1;
+  }
+  auto ch = ClientChannel::Attach(std::move(reg->channel), std::move(reg->doorbell));
+  if (!ch.ok()) return 1;
+  Say("registered " + std::to_string(reg->reply.client_id));
+  if (mode == "deaf") SleepForever();
+  if (mode == "hold") {
+    if (!ch->RequestToken().ok()) return 1;
+    auto g = ch->WaitForGrant(seconds(30));
+    if (!g.ok()) return 1;
+    Say("granted");
+    SleepForever();
+  }
+  if (mode == "flood") {
+    const auto end = std::chrono::steady_clock::now() + seconds(std::atoi(f["--seconds"].c_str()));
+    uint64_t n = 0;
+    uint32_t last_seq = 0;
+    while (std::chrono::steady_clock::now() < end) {
+      (void)ch->RequestToken();
+      (void)ch->RequestSwapIn();
+      (void)ch->NotifyArbiter();
+      const GrantInfo g = ch->ReadGrant();
+      if (ch->HoldsToken() && g.seq != last_seq) {
+        last_seq = g.seq;
+        (void)ch->BeginDraining();
+        (void)ch->Release(g.seq, true);
+      }
+      ++n;
+    }
+    Say("flooded " + std::to_string(n));
+    // A value out of range: the arbiter must disconnect this client (and close the socket).
+    StoreRelease(&ch->layout()->client_token.state, 77u);
+    (void)ch->NotifyArbiter();
+    auto bye = ReceiveGoodbye(reg->connection.get(), seconds(30));
+    Say(bye.ok() ? "goodbye" : "closed " + bye.status().ToString());
+    return 0;
+  }
+  return 2;
+}
