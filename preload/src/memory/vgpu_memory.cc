@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "deferred_frees.h"
+#include "fair_mutex.h"
 #include "pinned_staging.h"
 #include "range_allocator.h"
 #include "segment.h"
@@ -83,7 +84,7 @@ class VgpuMemory::Impl {
 
   CUresult Allocate(size_t bytes, uint64_t alignment, CUdeviceptr* dptr) {
     if (bytes == 0 || dptr == nullptr) return CUDA_ERROR_INVALID_VALUE;
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<FairMutex> lock(mu_);
     if (bytes > quota_) {  // can never fit (and rounding it could overflow)
       ++out_of_memory_;
       return CUDA_ERROR_OUT_OF_MEMORY;
@@ -105,7 +106,7 @@ class VgpuMemory::Impl {
 
   CUresult Free(CUdeviceptr dptr) {
     if (dptr == 0) return CUDA_SUCCESS;
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<FairMutex> lock(mu_);
     auto it = allocations_.find(dptr);
     if (it == allocations_.end() || it->second.pending_free) return CUDA_ERROR_INVALID_VALUE;
     const CUresult rc = Release(it);
@@ -115,7 +116,7 @@ class VgpuMemory::Impl {
 
   CUresult FreeAsync(CUdeviceptr dptr, CUstream stream) {
     if (dptr == 0) return CUDA_SUCCESS;
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<FairMutex> lock(mu_);
     auto it = allocations_.find(dptr);
     if (it == allocations_.end() || it->second.pending_free) return CUDA_ERROR_INVALID_VALUE;
     const CUresult rc = deferred_.Add(dptr, stream);
@@ -124,12 +125,12 @@ class VgpuMemory::Impl {
   }
 
   void ReclaimCompletedFrees() {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<FairMutex> lock(mu_);
     Reclaim(/*wait=*/false);
   }
 
   void GetInfo(size_t* free_bytes, size_t* total_bytes) {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<FairMutex> lock(mu_);
     Reclaim(/*wait=*/false);
     const uint64_t used = Used();
     if (free_bytes != nullptr) *free_bytes = used >= quota_ ? 0 : quota_ - used;
@@ -137,7 +138,7 @@ class VgpuMemory::Impl {
   }
 
   CUresult LookupRange(CUdeviceptr ptr, CUdeviceptr* base, size_t* size) const {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<FairMutex> lock(mu_);
     auto it = allocations_.upper_bound(ptr);
     if (it == allocations_.begin()) return CUDA_ERROR_NOT_FOUND;
     --it;
@@ -150,7 +151,7 @@ class VgpuMemory::Impl {
   }
 
   CUresult TrackExternal(ExternalKind kind, uint64_t bytes) {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<FairMutex> lock(mu_);
     if (bytes > quota_ || Used() > quota_ - bytes) {
       ++out_of_memory_;
       return CUDA_ERROR_OUT_OF_MEMORY;
@@ -160,20 +161,20 @@ class VgpuMemory::Impl {
   }
 
   void UntrackExternal(ExternalKind kind, uint64_t bytes) {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<FairMutex> lock(mu_);
     uint64_t& counted = external_[static_cast<int>(kind)];
     counted -= std::min(counted, bytes);
   }
 
   void SetQuota(uint64_t quota_bytes) {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<FairMutex> lock(mu_);
     quota_ = quota_bytes;
   }
 
   CUresult SwapOut(const DrainCallback& drain, SwapStats* stats) {
     const auto start = std::chrono::steady_clock::now();
     SwapStats result;
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<FairMutex> lock(mu_);
     if (!resident_) return Report(CUDA_SUCCESS, result, stats);
     Reclaim(/*wait=*/false);
     // The drain and the copies run with a context of the vGPU's device current.
@@ -257,7 +258,7 @@ class VgpuMemory::Impl {
   CUresult SwapIn(CUdevice device, SwapStats* stats) {
     const auto start = std::chrono::steady_clock::now();
     SwapStats result;
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<FairMutex> lock(mu_);
     if (resident_) {
       return Report(device == device_ ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE, result, stats);
     }
@@ -283,19 +284,19 @@ class VgpuMemory::Impl {
   }
 
   CUresult ReleaseStaging() {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<FairMutex> lock(mu_);
     if (!resident_) return CUDA_ERROR_INVALID_VALUE;
     staging_.Release();
     return CUDA_SUCCESS;
   }
 
   bool resident() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<FairMutex> lock(mu_);
     return resident_;
   }
 
   VgpuMemoryCounters counters() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<FairMutex> lock(mu_);
     VgpuMemoryCounters c;
     c.quota_bytes = quota_;
     c.used_bytes = Used();
@@ -542,7 +543,9 @@ class VgpuMemory::Impl {
     return n;
   }
 
-  mutable std::mutex mu_;
+  // FIFO: allocations and frees that arrive during a swap run before a swap requested after
+  // them, so back-to-back swaps cannot starve them.
+  mutable FairMutex mu_;
   const DeviceApi api_;
   const VgpuMemoryOptions options_;
   uint64_t quota_;

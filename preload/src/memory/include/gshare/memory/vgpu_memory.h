@@ -15,9 +15,10 @@
 // allocation whose extra physical memory would make used exceed the quota fails with
 // CUDA_ERROR_OUT_OF_MEMORY and changes nothing.
 //
-// Thread-safety: every public method is thread-safe (one internal mutex). SwapOut/SwapIn hold it
-// for their whole duration, so allocations, frees and queries wait while a swap runs; the two
-// directions never overlap. Methods never throw and never exit; errors are CUresult values.
+// Thread-safety: every public method is thread-safe (one internal FIFO mutex). SwapOut/SwapIn
+// hold it for their whole duration, so allocations, frees and queries wait while a swap runs;
+// the two directions never overlap. Waiters are served in arrival order: a call that arrives
+// during a swap runs before any swap requested after it (back-to-back swaps cannot starve it). Methods never throw and never exit; errors are CUresult values.
 //
 // Contexts: Allocate/Free/AllocatePitch/LookupRange/GetInfo/TrackExternal use only VMM calls
 // that need no current context (NCCL allocates with none). AllocateAsync/FreeAsync record
