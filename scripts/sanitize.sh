@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Sanitizer runs of the whole CTest suite: ASan+UBSan (build-asan) and/or TSan (build-tsan).
-# Usage: scripts/sanitize.sh [address|thread|both] [ctest args...]     (default: both)
+# Usage: scripts/sanitize.sh [address|thread|both|ci] [ctest args...]     (default: both)
+#   ci: the subset proposed for CI (docs/security.md): ASan+UBSan of the protocol library's
+#       tests (multi-process registration, channel, futex, event ring, security) and units.
 # Environment: GSHARE_SANITIZE_JOBS (build and ctest parallelism, default: nproc),
 #              GSHARE_SANITIZE_BUILD_ROOT (where build-asan/build-tsan go, default: the source tree),
 #              GSHARE_SANITIZE_TARGETS (build only these targets, space-separated; then pass a
@@ -61,10 +63,14 @@ run_mode() {
   return "$rc"
 }
 
+CI_TARGETS="shm_test shm_test_helper common_test"
+CI_TESTS='^(ChannelTest|EventRingTest|FutexTest|RegistrationTest|SecurityTest|WireTest|FormatByteSize|ParseByteSize|ParseDuration)\.'
+
 status=0
 case $MODE in
+  ci) GSHARE_SANITIZE_TARGETS=$CI_TARGETS run_mode address -R "$CI_TESTS" "$@" || status=1 ;;
   both) run_mode address "$@" || status=1; run_mode thread "$@" || status=1 ;;
   address|thread) run_mode "$MODE" "$@" || status=1 ;;
-  *) echo "usage: $0 [address|thread|both] [ctest args...]" >&2; exit 2 ;;
+  *) echo "usage: $0 [address|thread|both|ci] [ctest args...]" >&2; exit 2 ;;
 esac
 exit $status
