@@ -69,6 +69,13 @@ shm::Status ArbiterClient::Connect(bool re_register) {
   auto chan = shm::ClientChannel::Attach(std::move(reg->channel), std::move(reg->doorbell));
   if (!chan.ok()) return chan.status();
   auto ch = std::make_shared<shm::ClientChannel>(std::move(*chan));
+  if (!re_register && host_->Resident() && host_->ResidentBytes() == 0 &&
+      host_->CurrentGpu() != reg->reply.gpu) {
+    // Nothing allocated yet: put the (empty) vGPU on the GPU the arbiter assigned, so its
+    // memory lands where the arbiter reserved it (moving nothing costs nothing).
+    (void)host_->SwapOut();
+    if (!host_->SwapIn(reg->reply.gpu).ok) (void)host_->SwapIn(host_->CurrentGpu());
+  }
   const bool resident = host_->Resident();
   (void)ch->SetResidency(resident ? shm::Residency::kResident : shm::Residency::kSwappedOut,
                          resident ? host_->CurrentGpu() : shm::kNoGpu, host_->ResidentBytes());
@@ -329,6 +336,13 @@ void ArbiterClient::ServiceLoop() {
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (state_ != TokenState::kHeld) continue;
+      // The arbiter may have revoked our grant and granted again (enforcement: checkpoint,
+      // restore, re-grant) without our releasing: follow the newest grant, or preemptions and
+      // releases would name a sequence the arbiter no longer waits for.
+      if (ch->HoldsToken()) {
+        const shm::GrantInfo current = ch->ReadGrant();
+        if (current.seq != grant_.seq) grant_ = current;
+      }
       if (host_->TakeActivity()) last_activity_ns_ = t;
       const bool idle = t - last_activity_ns_ >= static_cast<uint64_t>(options_.idle_release.count());
       const uint32_t preempt = ch->PreemptSeq();

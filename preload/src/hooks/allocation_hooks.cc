@@ -52,6 +52,9 @@ GSHARE_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr) {
   Runtime* rt = nullptr;
   VgpuMemory* mem = nullptr;
   if (const CUresult r = AccessMemory(&rt, &mem); r != CUDA_SUCCESS) return r;
+  // Like the driver's cuMemFree: queued work that still uses the memory finishes before it is
+  // unmapped (a kernel writing a freed buffer would fault otherwise).
+  if (dptr != 0) rt->SynchronizeBeforeFree();
   const CUresult r = mem->Free(dptr);
   if (r != CUDA_ERROR_INVALID_VALUE) return r;
   // Not a vGPU allocation: managed memory is freed with cuMemFree too.

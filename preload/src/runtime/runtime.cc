@@ -222,6 +222,10 @@ CUresult Runtime::DrainForArbiter() {
   return r;
 }
 
+void Runtime::SynchronizeBeforeFree() const {
+  if (ctx_synchronize_ != nullptr) (void)ctx_synchronize_();  // no context: INVALID_CONTEXT
+}
+
 CUresult Runtime::DrainDevice() {
   // SwapOut calls this with the vGPU's device context current.
   return ctx_synchronize_ != nullptr ? ctx_synchronize_() : CUDA_ERROR_NOT_SUPPORTED;

@@ -76,6 +76,10 @@ class Runtime {
   // mutex so no swap can be between its check and the opening: a submission is never admitted
   // while the vGPU's memory is unmapped. Returns whether the gate is open.
   bool OpenGateIfResident();
+  // cuMemFree's implicit synchronisation: waits for the calling thread's current context (no-op
+  // without one). The driver's cuMemFree does this before releasing memory; VgpuMemory::Free
+  // unmaps at once, so the hook calls this first.
+  void SynchronizeBeforeFree() const;
   // Waits for the process's in-flight work on the vGPU's device (from any thread: pushes the
   // device's primary context for the call). For the arbiter client's token release.
   CUresult DrainForArbiter();
