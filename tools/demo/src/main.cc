@@ -76,7 +76,8 @@ int main(int argc, char** argv) {
   app.add_option("--gpu-memory", o.gpu_memory, "memory of each simulated GPU")->capture_default_str();
   app.add_option("--simcuda-memory", o.simcuda_memory,
                  "size of each simcuda device when larger than --gpu-memory (the arbiter is then told "
-                 "--gpu-memory; stop-gap for the shim's device-0 placement, docs/demo.md)");
+                 "--gpu-memory; stop-gap for the shim's device-0 placement, docs/demo.md; '' = off)")
+      ->capture_default_str();
   app.add_option("--format", o.format, "trace format (gshare-loadgen --format)")->capture_default_str();
   app.add_option("--trace", o.trace, "trace file (default: the format's shipped trace)");
   app.add_option("--trace-seconds", o.trace_seconds, "seconds of trace replayed")->capture_default_str()->check(CLI::PositiveNumber);
@@ -87,7 +88,7 @@ int main(int argc, char** argv) {
   app.add_option("--arbiter-option", o.arbiter_options,
                  "KEY=VALUE passed to gshare-arbiter as --KEY VALUE (repeatable; e.g. preempt_grace=1s)");
   app.add_flag("!--no-baseline", o.baseline, "skip the dedicated-GPU baseline run");
-  app.add_flag("--quick", o.quick, "the short CI demo (8 functions, 40 s of trace at 2x)");
+  app.add_flag("--quick", o.quick, "the short CI demo (6 functions whose quotas fit, 40 s of trace at 2x)");
   app.add_flag("--real-gpu", o.real_gpu, "use the real CUDA driver instead of simcuda");
   app.add_option("--run-dir", o.run_dir, "directory for logs and results (default: a fresh one in $TMPDIR)");
   app.add_option("--json", o.json_path, "also write the JSON report here");
@@ -104,6 +105,7 @@ int main(int argc, char** argv) {
     dm::ApplyQuick(q);
     if (app.count("--mix") == 0) o.mix = q.mix;
     if (app.count("--gpu-memory") == 0) o.gpu_memory = q.gpu_memory;
+    if (app.count("--simcuda-memory") == 0) o.simcuda_memory = q.simcuda_memory;
     if (app.count("--trace-seconds") == 0) o.trace_seconds = q.trace_seconds;
     if (app.count("--time-compression") == 0) o.time_compression = q.time_compression;
   }

@@ -4,8 +4,9 @@
 namespace gshare::demo {
 
 void ApplyQuick(DemoOptions& o) {
-  o.mix = "cnn=4,bert=3,llm=1";
-  o.gpu_memory = "1200MiB";
+  o.mix = "cnn=3,bert=2,llm=1";
+  o.gpu_memory = "3GiB";
+  o.simcuda_memory = "";  // the quotas fit on device 0: no stop-gap needed
   o.trace_seconds = 40;
   o.time_compression = 2;
 }
