@@ -2,7 +2,8 @@
 // (tests/preload's preload_probe, "swap" mode: checksummed data, verified on request) under
 // LD_PRELOAD=libgshare.so keep correct results when the arbiter is killed (fail-open, then
 // re-registration with a new arbiter on the same socket), hold their submissions while it is
-// gone in fail-closed mode, and keep running when another client is killed while it works.
+// gone in fail-closed mode, and keep running when another client is killed while it works; and
+// each vGPU's memory lands on the GPU the arbiter assigned at registration.
 #include <signal.h>
 
 #include <chrono>
@@ -169,6 +170,43 @@ TEST_F(ShimLiveness, KilledBusyProgramDoesNotStopTheOther) {
   ASSERT_TRUE(summary.is_object()) << ReadFile(arb.log());
   EXPECT_EQ(summary["client_deaths"], 2) << summary.dump();  // the killed one, then the other's exit
   EXPECT_EQ(summary["gpus"][0]["reserved_bytes"].get<uint64_t>(), 0u) << summary.dump();
+}
+
+// Placement: the arbiter assigns each registering vGPU a GPU, and the shim's memory must land
+// there. Two programs with 700 MiB quotas on two 1 GiB GPUs (one per GPU; together they do not
+// fit on either) each allocate a 600 MiB block right after registering: with every vGPU on
+// device 0 the second allocation failed (CUDA_ERROR_OUT_OF_MEMORY from the device).
+TEST(ShimPlacement, EachVgpuAllocatesOnTheGpuTheArbiterAssigned) {
+  TempDir dir;
+  const Simcuda simcuda("placement", "2x1GiB");
+  ArbiterProcess arb{dir, {"--slice", "5ms", "--policy", "fifo"}};
+  arb.env = simcuda.env();
+  ASSERT_TRUE(arb.Start()) << ReadFile(arb.log());
+  std::vector<std::unique_ptr<test::ChildProcess>> probes;
+  for (const char* name : {"p0", "p1"}) {
+    const std::string log = dir / (std::string(name) + ".log");
+    probes.push_back(std::make_unique<test::ChildProcess>(
+        std::vector<std::string>{PROBE_BIN, "swap", "5", "0", "600"},
+        EnvMap(ShimEnv(simcuda, arb.socket(), "700MiB", name, log))));
+    std::string line;
+    ASSERT_TRUE(probes.back()->ReadLine(&line)) << ReadFile(log) << ReadFile(arb.log());
+    ASSERT_EQ(line.rfind("ready", 0), 0u) << line << ReadFile(log);
+    while (probes.back()->ReadLine(&line) && line != "end") {
+    }
+  }
+  for (auto& probe : probes) {
+    ASSERT_TRUE(probe->WriteLine("verify"));
+    std::string line;
+    ASSERT_TRUE(probe->ReadLine(&line));
+    EXPECT_TRUE(Intact(line)) << line;
+    while (probe->ReadLine(&line) && line != "end") {
+    }
+    probe->WriteLine("quit");
+    EXPECT_EQ(probe->Wait(), 0) << probe->err();
+  }
+  const nlohmann::json summary = arb.Stop();
+  ASSERT_TRUE(summary.is_object()) << ReadFile(arb.log());
+  for (const auto& gpu : summary["gpus"]) EXPECT_EQ(gpu["overshoot_events"], 0) << summary.dump();
 }
 
 }  // namespace
