@@ -185,6 +185,7 @@ void Scenario(RingScript& r) {
   // a third burst of swapper still running at the end
   r.Add(190, EventType::kBurstStart, 2, kNoGpu, {r.At(190)});
   r.Add(191, EventType::kGrant, 2, 0, {3, r.At(196)});
+  r.Add(195, EventType::kUnregister, 1, kNoGpu, {1});  // fast died
 }
 
 TEST(TimelineTest, HoldsWaitsSwapsAndBurstCauses) {
@@ -253,7 +254,11 @@ TEST(TimelineTest, JsonIsValidAndTheSummaryReadsItBack) {
   ASSERT_TRUE(v.ok()) << v.errors.front();
   EXPECT_GT(v.phases.at("C"), 0u);
   EXPECT_GT(v.phases.at("M"), 0u);
-  EXPECT_EQ(v.phases.at("i"), 4u);
+  EXPECT_EQ(v.phases.at("i"), 5u);
+  bool died = false;
+  for (const auto& e : doc["traceEvents"])
+    died |= e["name"] == "unregister" && e["args"]["reason"] == "died" && e["args"]["function"] == "fast";
+  EXPECT_TRUE(died);
   // The GPU track shows who held the token, named by function.
   bool gpu_track = false;
   for (const auto& e : doc["traceEvents"])
