@@ -18,6 +18,8 @@
 #      128 MiB vGPUs must take turns and swap): every answer correct, the arbiter swapped
 # Must finish in under 8 minutes. Without a GPU it refuses (exit 2) and changes nothing.
 # Usage: tests/gpu/smoke.sh [BUILD_DIR]      (default: build-gpu; jobs: $GSHARE_JOBS or nproc)
+#        GSHARE_SMOKE_PREBUILT=1 tests/gpu/smoke.sh DIR   uses DIR/bin, DIR/lib (and DIR/deps for
+#        shared libraries) as they are, without building (a GPU host without the build deps).
 # Exit status: 0 all checks passed, 1 a check failed, 2 refused (no GPU) or the build failed.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -66,7 +68,18 @@ echo "== gshare GPU smoke test ($(date -u +%FT%TZ)) =="
 nvidia-smi --query-gpu=name,memory.total,driver_version,pcie.link.gen.current,pcie.link.width.current \
   --format=csv,noheader | sed 's/^/GPU: /'
 
+# The real driver: found by the loader, else in the usual driver directories.
+if ! ldconfig -p 2>/dev/null | grep -q 'libcuda.so.1 '; then
+  for d in /usr/local/nvidia/lib64 /usr/lib64 /usr/lib/x86_64-linux-gnu /usr/local/cuda/compat; do
+    if [[ -e "$d/libcuda.so.1" ]]; then export LD_LIBRARY_PATH="$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"; break; fi
+  done
+fi
+
 # --- build ------------------------------------------------------------------------------------
+if [[ "${GSHARE_SMOKE_PREBUILT:-0}" == 1 ]]; then
+  echo "using the prebuilt binaries in $B (no build)"
+  [[ -d "$B/deps" ]] && export LD_LIBRARY_PATH="$B/deps${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+else
 echo "building in $B ..."
 if ! { [[ -f "$B/build.ninja" ]] || cmake -S "$ROOT" -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
          -DGSHARE_BUILD_BENCH=OFF > "$W/cmake.log" 2>&1; } ||
@@ -77,6 +90,8 @@ if ! { [[ -f "$B/build.ninja" ]] || cmake -S "$ROOT" -B "$B" -G Ninja -DCMAKE_BU
   exit 2
 fi
 echo "built in $((SECONDS - T0)) s"
+fi
+echo "driver: $(LD_PRELOAD= python3 -c "import ctypes;l=ctypes.CDLL('libcuda.so.1');v=ctypes.c_int();l.cuDriverGetVersion(ctypes.byref(v));print('libcuda.so.1, CUDA', v.value)" 2>&1)"
 SHIM=$B/lib/libgshare.so
 
 # --- 1. shim unit tests -------------------------------------------------------------------------
