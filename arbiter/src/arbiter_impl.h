@@ -53,6 +53,7 @@ struct Transfer {
   bool issued = false;       // the order is in the channel (else: waiting for room)
   uint32_t order_seq = 0;
   uint64_t issued_ns = 0;
+  uint64_t not_before_ns = 0;  // a retried swap-in waits until then (back-off)
 };
 
 struct Client {
@@ -88,6 +89,7 @@ struct Client {
   bool hinted = false;       // told it is next in line
 
   uint32_t swapin_requests_seen = 0;
+  uint32_t swapin_failures = 0;  // consecutive failed swap-ins (back-off of the retry)
   uint32_t bursts_seen = 0;
 
   ClientTelemetry tel;                  // arbiter_telemetry.cc

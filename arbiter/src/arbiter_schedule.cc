@@ -34,6 +34,10 @@ constexpr uint32_t kNextSpinNs = 500'000;
 // memory its reservation holds goes to others. Generous: a loaded node moves >1 GB/s.
 constexpr uint64_t kOrderBaseNs = 10'000'000'000ULL;
 constexpr uint64_t kOrderMinBytesPerS = 128ULL << 20;
+// A swap-in that failed (device out of memory: e.g. a process outside gshare holds memory) is
+// retried while the client still waits for a grant there, after 50 ms doubling up to 2 s.
+constexpr uint64_t kSwapInRetryBaseNs = 50'000'000;
+constexpr uint64_t kSwapInRetryMaxNs = 2'000'000'000;
 
 }  // namespace
 
@@ -174,6 +178,7 @@ bool ArbiterImpl::TryIssue(Client& c, uint64_t now_ns) {
   }
   // Swap-in to t.gpu.
   if (gpus_[t.gpu].drained) return false;  // gshare-ctl drain: retried after undrain
+  if (now_ns < t.not_before_ns) return false;  // back-off after a failed swap-in (timer armed)
   if (c.where == Where::kResident && c.gpu == t.gpu && c.reserved_on == t.gpu) {
     const Transfer done = t;
     c.transfers.pop_front();
@@ -243,10 +248,22 @@ void ArbiterImpl::CompleteTransfer(Client& c, const shm::ClientView& v, uint64_t
     if (ok) {
       c.where = Where::kResident;
       c.gpu = t.gpu;
+      c.swapin_failures = 0;
       if (t.for_policy) c.shadow = false;
     } else {
-      spdlog::error("client {} '{}': swap-in onto GPU {} failed", c.id, c.name, ordinal);
       Unreserve(c);
+      ++c.swapin_failures;
+      if (c.pending_grant && c.pending_grant->first == t.gpu) {
+        const uint64_t backoff = std::min(
+            kSwapInRetryMaxNs, kSwapInRetryBaseNs << std::min<uint32_t>(c.swapin_failures - 1, 6));
+        Transfer retry{shm::SwapOp::kSwapIn, t.gpu, false, policy::SwapKind::kIn};
+        retry.not_before_ns = now_ns + backoff;
+        c.transfers.push_back(retry);
+        spdlog::error("client {} '{}': swap-in onto GPU {} failed ({} in a row); retrying in {} ms",
+                      c.id, c.name, ordinal, c.swapin_failures, backoff / 1'000'000);
+      } else {
+        spdlog::error("client {} '{}': swap-in onto GPU {} failed", c.id, c.name, ordinal);
+      }
     }
   }
   spdlog::debug("client {}: {} acknowledged: {} in {} us", c.id,
@@ -507,6 +524,9 @@ uint64_t ArbiterImpl::NextDeadlineNs() const {
   for (const auto& [id, c] : clients_) {
     anyone_waits |= c->burst_outstanding && !c->holding;
     at = std::min(at, OrderDeadlineNs(*c));
+    if (!c->transfers.empty() && !c->transfers.front().issued)
+      at = std::min(at, c->transfers.front().not_before_ns == 0 ? UINT64_MAX
+                                                                : c->transfers.front().not_before_ns);
     if (DeepEvictable(*c))
       at = std::min(at, c->last_use_ns + static_cast<uint64_t>(config_.deep_evict_after.count()));
   }
