@@ -216,7 +216,20 @@ TEST(ArbiterProcess, ArbiterRestartDoesNotDisturbFunctions) {
     fns.push_back(StartFunction(dir, arb, "r" + std::to_string(i),
                                 {"--quota-mib", "256", "--requests", "150", "--work-us", "1000",
                                  "--gap-us", "2000"}));
-  std::this_thread::sleep_for(milliseconds(150));
+  // Kill the arbiter only once all three have registered (the log has one ": quota " line per
+  // registration); a fixed sleep raced the functions' start-up on a loaded machine.
+  const auto registered = [&] {
+    const std::string log = ReadFile(arb.log());
+    size_t n = 0;
+    for (size_t at = log.find(": quota "); at != std::string::npos;
+         at = log.find(": quota ", at + 1))
+      ++n;
+    return n;
+  };
+  const auto deadline = std::chrono::steady_clock::now() + seconds(60);
+  while (registered() < 3 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(milliseconds(10));
+  ASSERT_EQ(registered(), 3u) << ReadFile(arb.log());
   arb.Kill();
   std::this_thread::sleep_for(milliseconds(150));
   ASSERT_TRUE(arb.Start()) << ReadFile(arb.log());
