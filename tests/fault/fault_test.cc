@@ -32,10 +32,6 @@ using std::chrono::seconds;
 
 constexpr auto kEventTimeout = seconds(60);
 
-// The fault tests' functions synchronise before each free: a free while a kernel still writes
-// the memory crashes under the shim today, which ShimRepro.FreeWhileAKernelStillWritesTheMemory
-// reproduces on its own (the soak keeps the unsynchronised pattern).
-const std::vector<std::string> kWorkerArgs = {"--sync-before-free", "1"};
 
 bool HasLine(const std::string& path, const std::string& text) {
   return ReadFile(path).find(text) != std::string::npos;
@@ -79,7 +75,6 @@ class FaultTest : public ::testing::Test {
     spec.budget_mib = 32;
     spec.turns = turns;
     spec.idle_ms = 30;
-    spec.extra_args = kWorkerArgs;
     Worker w = node_.Spawn(spec);
     EXPECT_GT(w.pid, 0);
     all_pids_.push_back(w.pid);
@@ -125,7 +120,6 @@ class FaultTest : public ::testing::Test {
     probe.big_mib = 16;
     probe.budget_mib = 16;
     probe.turns = 3;
-    probe.extra_args = kWorkerArgs;
     const Worker w = node_.Spawn(probe);
     all_pids_.push_back(w.pid);
     ExpectIntact(w);
@@ -322,7 +316,6 @@ TEST_F(FaultTest, ArbiterKilledWhileClientsRegister) {
     spec.seed = 20 + static_cast<uint64_t>(i);
     spec.big_mib = 64;
     spec.turns = 6;
-    spec.extra_args = kWorkerArgs;
     ws.push_back(node_.Spawn(spec));
     all_pids_.push_back(ws.back().pid);
   }
@@ -355,7 +348,6 @@ Worker SpawnPolite(FaultNode& node, const std::string& quota, int big_mib, int b
   spec.budget_mib = budget_mib;
   spec.turns = turns;
   spec.ops = 4;
-  spec.extra_args = kWorkerArgs;
   return node.Spawn(spec);
 }
 #endif
@@ -512,7 +504,6 @@ TEST_F(FaultTest, DeviceOutOfMemoryDuringSwapIn) {
   small.budget_mib = 16;
   small.turns = 16;
   small.idle_ms = 30;
-  small.extra_args = kWorkerArgs;
   WorkerSpec big = small;
   big.name = "b";
   big.seed = 18;

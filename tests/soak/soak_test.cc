@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstdio>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -67,8 +68,16 @@ TEST(Soak, RandomFunctionsSwappedByTheArbiterKeepEveryByte) {
   const nlohmann::json summary = node.arbiter().Stop();
   ASSERT_TRUE(summary.is_object()) << ReadFile(node.arbiter().log());
   const auto& gpu = summary["gpus"][0];
+  // The arbiter's warnings and errors, for any failure below.
+  std::string warnings;
+  {
+    std::istringstream log(ReadFile(node.arbiter().log()));
+    for (std::string line; std::getline(log, line);)
+      if (line.find(" warning ") != std::string::npos || line.find(" error ") != std::string::npos)
+        warnings += line + "\n";
+  }
   EXPECT_EQ(gpu["reserved_bytes"].get<uint64_t>(), 0u) << summary.dump();
-  EXPECT_EQ(gpu["overshoot_events"], 0) << summary.dump();
+  EXPECT_EQ(gpu["overshoot_events"], 0) << summary.dump() << "\n" << warnings;
   EXPECT_LE(gpu["peak_reserved_bytes"].get<uint64_t>(), gpu["usable_bytes"].get<uint64_t>());
   EXPECT_GT(summary["swap_outs"].get<int>(), 0) << summary.dump();
   EXPECT_GT(summary["swap_ins"].get<int>(), 0) << summary.dump();
