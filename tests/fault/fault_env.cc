@@ -28,6 +28,14 @@ FaultNode::FaultNode(const std::string& devices, const std::string& link_gbps,
 }
 
 FaultNode::~FaultNode() {
+  for (const pid_t pid : children_) {
+    // Only a child not yet reaped still owns its pid (a reaped one's may belong to another
+    // process now): waitpid(WNOHANG) == 0 means it is ours and running.
+    if (::waitpid(pid, nullptr, WNOHANG) == 0) {
+      ::kill(pid, SIGKILL);
+      (void)::waitpid(pid, nullptr, 0);
+    }
+  }
   arbiter_.Kill();
   ::shm_unlink(registry_.c_str());
 }
@@ -58,8 +66,13 @@ Worker FaultNode::Spawn(const WorkerSpec& spec) {
       std::to_string(spec.turns), "--ops", std::to_string(spec.ops), "--idle-ms",
       std::to_string(spec.idle_ms)};
   argv.insert(argv.end(), spec.extra_args.begin(), spec.extra_args.end());
-  w.pid = arbiter::testing::Spawn(argv, w.out, dir_ / (spec.name + ".err"), env);
+  w.pid = Track(arbiter::testing::Spawn(argv, w.out, dir_ / (spec.name + ".err"), env));
   return w;
+}
+
+pid_t FaultNode::Track(pid_t pid) {
+  if (pid > 0) children_.push_back(pid);
+  return pid;
 }
 
 nlohmann::json FaultNode::Finish(const Worker& w, std::chrono::seconds timeout, int* exit_code) {

@@ -4,7 +4,8 @@
 // ring, the driver's device accounting across processes, and leftover shared-memory segments.
 //
 // Ownership: a FaultNode owns its temporary directory, its simcuda registry name (unlinked on
-// destruction) and the arbiter process; Worker processes are reaped by their owner (the test).
+// destruction), the arbiter process, and the processes it spawned or tracks (killed and reaped
+// on destruction if the test did not wait for them).
 // Thread-safety: one thread per object.
 #pragma once
 
@@ -64,6 +65,9 @@ class FaultNode {
 
   // Starts a function under the shim, registered with this node's arbiter.
   Worker Spawn(const WorkerSpec& spec);
+  // Any other process of the test (raw clients, hogs): killed and reaped with the node if the
+  // test ends early (a failed assertion). Returns `pid`.
+  pid_t Track(pid_t pid);
   // Waits for it (safety timeout) and returns its final JSON report (null if none).
   nlohmann::json Finish(const Worker& w, std::chrono::seconds timeout, int* exit_code);
   // Everything a failing assertion should show about a worker.
@@ -92,6 +96,7 @@ class FaultNode {
 
  private:
   TempDir dir_;
+  std::vector<pid_t> children_;  // killed (if still running) and reaped on destruction
   std::string tag_;
   std::string registry_;
   std::string devices_;

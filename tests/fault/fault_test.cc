@@ -290,10 +290,10 @@ TEST_F(FaultTest, FunctionKilledWhileYielding) {
 // killed.
 TEST_F(FaultTest, ClientsStallingMidHandshake) {
   const std::string sock = node_.arbiter().socket();
-  const pid_t stall = arbiter::testing::Spawn({RAW_CLIENT_BIN, "connect", "--socket", sock},
-                                              node_.dir() / "stall.out", "");
-  const pid_t mute = arbiter::testing::Spawn({RAW_CLIENT_BIN, "no-reply", "--socket", sock},
-                                             node_.dir() / "mute.out", "");
+  const pid_t stall = node_.Track(arbiter::testing::Spawn({RAW_CLIENT_BIN, "connect", "--socket", sock},
+                                              node_.dir() / "stall.out", ""));
+  const pid_t mute = node_.Track(arbiter::testing::Spawn({RAW_CLIENT_BIN, "no-reply", "--socket", sock},
+                                             node_.dir() / "mute.out", ""));
   all_pids_.insert(all_pids_.end(), {stall, mute});
   ASSERT_TRUE(arbiter::testing::WaitForFile(node_.dir() / "stall.out", seconds(10)));
   const Worker a = SpawnPairMember("a", 13, 4);
@@ -332,10 +332,10 @@ TEST_F(FaultTest, ArbiterKilledWhileClientsRegister) {
 // A CUDA function (tests/arbiter's arbiter_cuda_function, not preloaded) that ignores
 // preemption and keeps submitting 2 ms kernels, so the arbiter must checkpoint it.
 pid_t SpawnRogue(FaultNode& node) {
-  return arbiter::testing::Spawn(
+  return node.Track(arbiter::testing::Spawn(
       {ROGUE_FUNCTION_BIN, "--socket", node.arbiter().socket(), "--name", "rogue", "--rogue", "1",
        "--drain-ms", "2000", "--iterations", "100000", "--kernel-us", "2000"},
-      node.dir() / "rogue.out", node.dir() / "rogue.err", node.SimcudaEnv());
+      node.dir() / "rogue.out", node.dir() / "rogue.err", node.SimcudaEnv()));
 }
 
 // A small preloaded function beside the rogue.
@@ -443,9 +443,9 @@ TEST(ShimRepro, FreeWhileAKernelStillWritesTheMemory) {
 // A client that stops reading its channel: it registered (resident, as the arbiter sees it)
 // and never acknowledges the swap-out ordered to make room for a function that needs the GPU.
 TEST_F(FaultTest, ClientThatStopsReadingItsChannel) {
-  const pid_t deaf = arbiter::testing::Spawn(
+  const pid_t deaf = node_.Track(arbiter::testing::Spawn(
       {RAW_CLIENT_BIN, "deaf", "--socket", node_.arbiter().socket(), "--quota-mib", "320"},
-      node_.dir() / "deaf.out", "");
+      node_.dir() / "deaf.out", ""));
   all_pids_.push_back(deaf);
   ASSERT_TRUE(node_.WaitForEvent(0, [](const Event& e) { return e.type == EventType::kRegister; },
                                  kEventTimeout));
@@ -459,9 +459,9 @@ TEST_F(FaultTest, ClientThatStopsReadingItsChannel) {
 // A client that takes the token and never gives it back nor answers (and is no CUDA process,
 // so it cannot be checkpointed): the other function must still get the GPU.
 TEST_F(FaultTest, ClientThatHoldsTheTokenAndStopsReading) {
-  const pid_t hold = arbiter::testing::Spawn(
+  const pid_t hold = node_.Track(arbiter::testing::Spawn(
       {RAW_CLIENT_BIN, "hold", "--socket", node_.arbiter().socket(), "--quota-mib", "64"},
-      node_.dir() / "hold.out", "");
+      node_.dir() / "hold.out", ""));
   all_pids_.push_back(hold);
   ASSERT_TRUE(arbiter::testing::WaitForFile(node_.dir() / "hold.out", seconds(10)));
   ASSERT_TRUE(node_.WaitForEvent(0, [](const Event& e) { return e.type == EventType::kGrant; },
@@ -476,10 +476,10 @@ TEST_F(FaultTest, ClientThatHoldsTheTokenAndStopsReading) {
 // A client that floods its channel with requests for 3 s, then writes a malformed value: the
 // other function runs meanwhile, and the flooder is disconnected.
 TEST_F(FaultTest, ClientFloodingRequests) {
-  const pid_t flood = arbiter::testing::Spawn(
+  const pid_t flood = node_.Track(arbiter::testing::Spawn(
       {RAW_CLIENT_BIN, "flood", "--socket", node_.arbiter().socket(), "--quota-mib", "64",
        "--seconds", "3"},
-      node_.dir() / "flood.out", "");
+      node_.dir() / "flood.out", ""));
   all_pids_.push_back(flood);
   const Worker a = SpawnPairMember("a", 16, 6);
   ExpectIntact(a);
@@ -516,8 +516,8 @@ TEST_F(FaultTest, DeviceOutOfMemoryDuringSwapIn) {
   }, kEventTimeout);
   ASSERT_TRUE(out) << Log();
   const std::string release = node_.dir() / "release-hog";
-  const pid_t hog = arbiter::testing::Spawn({WORKER_BIN, "hog", "--mib", "360", "--until", release},
-                                            node_.dir() / "hog.out", "", node_.SimcudaEnv());
+  const pid_t hog = node_.Track(arbiter::testing::Spawn({WORKER_BIN, "hog", "--mib", "360", "--until", release},
+                                            node_.dir() / "hog.out", "", node_.SimcudaEnv()));
   all_pids_.push_back(hog);
   const auto end = std::chrono::steady_clock::now() + seconds(60);
   while (Log().find("swap-in onto GPU 0 failed") == std::string::npos &&
