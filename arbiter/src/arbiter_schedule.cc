@@ -357,6 +357,12 @@ void ArbiterImpl::Enforce(Client& c, uint64_t now_ns) {
   const auto grace_ms = static_cast<unsigned>(
       std::chrono::duration_cast<std::chrono::milliseconds>(config_.preempt_grace).count());
   auto s = driver_->LockAndCheckpoint(c.pid, std::max(1U, grace_ms));
+  if (s.code() == shm::StatusCode::kTimeout) {
+    // Its work is still running (a long kernel): try again after another grace period.
+    spdlog::warn("client {}: enforcement timed out: {}; retrying", c.id, s.ToString());
+    c.preempt_ns = now_ns;
+    return;
+  }
   if (!s.ok()) {
     // The holder neither yields nor can be stopped: revoke its token and disconnect it (its
     // reservation is reclaimed) so the GPU is not held forever. See docs/security.md.

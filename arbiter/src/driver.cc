@@ -49,7 +49,9 @@ shm::Status DriverLib::Check(CUresult r, const char* what) const {
   const char* name = nullptr;
   if (get_error_name_ == nullptr || get_error_name_(r, &name) != CUDA_SUCCESS || name == nullptr)
     name = "unknown CUresult";
-  return shm::Status(shm::StatusCode::kUnavailable,
+  // A lock that timed out (work still running) may succeed later; anything else will not.
+  return shm::Status(r == CUDA_ERROR_TIMEOUT ? shm::StatusCode::kTimeout
+                                              : shm::StatusCode::kUnavailable,
                      std::string(what) + " failed: " + name + " (" + std::to_string(r) + ")");
 }
 

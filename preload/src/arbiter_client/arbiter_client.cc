@@ -335,6 +335,21 @@ void ArbiterClient::ServiceLoop() {
     bool want_again = false;
     {
       std::lock_guard<std::mutex> lock(mu_);
+      if (state_ == TokenState::kNone && ch->HoldsToken()) {
+        // A grant nobody here waits for (the request that asked for it was answered otherwise,
+        // e.g. the arbiter re-granted after enforcement): give it back at once, or the GPU
+        // stays held until the arbiter enforces (checkpoints) us. Under mu_, so an Acquire
+        // starting now asks again and waits for a fresh grant.
+        const shm::GrantInfo stray = ch->ReadGrant();
+        if (in_burst_) {
+          (void)ch->ReportBurstEnd(t, 0);
+          in_burst_ = false;
+        }
+        (void)ch->Release(stray.seq, false);
+        LogAt(options_.log, spdlog::level::debug, "released grant {} nobody was waiting for",
+              stray.seq);
+        continue;
+      }
       if (state_ != TokenState::kHeld) continue;
       // The arbiter may have revoked our grant and granted again (enforcement: checkpoint,
       // restore, re-grant) without our releasing: follow the newest grant, or preemptions and
