@@ -58,11 +58,10 @@ TEST(DemoEndToEnd, QuickDemoAnswersEveryRequestAndReportsBothRuns) {
   }
   EXPECT_EQ(g["requests"], d["requests"]);  // the same load on both
   // SLO floors. The dedicated run meets its SLOs with room on this loaded 2-core machine. The
-  // gshare run's floor is low on purpose: today a function sometimes holds its GPU's token for
-  // seconds (docs/demo.md, "Known issues" 5), which made quick runs score from 52% to 99%; the
-  // floor catches a total breakdown without failing CI on that known issue. Raise it to 0.9
-  // once that is fixed. The 99% target is measured by the full demo.
-  EXPECT_GE(g["slo_attainment"].get<double>(), 0.25) << g.dump(2);
+  // gshare run scored 100% after the stray-grant fix (a grant nobody in the process waited for
+  // was kept until the arbiter checkpointed the process), 52-99% before it; 0.8 leaves room
+  // for a loaded CI machine. The 99% target is measured by the full demo (docs/demo.md).
+  EXPECT_GE(g["slo_attainment"].get<double>(), 0.8) << g.dump(2);
   EXPECT_GE(d["slo_attainment"].get<double>(), 0.9) << d.dump(2);
   // 6 functions on 2 GPUs: gshare holds at most the 2 GPUs for the window.
   EXPECT_EQ(g["gpus"], 2);

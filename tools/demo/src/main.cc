@@ -76,7 +76,7 @@ int main(int argc, char** argv) {
   app.add_option("--gpu-memory", o.gpu_memory, "memory of each simulated GPU")->capture_default_str();
   app.add_option("--simcuda-memory", o.simcuda_memory,
                  "size of each simcuda device when larger than --gpu-memory (the arbiter is then told "
-                 "--gpu-memory; stop-gap for the shim's device-0 placement, docs/demo.md; '' = off)")
+                 "--gpu-memory; '' = off)")
       ->capture_default_str();
   app.add_option("--format", o.format, "trace format (gshare-loadgen --format)")->capture_default_str();
   app.add_option("--trace", o.trace, "trace file (default: the format's shipped trace)");
@@ -164,8 +164,8 @@ int main(int argc, char** argv) {
       o.slos_ms, o.real_gpu ? "n/a" : o.time_scale, o.policy,
       o.simcuda_memory.empty() || o.real_gpu
           ? ""
-          : fmt::format("\nSTOP-GAP: simcuda devices are {} each (the arbiter manages {} of each): the shim "
-                        "places every vGPU on device 0 at start-up (docs/demo.md, known issues)",
+          : fmt::format("\nnote: simcuda devices are {} each; the arbiter manages {} of each "
+                        "(--simcuda-memory)",
                         o.simcuda_memory, gshare::FormatByteSize(*gpu_bytes)));
   Say(report.headline);
   Say("run directory " + o.run_dir);

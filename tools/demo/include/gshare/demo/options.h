@@ -14,11 +14,10 @@ struct DemoOptions {
   std::string slos_ms = "cnn=300,bert=150,llm=3000";
   uint32_t gpus = 2;
   std::string gpu_memory = "2GiB";      // per GPU, managed by the arbiter (gshare run)
-  // Memory of each simcuda device when it must differ from gpu_memory ("" = the same). A
-  // stop-gap, printed in the summary: the shim currently allocates every vGPU on device 0 at
-  // start-up whatever GPU the arbiter assigned (reported to the shim's owner), so the arbiter
-  // is told gpu_memory (gpu_memory/gpu_count) and simcuda's devices are made this large.
-  std::string simcuda_memory = "6GiB";
+  // Memory of each simcuda device when it must differ from gpu_memory ("" = the same, the
+  // default). Was a stop-gap while the shim placed every vGPU on device 0 (fixed); kept to
+  // run the arbiter with less memory than the devices have.
+  std::string simcuda_memory = "";
   std::string format = "azure-llm";     // gshare-loadgen trace format
   std::string trace;                    // trace file ("" = the format's default)
   double trace_seconds = 180;           // trace time replayed
