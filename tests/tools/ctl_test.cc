@@ -6,6 +6,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <filesystem>
+
 #include <gtest/gtest.h>
 
 #include "tools_fixture.h"
@@ -177,7 +179,14 @@ ToolResult CtlAsNobody(const TempDir& dir, const std::string& control, std::vect
   static int n = 0;
   const std::string out = dir / ("nobody" + std::to_string(n) + ".out");
   const std::string err = dir / ("nobody" + std::to_string(n++) + ".err");
-  args.insert(args.begin(), {GSHARE_CTL_BIN, "--socket", control});
+  // The build tree may sit where uid 65534 cannot reach it (a CI clone under a 0700 mktemp
+  // directory): run a copy from the test's own directory (gshare-ctl links only system libraries).
+  const std::string bin = dir / "gshare-ctl";
+  std::error_code ec;
+  std::filesystem::copy_file(GSHARE_CTL_BIN, bin,
+                             std::filesystem::copy_options::overwrite_existing, ec);
+  std::filesystem::permissions(bin, std::filesystem::perms(0755), ec);
+  args.insert(args.begin(), {bin, "--socket", control});
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
