@@ -11,6 +11,7 @@
 #include <dirent.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -294,8 +295,13 @@ TEST(ArbiterProcess, HandoffFollowsDeadlines) {
   }
   ASSERT_GE(grant_slos.size(), 3u) << ReadFile(arb.log());
   EXPECT_EQ(grant_slos[0], 20u);
-  EXPECT_EQ(grant_slos[1], 100u);
-  EXPECT_EQ(grant_slos[2], 5000u);
+  // The urgent function is granted before the lax one. (On a loaded machine the holder may
+  // go idle between submissions, release and be granted again in between: not asserted.)
+  const auto first = [&](uint64_t v) {
+    return std::find(grant_slos.begin(), grant_slos.end(), v) - grant_slos.begin();
+  };
+  ASSERT_LT(first(5000), static_cast<long>(grant_slos.size())) << ReadFile(arb.log());
+  EXPECT_LT(first(100), first(5000)) << ReadFile(arb.log());
 }
 
 TEST(ArbiterProcess, SigtermStopsCleanlyAndFunctionsCarryOn) {
