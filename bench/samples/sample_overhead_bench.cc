@@ -7,7 +7,9 @@
 //
 //   build/bin/sample_overhead_bench --benchmark_format=json [--real-gpu]
 //
-// On simcuda (default) the processes get SIMCUDA_DEVICES=2x4GiB and a private registry.
+// On simcuda (default) the processes get SIMCUDA_DEVICES=2x4GiB and a private registry. With
+// --real-gpu both servers use device 0 (a one-GPU host); requests are sent one at a time, so
+// the two never run at once, and the shimmed one is still alone in its arbiter.
 #include <benchmark/benchmark.h>
 
 #include <sys/mman.h>
@@ -95,7 +97,7 @@ class Setup {
     };
     // The shim's vGPU lives on device 0; the plain server gets device 1 (its own GPU).
     fo.extra_args = [](size_t i, const dm::FunctionSpec&) {
-      return std::vector<std::string>{"--device", i == 0 ? "0" : "1"};
+      return std::vector<std::string>{"--device", i == 0 || g_real_gpu ? "0" : "1"};
     };
     fo.ready_timeout = std::chrono::seconds(120);
     auto fleet = dm::Fleet::Start(specs, fo);
