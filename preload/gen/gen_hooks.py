@@ -196,6 +196,19 @@ def gen_variants(variants, hooks):
     return "\n".join(lines) + "\n"
 
 
+def stream_expression(export, params):
+    """The stream a submission goes to (for the in-flight tracker): its CUstream parameter, the
+    launch configuration's stream, or nullptr (the default stream: calls without a stream)."""
+    for p in split_params(params):
+        if re.match(r"^CUstream\s+\w+$", p):
+            return param_name(p)
+    for p in split_params(params):
+        if re.match(r"^const CUlaunchConfig\s*\*\s*\w+$", p):
+            name = param_name(p)
+            return f"{name} != nullptr ? {name}->hStream : nullptr"
+    return "nullptr"
+
+
 def gen_forwarders(hooks, decls):
     lines = [HEADER,
              "// Forwarders for work-submitting calls: pass the submission gate, call the real driver.",
@@ -213,6 +226,8 @@ def gen_forwarders(hooks, decls):
         lines += [f"GSHARE_EXPORT CUresult {export}({params}) {{",
                   "  const gshare::preload::SubmissionScope scope;",
                   f'  if (!scope.admitted()) return gshare::preload::CheckResult(scope.error(), "{export}");',
+                  f"  scope.Note({stream_expression(export, params)}, "
+                  f"{'true' if export.endswith(('_ptsz', '_ptds')) else 'false'});",
                   f"  const auto real_fn = scope.real().{export};",
                   "  if (real_fn == nullptr) return scope.missing();",
                   f'  return gshare::preload::CheckResult(real_fn({args}), "{export}");  // GSHARE_BACKTRACE',

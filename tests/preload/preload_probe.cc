@@ -11,7 +11,9 @@
 //                                      to 256 MiB, interleaved frees), a checksum each; waits for
 //                                      stdin commands: "verify" (re-read, compare, run a kernel
 //                                      on the data), "grow <mib>" (one more block, uploaded
-//                                      with async copies), "quit"
+//                                      with async copies), "inflight <ms>" (queue a kernel busy
+//                                      for ms, then a checksum of the first block, without
+//                                      waiting), "collect" (wait for it, compare), "quit"
 //   preload_probe kernels              runs the sample kernels and prints their result checksums
 //   preload_probe alloc <mib>          allocates mib MiB (no shim expected), prints the result
 //   preload_probe lookup               where dlsym (per handle) and cuGetProcAddress_v2 lead
@@ -328,6 +330,9 @@ int Swap(uint32_t seed, int count, uint64_t big_mib) {
   std::printf("end\n");
   std::fflush(stdout);
   CUstream upload = nullptr;
+  CUstream work = nullptr;  // "inflight" / "collect"
+  CUdeviceptr work_out = 0;
+  unsigned long long work_result = 0;
   std::string command;
   while (std::getline(std::cin, command)) {
     if (command == "quit") break;
@@ -357,6 +362,45 @@ int Swap(uint32_t seed, int count, uint64_t big_mib) {
       blocks.push_back(b);
       kernel_sums.push_back(k);
       std::printf("grown ptr=%llx\n", static_cast<unsigned long long>(b.ptr));
+      std::fflush(stdout);
+      continue;
+    }
+    if (command.rfind("inflight ", 0) == 0 && have_kernels && !blocks.empty()) {
+      // "inflight MS": queues on a stream of its own a kernel busy for MS ms, then a checksum
+      // kernel over the first block and its copy back, and returns at once without waiting
+      // (prints "queued"); "collect" waits and prints "collected ok=0/1".
+      if (work == nullptr && cuStreamCreate(&work, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) {
+        return Fail("stream", CUDA_ERROR_UNKNOWN);
+      }
+      if (work_out == 0 && cuMemAlloc(&work_out, 8) != CUDA_SUCCESS) {
+        return Fail("alloc-out", CUDA_ERROR_OUT_OF_MEMORY);
+      }
+      CUfunction sleep_fn = nullptr, checksum = nullptr;
+      if (cuModuleGetFunction(&sleep_fn, module, "sleep_ns") != CUDA_SUCCESS ||
+          cuModuleGetFunction(&checksum, module, "checksum") != CUDA_SUCCESS) {
+        return Fail("functions", CUDA_ERROR_NOT_FOUND);
+      }
+      unsigned long long ns = std::strtoull(command.c_str() + 9, nullptr, 10) * 1000000ull;
+      void* sleep_params[] = {&ns};
+      CUdeviceptr p = blocks[0].ptr;
+      unsigned long long n = blocks[0].size;
+      void* params[] = {&p, &n, &work_out};
+      work_result = 0;
+      if (cuMemsetD8Async(work_out, 0, 8, work) != CUDA_SUCCESS ||
+          cuLaunchKernel(sleep_fn, 1, 1, 1, 1, 1, 1, 0, work, sleep_params, nullptr) != CUDA_SUCCESS ||
+          cuLaunchKernel(checksum, simcuda::kernels::ElementwiseGrid(n), 1, 1,
+                         simcuda::kernels::kElementwiseBlock, 1, 1, 0, work, params,
+                         nullptr) != CUDA_SUCCESS ||
+          cuMemcpyDtoHAsync(&work_result, work_out, 8, work) != CUDA_SUCCESS) {
+        return Fail("inflight", CUDA_ERROR_UNKNOWN);
+      }
+      std::printf("queued\n");
+      std::fflush(stdout);
+      continue;
+    }
+    if (command == "collect" && work != nullptr) {
+      const CUresult r = cuStreamSynchronize(work);
+      std::printf("collected ok=%d\n", r == CUDA_SUCCESS && work_result == kernel_sums[0] ? 1 : 0);
       std::fflush(stdout);
       continue;
     }

@@ -362,6 +362,8 @@ void ArbiterClient::ServiceLoop() {
       const bool idle = t - last_activity_ns_ >= static_cast<uint64_t>(options_.idle_release.count());
       const uint32_t preempt = ch->PreemptSeq();
       if (preempt != 0 && preempt == grant_.seq) {
+        // A graph capture in progress keeps the token until it ends (checked again next tick).
+        if (host_->Capturing()) continue;
         release = true;
         want_again = !idle;
       } else if (idle) {

@@ -57,6 +57,9 @@ class ShimHost {
   // True if a submission was admitted since the previous call (clears the mark) or GPU work
   // is still in flight (checked without blocking): the process is not idle.
   virtual bool TakeActivity() = 0;
+  // True while a stream of the process is being captured into a graph: a preemption is then
+  // not obeyed until the capture ends (releasing would interrupt it).
+  virtual bool Capturing() { return false; }
   // Swaps the vGPU out (device memory released, addresses kept) / in onto `gpu`.
   virtual SwapOutcome SwapOut() = 0;
   virtual SwapOutcome SwapIn(uint32_t gpu) = 0;

@@ -4,6 +4,7 @@
 // Usage (generated forwarders.cc):
 //   const SubmissionScope scope;
 //   if (!scope.admitted()) return scope.error();
+//   scope.Note(hStream, /*per_thread=*/false);   // the in-flight tracker
 //   return scope.real().cuLaunchKernel(...);
 #pragma once
 
@@ -31,6 +32,9 @@ class SubmissionScope {
   SubmissionScope& operator=(const SubmissionScope&) = delete;
 
   [[nodiscard]] bool admitted() const { return entered_; }
+  // Records the stream the admitted call submits to (inside the gate, before the real call, so
+  // a drain that closes the gate afterwards sees it).
+  void Note(CUstream stream, bool per_thread) const { rt_.inflight().Note(stream, per_thread); }
   [[nodiscard]] CUresult error() const { return error_; }
   [[nodiscard]] const RealDriver& real() const { return rt_.real(); }
   // What to return when the real driver lacks the entry point.

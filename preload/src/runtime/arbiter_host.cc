@@ -24,7 +24,14 @@ void ArbiterHost::OpenGate() { (void)runtime_->OpenGateIfResident(); }
 
 bool ArbiterHost::Drain() { return runtime_->DrainForArbiter() == CUDA_SUCCESS; }
 
-bool ArbiterHost::TakeActivity() { return runtime_->gate().TakeActivity(); }
+// Submissions since the last call, or work still in flight on a tracked stream (queried only
+// when nothing was submitted: one cuStreamQuery per tracked stream).
+bool ArbiterHost::TakeActivity() {
+  if (runtime_->gate().TakeActivity()) return true;
+  return runtime_->inflight().Busy();
+}
+
+bool ArbiterHost::Capturing() { return runtime_->inflight().Capturing(); }
 
 SwapOutcome ArbiterHost::SwapOut() {
   memory::SwapStats stats;

@@ -22,6 +22,7 @@ class ArbiterHost final : public ShimHost {
   void OpenGate() override;
   bool Drain() override;
   bool TakeActivity() override;
+  bool Capturing() override;
   SwapOutcome SwapOut() override;
   SwapOutcome SwapIn(uint32_t gpu) override;
   bool Resident() const override;

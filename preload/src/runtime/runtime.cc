@@ -4,6 +4,7 @@
 #include <pthread.h>
 
 #include <chrono>
+#include <type_traits>
 #include <sstream>
 #include <thread>
 
@@ -80,10 +81,29 @@ void Runtime::Setup() {
     return;
   }
   ctx_synchronize_ = reinterpret_cast<PFN_cuCtxSynchronize_v2000>(real_.Resolve("cuCtxSynchronize"));
+  SetUpInflightTracker();
   Log().info("libgshare loaded: driver {}, function '{}', vGPU memory {}", real_.path,
              config_.function_name,
              config_.vgpu_memory_bytes ? gshare::FormatByteSize(*config_.vgpu_memory_bytes)
                                        : std::string("whole device"));
+}
+
+void Runtime::SetUpInflightTracker() {
+  InflightApi api;
+  auto resolve = [this](auto* fn, const char* name) {
+    *fn = reinterpret_cast<std::remove_pointer_t<decltype(fn)>>(real_.Resolve(name));
+  };
+  resolve(&api.ctx_get_current, "cuCtxGetCurrent");
+  resolve(&api.ctx_push_current, "cuCtxPushCurrent_v2");
+  resolve(&api.ctx_pop_current, "cuCtxPopCurrent_v2");
+  resolve(&api.ctx_synchronize, "cuCtxSynchronize");
+  resolve(&api.stream_get_ctx, "cuStreamGetCtx");
+  resolve(&api.stream_query, "cuStreamQuery");
+  resolve(&api.stream_synchronize, "cuStreamSynchronize");
+  resolve(&api.stream_is_capturing, "cuStreamIsCapturing");
+  resolve(&api.exchange_capture_mode, "cuThreadExchangeStreamCaptureMode");
+  if (!api.complete()) Log().warn("the real driver lacks stream queries: in-flight work is not tracked");
+  inflight_.SetApi(api);
 }
 
 CUresult Runtime::Init(unsigned int flags) {
@@ -194,41 +214,33 @@ bool Runtime::OpenGateIfResident() {
 }
 
 CUresult Runtime::DrainForArbiter() {
-  memory::VgpuMemory* mem = memory();
-  if (mem == nullptr || ctx_synchronize_ == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  if (memory() == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  return inflight_.Drain();
+}
+
+CUresult Runtime::EndPrimaryContext(CUdevice dev, CUresult (*release_fn)(CUdevice)) {
+  using GetState = CUresult (*)(CUdevice, unsigned int*, int*);
   using Retain = CUresult (*)(CUcontext*, CUdevice);
-  using Release = CUresult (*)(CUdevice);
-  using Push = CUresult (*)(CUcontext);
-  using Pop = CUresult (*)(CUcontext*);
+  static const auto get_state =
+      reinterpret_cast<GetState>(real_.Resolve("cuDevicePrimaryCtxGetState"));
   static const auto retain = reinterpret_cast<Retain>(real_.Resolve("cuDevicePrimaryCtxRetain"));
-  static const auto release =
-      reinterpret_cast<Release>(real_.Resolve("cuDevicePrimaryCtxRelease_v2"));
-  static const auto push = reinterpret_cast<Push>(real_.Resolve("cuCtxPushCurrent_v2"));
-  static const auto pop = reinterpret_cast<Pop>(real_.Resolve("cuCtxPopCurrent_v2"));
-  if (retain == nullptr || release == nullptr || push == nullptr || pop == nullptr) {
-    return CUDA_ERROR_NOT_SUPPORTED;
+  unsigned flags = 0;
+  int active = 0;
+  CUcontext primary = nullptr;
+  // The context's handle, only while it is active (a retain would create an inactive one); our
+  // extra retain is dropped at once with the real release, before the application's.
+  if (get_state != nullptr && retain != nullptr && real_.cuDevicePrimaryCtxRelease_v2 != nullptr &&
+      get_state(dev, &flags, &active) == CUDA_SUCCESS && active != 0 &&
+      retain(&primary, dev) == CUDA_SUCCESS) {
+    (void)real_.cuDevicePrimaryCtxRelease_v2(dev);
   }
-  const CUdevice device = LastDevice();
-  CUcontext ctx = nullptr;
-  CUresult r = retain(&ctx, device);
-  if (r != CUDA_SUCCESS) return r;
-  r = push(ctx);
-  if (r == CUDA_SUCCESS) {
-    r = ctx_synchronize_();
-    CUcontext popped = nullptr;
-    (void)pop(&popped);
-  }
-  (void)release(device);
-  return r;
+  return inflight_.ReleasePrimary(
+      primary, [&] { return release_fn(dev); },
+      [&] { return get_state(dev, &flags, &active) == CUDA_SUCCESS && active != 0; });
 }
 
 void Runtime::SynchronizeBeforeFree() const {
   if (ctx_synchronize_ != nullptr) (void)ctx_synchronize_();  // no context: INVALID_CONTEXT
-}
-
-CUresult Runtime::DrainDevice() {
-  // SwapOut calls this with the vGPU's device context current.
-  return ctx_synchronize_ != nullptr ? ctx_synchronize_() : CUDA_ERROR_NOT_SUPPORTED;
 }
 
 CUresult Runtime::AdmitSlow(unsigned* slot) {
@@ -275,7 +287,7 @@ CUresult Runtime::SwapOut(memory::SwapStats* stats, bool reopen_on_failure) {
   if (!mem->resident()) return mem->SwapOut(nullptr, stats);  // already out: zero stats
   const CUdevice device = mem->counters().device;
   gate_.Close();
-  const CUresult r = mem->SwapOut([this] { return DrainDevice(); }, stats);
+  const CUresult r = mem->SwapOut([this] { return inflight_.Drain(); }, stats);
   if (r != CUDA_SUCCESS) {
     if (reopen_on_failure) gate_.Open();
     Log().error("swap-out failed: {}", ResultName(r));

@@ -18,6 +18,7 @@
 
 #include "gshare/memory/vgpu_memory.h"
 #include "runtime/config.h"
+#include "runtime/inflight_tracker.h"
 #include "runtime/real_driver.h"
 #include "runtime/submission_gate.h"
 
@@ -47,6 +48,8 @@ class Runtime {
   [[nodiscard]] CUresult status() const { return status_; }
   [[nodiscard]] bool driver_loaded() const { return real_.handle != nullptr; }
   SubmissionGate& gate() { return gate_; }
+  // The streams and contexts the application submits to (in-flight queries and the drain).
+  InflightTracker& inflight() { return inflight_; }
 
   // The cuInit hook: real cuInit, then the vGPU memory manager (quota from GSHARE_VGPU_MEMORY or
   // the device's size) and the control server. Idempotent; thread-safe.
@@ -80,9 +83,14 @@ class Runtime {
   // without one). The driver's cuMemFree does this before releasing memory; VgpuMemory::Free
   // unmaps at once, so the hook calls this first.
   void SynchronizeBeforeFree() const;
-  // Waits for the process's in-flight work on the vGPU's device (from any thread: pushes the
-  // device's primary context for the call). For the arbiter client's token release.
+  // Waits for the application's in-flight work: every stream it submitted to, in every context
+  // it used (InflightTracker::Drain; from any thread). For the arbiter client's token release
+  // and the swap-out. CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED: a stream is being captured (its
+  // work is not drained).
   CUresult DrainForArbiter();
+  // The cuDevicePrimaryCtxRelease/Reset hooks: runs `release_fn(dev)` and forgets the primary
+  // context's tracked streams if it is gone afterwards.
+  CUresult EndPrimaryContext(CUdevice dev, CUresult (*release_fn)(CUdevice));
   // The arbiter client; null when stand-alone (no socket, or no arbiter at cuInit).
   [[nodiscard]] ArbiterClient* arbiter() const {
     return arbiter_.load(std::memory_order_acquire);
@@ -100,8 +108,8 @@ class Runtime {
   static Runtime& InitSlow();
   void Setup();
   CUresult CreateMemory();
-  CUresult DrainDevice();
   void StartArbiterClient();
+  void SetUpInflightTracker();
 
   static std::atomic<Runtime*> instance_;
   static std::mutex init_mutex_;
@@ -111,6 +119,7 @@ class Runtime {
   CUresult status_ = CUDA_SUCCESS;
   PFN_cuCtxSynchronize_v2000 ctx_synchronize_ = nullptr;
   SubmissionGate gate_;
+  InflightTracker inflight_;
   std::mutex init_call_mutex_;           // serialises Init
   bool initialised_ = false;             // guarded by init_call_mutex_
   CUresult init_result_ = CUDA_SUCCESS;  // guarded by init_call_mutex_
