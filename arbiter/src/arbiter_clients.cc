@@ -39,7 +39,8 @@ void ArbiterImpl::AcceptPending(uint64_t now_ns) {
 }
 
 std::string ArbiterImpl::Validate(const shm::RegisterRequest& req,
-                                  const shm::PeerCredentials& peer) const {
+                                  const shm::PeerCredentials& peer,
+                                  const std::vector<gid_t>& groups) const {
   if (stopping_) return "the arbiter is shutting down";
   if (clients_.size() >= config_.max_clients)
     return "the arbiter serves its maximum of " + std::to_string(config_.max_clients) + " clients";
@@ -51,11 +52,16 @@ std::string ArbiterImpl::Validate(const shm::RegisterRequest& req,
   if ((req.flags & shm::kFlagResident) != 0 && !GpuIndex(req.current_gpu))
     return "re-registration names GPU " + std::to_string(req.current_gpu) +
            ", which this arbiter does not manage";
+  // The allow-list: the uid, the primary gid or any supplementary group (SO_PEERGROUPS, read
+  // from the connection: the groups the peer had at connect(), no /proc race).
+  const auto allowed_gid = [&](gid_t g) {
+    return std::find(config_.allowed_gids.begin(), config_.allowed_gids.end(), g) !=
+           config_.allowed_gids.end();
+  };
   const bool listed =
       std::find(config_.allowed_uids.begin(), config_.allowed_uids.end(), peer.uid) !=
           config_.allowed_uids.end() ||
-      std::find(config_.allowed_gids.begin(), config_.allowed_gids.end(), peer.gid) !=
-          config_.allowed_gids.end();
+      allowed_gid(peer.gid) || std::any_of(groups.begin(), groups.end(), allowed_gid);
   if (!listed && !(config_.allowed_uids.empty() && config_.allowed_gids.empty()))
     return "uid " + std::to_string(peer.uid) + " gid " + std::to_string(peer.gid) +
            " is not allowed to register (allowed_uids / allowed_gids)";
@@ -78,7 +84,7 @@ void ArbiterImpl::Register(shm::RegistrationConnection conn, uint64_t now_ns) {
     }
     return;
   }
-  if (std::string why = Validate(*req, peer); !why.empty()) {
+  if (std::string why = Validate(*req, peer, PeerOf(conn.fd()).gids); !why.empty()) {
     ++stats_.refusals;
     spdlog::warn("pid {} uid {} ('{}'): registration refused: {}", peer.pid, peer.uid,
                  req->function_name, why);

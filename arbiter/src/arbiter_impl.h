@@ -130,7 +130,9 @@ class ArbiterImpl final : public Arbiter {
   // ---- clients (arbiter_clients.cc)
   void AcceptPending(uint64_t now_ns);
   void Register(shm::RegistrationConnection conn, uint64_t now_ns);
-  std::string Validate(const shm::RegisterRequest& req, const shm::PeerCredentials& peer) const;
+  // `groups`: the peer's primary and supplementary groups (PeerOf), matched against allowed_gids.
+  std::string Validate(const shm::RegisterRequest& req, const shm::PeerCredentials& peer,
+                       const std::vector<gid_t>& groups) const;
   void OnConnectionEvent(uint32_t client_id, uint64_t now_ns);
   // `reason` is the kUnregister event's argument (shm/event_ring_layout.h): 0 clean, 1 died,
   // 2 malformed channel, kUnregisterOrderTimeout, kUnregisterUnenforceable.

@@ -35,6 +35,8 @@ bool Contains(const std::vector<uint32_t>& v, uint32_t x) {
   return std::find(v.begin(), v.end(), x) != v.end();
 }
 
+}  // namespace
+
 ControlPeer PeerOf(int fd) {
   ControlPeer peer;
   ucred cred{};
@@ -57,8 +59,6 @@ ControlPeer PeerOf(int fd) {
   peer.gids.insert(peer.gids.end(), groups.begin(), groups.end());
   return peer;
 }
-
-}  // namespace
 
 ControlAccess ControlAcl::For(const ControlPeer& peer) const {
   if (peer.uid == static_cast<uid_t>(-1)) return ControlAccess::kNone;

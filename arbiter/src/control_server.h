@@ -36,6 +36,10 @@ struct ControlPeer {
   std::vector<gid_t> gids;  // primary group first, then supplementary groups
 };
 
+// The kernel's view of a connected Unix socket's peer, fixed at connect(): SO_PEERCRED and its
+// supplementary groups (SO_PEERGROUPS). uid (uid_t)-1 when the kernel does not say.
+ControlPeer PeerOf(int fd);
+
 // Who may read (status, clients) and who may change things (drain, evict, set-slo).
 // Root and the arbiter's own uid are always admins.
 struct ControlAcl {

@@ -1,7 +1,8 @@
 // isolation_helper: the processes of tests/isolation (tenants and attackers). Usage:
-//   isolation_helper [--uid N] COMMAND ARGS...
-// --uid N drops every privilege first (setgroups(0), setresgid(N), setresuid(N)), so the test
-// (root) can start a process of another uid. Commands:
+//   isolation_helper [--uid N [--groups G,G...]] COMMAND ARGS...
+// --uid N drops every privilege first (setgroups(the --groups list, else none), setresgid(N),
+// setresuid(N)), so the test (root) can start a process of another uid, with supplementary
+// groups if asked. Commands:
 //   register SOCKET            registers with the arbiter; exit 0 accepted, 3 refused,
 //                              4 unavailable (no arbiter), 6 permission denied, 5 other error
 //   hold-registration SOCKET   registers, prints "fd=<channel fd> seals=<F_GET_SEALS>
@@ -14,10 +15,14 @@
 //                              "pattern_words=N nonzero_bytes=M"; exit 0 iff N == 0
 //   hold-device MIB PATTERN    allocates and fills like device-write, prints "ready", then
 //                              waits for stdin to close (the test swaps it out meanwhile)
+//   control SOCKET LINE        sends LINE to a shim's control socket and prints the reply line;
+//                              exit 0 replied, 6 connect: permission denied, 5 other error
 // Every failure prints one line on stderr saying what failed.
 #include <cuda.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -26,6 +31,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -35,8 +41,8 @@ namespace {
 
 using namespace std::chrono_literals;
 
-int DropTo(unsigned uid) {
-  if (::setgroups(0, nullptr) != 0 || ::setresgid(uid, uid, uid) != 0 ||
+int DropTo(unsigned uid, const std::vector<gid_t>& groups) {
+  if (::setgroups(groups.size(), groups.data()) != 0 || ::setresgid(uid, uid, uid) != 0 ||
       ::setresuid(uid, uid, uid) != 0) {
     std::fprintf(stderr, "cannot become uid %u: %s\n", uid, std::strerror(errno));
     return 1;
@@ -98,6 +104,37 @@ int TryOpen(int argc, char** argv) {
   return opened == 0 ? 0 : 1;
 }
 
+// "G,G,..." -> gids.
+std::vector<gid_t> ParseGroups(const std::string& list) {
+  std::vector<gid_t> out;
+  std::stringstream ss(list);
+  for (std::string item; std::getline(ss, item, ',');)
+    if (!item.empty()) out.push_back(static_cast<gid_t>(std::stoul(item)));
+  return out;
+}
+
+int Control(const std::string& path, const std::string& line) {
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path.c_str());
+  if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
+    const int err = errno;
+    std::printf("connect: %s\n", std::strerror(err));
+    ::close(fd);
+    return err == EACCES ? 6 : 5;
+  }
+  const std::string request = line + "\n";
+  std::string reply;
+  if (::write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size())) {
+    char ch = 0;
+    while (::read(fd, &ch, 1) == 1 && ch != '\n') reply.push_back(ch);
+  }
+  ::close(fd);
+  std::printf("reply: %s\n", reply.c_str());
+  return reply.empty() ? 5 : 0;
+}
+
 #define CU_OR_FAIL(call)                                                  \
   do {                                                                    \
     if (CUresult r_ = (call); r_ != CUDA_SUCCESS) {                       \
@@ -153,8 +190,14 @@ int Device(const std::string& command, size_t mib, uint32_t pattern) {
 int main(int argc, char** argv) {
   int i = 1;
   if (i + 1 < argc && std::strcmp(argv[i], "--uid") == 0) {
-    if (DropTo(static_cast<unsigned>(std::strtoul(argv[i + 1], nullptr, 10))) != 0) return 2;
+    const auto uid = static_cast<unsigned>(std::strtoul(argv[i + 1], nullptr, 10));
     i += 2;
+    std::vector<gid_t> groups;
+    if (i + 1 < argc && std::strcmp(argv[i], "--groups") == 0) {
+      groups = ParseGroups(argv[i + 1]);
+      i += 2;
+    }
+    if (DropTo(uid, groups) != 0) return 2;
   }
   if (i >= argc) {
     std::fprintf(stderr, "usage: isolation_helper [--uid N] COMMAND ARGS...\n");
@@ -166,6 +209,7 @@ int main(int argc, char** argv) {
   if (command == "register" && rest == 1) return Register(args[0], false);
   if (command == "hold-registration" && rest == 1) return Register(args[0], true);
   if (command == "try-open" && rest >= 1) return TryOpen(rest, args);
+  if (command == "control" && rest == 2) return Control(args[0], args[1]);
   if ((command == "device-write" || command == "device-read" || command == "hold-device") &&
       rest == 2) {
     return Device(command, std::strtoul(args[0], nullptr, 10),

@@ -1,7 +1,9 @@
 // Isolation between tenants and between tenants and the arbiter, with real processes: the test
 // (root) starts the real gshare-arbiter and isolation_helper processes, some of which drop to
 // other uids (65534, 65533) before acting. See docs/security.md for the threat model.
-//   - another uid cannot register through an owner-only socket, nor past the allow-list;
+//   - another uid cannot register through an owner-only socket, nor past the allow-list (which
+//     honours supplementary groups);
+//   - a shim's debug control socket is owner-only whatever the umask and refuses other uids;
 //   - a tenant's channel is sealed, and no other uid can open it (tenant's or arbiter's /proc);
 //   - a swapped-out tenant's bytes (the shim's host copy) are in memory no other uid can read;
 //   - device memory a new tenant allocates never shows a previous tenant's bytes (simcuda and
@@ -242,6 +244,21 @@ TEST_F(IsolationTest, AllowListRefusesUnlistedUids) {
   EXPECT_EQ(RunHelper({"register", by_group.socket()}, 65533, &out), 3) << out;
 }
 
+// allowed_gids matches supplementary groups too (SO_PEERGROUPS), not only the primary gid.
+TEST_F(IsolationTest, AllowListAcceptsSupplementaryGroups) {
+  TempDir dir;
+  Arbiter arbiter(dir, {"--socket-mode", "0666", "--allowed-gids", "4242"});
+  ASSERT_TRUE(arbiter.ready()) << arbiter.log();
+  std::string out;
+  // uid/gid 65534 with supplementary group 4242: allowed.
+  EXPECT_EQ(RunHelper({"--groups", "100,4242", "register", arbiter.socket()}, 65534, &out), 0)
+      << out;
+  // The same uid without that group (only another supplementary group): refused.
+  EXPECT_EQ(RunHelper({"--groups", "100", "register", arbiter.socket()}, 65534, &out), 3) << out;
+  EXPECT_NE(out.find("uid 65534 gid 65534 is not allowed to register"), std::string::npos) << out;
+  EXPECT_EQ(RunHelper({"register", arbiter.socket()}, 65533, &out), 3) << out;
+}
+
 TEST_F(IsolationTest, ChannelIsSealedAndUnreachableForOtherUids) {
   TempDir dir;
   Arbiter arbiter(dir, {"--socket-mode", "0666"});
@@ -378,6 +395,41 @@ TEST_F(IsolationTest, SwappedOutBytesAreUnreadableForOtherUids) {
   EXPECT_EQ(st.st_mode & 0002, 0u) << "control socket is world-writable: mode " << std::oct
                                    << (st.st_mode & 0777);
   // The tenant swaps back in on its next access and finds its data intact.
+  EXPECT_EQ(tenant.Wait(), 0);
+}
+
+// The shim's debug control socket is owner-only whatever the umask, and refuses a peer of
+// another uid even when the file mode would let it connect (SO_PEERCRED).
+TEST_F(IsolationTest, ShimControlSocketIsOwnerOnly) {
+  TempDir dir;
+  // A directory the tenant (uid 65534) can create its socket in, like /tmp.
+  const std::string home = dir / "tenant";
+  ASSERT_TRUE(std::filesystem::create_directory(home));
+  ASSERT_EQ(::chmod(home.c_str(), 01777), 0);
+  CudaEnv cuda(dir);
+  auto env = cuda.Shim(false);
+  const std::string control = home + "/control.sock";
+  env.push_back("GSHARE_CONTROL_SOCKET=" + control);
+  const mode_t old_umask = ::umask(0);  // the tenant would create a 0777 socket if the mode followed it
+  Child tenant =
+      Spawn({ISOLATION_HELPER, "--uid", "65534", "hold-device", "16", kPatternHex}, env);
+  ::umask(old_umask);
+  ASSERT_EQ(tenant.ReadLine(), "ready");
+  struct stat st {};
+  ASSERT_EQ(::lstat(control.c_str(), &st), 0) << control;
+  EXPECT_TRUE(S_ISSOCK(st.st_mode));
+  EXPECT_EQ(st.st_uid, 65534u);
+  EXPECT_EQ(st.st_mode & 07777, 0600u) << std::oct << (st.st_mode & 07777);
+  std::string out;
+  // Another uid cannot connect (the file mode) ...
+  EXPECT_EQ(RunHelper({"control", control, "stats"}, 65533, &out), 6) << out;
+  // ... and, were the mode opened up, is refused by the server (peer credentials).
+  ASSERT_EQ(::chmod(control.c_str(), 0666), 0);
+  EXPECT_EQ(RunHelper({"control", control, "swap-out"}, 65533, &out), 0) << out;
+  EXPECT_NE(out.find("reply: error permission denied"), std::string::npos) << out;
+  // The owner is served.
+  EXPECT_EQ(RunHelper({"control", control, "stats"}, 65534, &out), 0) << out;
+  EXPECT_NE(out.find("reply: ok "), std::string::npos) << out;
   EXPECT_EQ(tenant.Wait(), 0);
 }
 

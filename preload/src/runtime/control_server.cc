@@ -1,11 +1,14 @@
-// The debug control socket (see control_server.h).
+// The debug control socket (see control_server.h): created owner-only (mode 0600 from birth,
+// never following the umask), serving only peers of the process's own uid (and root).
 #include "runtime/control_server.h"
 
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <thread>
 
@@ -48,6 +51,37 @@ bool SocketIsLive(const sockaddr_un& addr) {
   return connect(probe.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) == 0;
 }
 
+// Binds `fd` to `addr` so that the socket file is born with mode 0600. Linux creates a Unix
+// socket's file with the socket inode's mode minus the umask, so fchmod before bind sets the
+// mode without a window between bind and chmod and without touching the process-wide umask
+// (other threads of the application may create files meanwhile). The result is checked.
+std::string BindOwnerOnly(int fd, const sockaddr_un& addr, const std::string& path) {
+  if (fchmod(fd, S_IRUSR | S_IWUSR) != 0) return std::string("fchmod: ") + std::strerror(errno);
+  if (bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) != 0) {
+    return "cannot bind control socket " + path + ": " + std::strerror(errno);
+  }
+  struct stat st {};
+  if (lstat(path.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode) || st.st_uid != geteuid() ||
+      (st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
+    unlink(path.c_str());
+    return "control socket " + path + " was not created owner-only; refusing to serve it";
+  }
+  return {};
+}
+
+// Whether a connected peer may use the socket: the process's own effective uid, or root (who
+// can read the process's memory anyway). Identity from SO_PEERCRED, fixed at connect().
+bool PeerAllowed(int conn, uid_t* peer_uid) {
+  ucred cred{};
+  socklen_t len = sizeof(cred);
+  if (getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || len != sizeof(cred)) {
+    *peer_uid = static_cast<uid_t>(-1);
+    return false;
+  }
+  *peer_uid = cred.uid;
+  return cred.uid == geteuid() || cred.uid == 0;
+}
+
 }  // namespace
 
 std::string ControlServer::Start(const std::string& path, Handler handler) {
@@ -55,15 +89,13 @@ std::string ControlServer::Start(const std::string& path, Handler handler) {
   if (!FillAddress(path, &addr)) return "control socket path too long: " + path;
   Fd fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (fd.get() < 0) return std::string("socket: ") + std::strerror(errno);
-  if (bind(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) != 0) {
-    if (errno != EADDRINUSE || SocketIsLive(addr)) {
-      return "cannot bind control socket " + path + ": " + std::strerror(errno);
-    }
+  struct stat existing {};
+  if (lstat(path.c_str(), &existing) == 0) {
+    if (!S_ISSOCK(existing.st_mode)) return "control socket path " + path + " exists and is not a socket";
+    if (SocketIsLive(addr)) return "control socket " + path + " is in use by a live process";
     unlink(path.c_str());  // stale socket left by a dead process
-    if (bind(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) != 0) {
-      return "cannot bind control socket " + path + ": " + std::strerror(errno);
-    }
   }
+  if (std::string error = BindOwnerOnly(fd.get(), addr, path); !error.empty()) return error;
   if (listen(fd.get(), 8) != 0) return std::string("listen: ") + std::strerror(errno);
   listen_fd_ = fd.release();
   path_ = path;
@@ -79,12 +111,24 @@ void ControlServer::CloseInherited() {
 
 void ControlServer::Serve() {
   const int listen_fd = listen_fd_;
+  uint64_t refused = 0;
   for (;;) {
     Fd conn(accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC));
     if (conn.get() < 0) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
       Log().warn("control socket {}: accept failed ({}); stopping", path_, std::strerror(errno));
       return;
+    }
+    if (uid_t uid = 0; !PeerAllowed(conn.get(), &uid)) {
+      // Logged for the first few and then every 1000th, so a peer cannot flood the log.
+      if (++refused <= 5 || refused % 1000 == 0) {
+        const int64_t shown = uid == static_cast<uid_t>(-1) ? -1 : static_cast<int64_t>(uid);
+        Log().warn("control socket {}: refused a peer of uid {} ({} refused so far)", path_, shown,
+                   refused);
+      }
+      static constexpr char kRefused[] = "error permission denied\n";
+      (void)send(conn.get(), kRefused, sizeof(kRefused) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+      continue;
     }
     std::string request;
     char buf[256];

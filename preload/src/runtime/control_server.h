@@ -3,6 +3,10 @@
 // gets one reply line, then closes. No signal handlers are involved; the arbiter issue replaces
 // this with arbiter-driven swaps.
 //
+// Security: the socket file is created with mode 0600 whatever the umask (fchmod before bind),
+// and a connection from a peer whose uid (SO_PEERCRED) is neither the process's effective uid
+// nor root gets "error permission denied" and is closed without running the handler.
+//
 // Ownership: owns the listening socket and removes its path when Stop() is called; the thread is
 // detached (process-lifetime). Thread-safety: Start/Stop from one thread; the handler runs on
 // the server thread.
@@ -17,7 +21,8 @@ class ControlServer {
  public:
   using Handler = std::function<std::string(const std::string& request)>;
 
-  // Binds `path` (refusing to replace a live socket, replacing a stale one) and starts serving.
+  // Binds `path` owner-only (refusing to replace a live socket or a non-socket, replacing a
+  // stale socket) and starts serving.
   // Returns an error message, empty on success.
   std::string Start(const std::string& path, Handler handler);
   // Closes the listening socket (inherited copy in a forked child) without touching the path.
