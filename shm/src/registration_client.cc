@@ -96,4 +96,11 @@ Result<Goodbye> ReceiveGoodbye(int connection_fd, std::chrono::nanoseconds timeo
   return DecodeGoodbye(packet->bytes);
 }
 
+Status SendClientGoodbye(int connection_fd, const std::string& reason,
+                         std::chrono::nanoseconds timeout) {
+  auto bytes = EncodeGoodbye(Goodbye{reason});
+  if (!bytes.ok()) return bytes.status();
+  return SendPacket(connection_fd, *bytes, {}, timeout);
+}
+
 }  // namespace gshare::shm

@@ -145,6 +145,33 @@ TEST_F(ShimLiveness, FailClosedHoldsSubmissionsUntilAnArbiterIsBack) {
   EXPECT_EQ(summary["re_registrations"], 1) << summary.dump();
 }
 
+// Programs that exit normally (main returns while the shim's service thread runs, one of them
+// right after holding the token) say goodbye: the arbiter unregisters them cleanly and counts no
+// client death; they exit with status 0 (no crash or hang at exit).
+TEST_F(ShimLiveness, NormalExitSaysGoodbye) {
+  std::vector<pid_t> pids;
+  for (int i = 0; i < 2; ++i) {
+    const std::string name = "leaver" + std::to_string(i);
+    pids.push_back(Spawn({PROBE_BIN, "stress", "2", "20"}, dir / (name + ".out"),
+                         dir / (name + ".err"),
+                         ShimEnv(simcuda, arb.socket(), "256MiB", name, dir / (name + ".log"))));
+    ASSERT_GT(pids.back(), 0);
+  }
+  for (size_t i = 0; i < pids.size(); ++i) {
+    const std::string name = "leaver" + std::to_string(i);
+    EXPECT_EQ(ExitCode(WaitFor(pids[i], seconds(120))), 0) << ReadFile(dir / (name + ".err"));
+    EXPECT_NE(ReadFile(dir / (name + ".out")).find("errors=0"), std::string::npos);
+    EXPECT_NE(ReadFile(dir / (name + ".log")).find("said goodbye to the arbiter"),
+              std::string::npos)
+        << ReadFile(dir / (name + ".log"));
+  }
+  const nlohmann::json summary = arb.Stop();
+  ASSERT_TRUE(summary.is_object()) << ReadFile(arb.log());
+  EXPECT_EQ(summary["client_deaths"], 0) << summary.dump() << ReadFile(arb.log());
+  EXPECT_GT(summary["grants"].get<int>(), 0) << summary.dump();
+  EXPECT_EQ(summary["gpus"][0]["reserved_bytes"].get<uint64_t>(), 0u) << summary.dump();
+}
+
 // kill -9 of a program that keeps the GPU busy (two threads copying and launching without pause,
 // so it holds the token most of the time): the arbiter reclaims it and the other program gets
 // the token and finds its data intact.
@@ -168,7 +195,9 @@ TEST_F(ShimLiveness, KilledBusyProgramDoesNotStopTheOther) {
   EXPECT_EQ(quiet.process->Wait(), 0) << quiet.process->err();
   const nlohmann::json summary = arb.Stop();
   ASSERT_TRUE(summary.is_object()) << ReadFile(arb.log());
-  EXPECT_EQ(summary["client_deaths"], 2) << summary.dump();  // the killed one, then the other's exit
+  // The killed one; the other exited normally and said goodbye (a clean unregister).
+  EXPECT_EQ(summary["client_deaths"], 1) << summary.dump();
+  EXPECT_NE(ReadFile(arb.log()).find("'quiet' said goodbye"), std::string::npos) << ReadFile(arb.log());
   EXPECT_EQ(summary["gpus"][0]["reserved_bytes"].get<uint64_t>(), 0u) << summary.dump();
 }
 

@@ -37,7 +37,12 @@ shm::Result<std::unique_ptr<ArbiterClient>> ArbiterClient::Start(const ArbiterCl
     host->OpenGate();
     return s;
   }
-  client->thread_ = std::thread([c = client.get()] { c->ServiceLoop(); });
+  client->thread_ = std::thread([c = client.get()] {
+    c->ServiceLoop();
+    std::lock_guard<std::mutex> lock(c->mu_);
+    c->thread_exited_ = true;
+    c->cv_.notify_all();
+  });
   return client;
 }
 
@@ -372,6 +377,44 @@ void ArbiterClient::ServiceLoop() {
     }
     if (release) Release(want_again);
   }
+}
+
+void ArbiterClient::SayGoodbye(const std::string& reason, std::chrono::milliseconds wait) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (said_goodbye_) return;
+    said_goodbye_ = true;
+  }
+  Release(false);  // no-op unless holding; drains the process's work first
+  int fd = -1;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    stop_ = true;
+    cv_.notify_all();
+    // The service thread notices stop_ within a tick (or after a swap it is running).
+    cv_.wait_for(lock, wait, [this] { return thread_exited_; });
+    if (connected_) fd = connection_.get();
+    connected_ = false;
+    state_ = TokenState::kStandalone;
+    in_burst_ = false;
+  }
+  if (thread_.joinable() && std::this_thread::get_id() != thread_.get_id()) {
+    bool exited = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      exited = thread_exited_;
+    }
+    if (exited) thread_.join();
+  }
+  if (fd >= 0) {
+    const shm::Status s = shm::SendClientGoodbye(fd, reason, std::chrono::milliseconds(50));
+    LogAt(options_.log, spdlog::level::info, "said goodbye to the arbiter ({}){}", reason,
+          s.ok() ? "" : ": " + s.ToString());
+  }
+  // Stand-alone from now on: submissions made while the process exits are admitted (a swapped
+  // out vGPU is swapped back in by the gate's automatic path).
+  host_->OpenGate();
+  cv_.notify_all();
 }
 
 bool ArbiterClient::connected() const {

@@ -99,6 +99,13 @@ class ArbiterClient {
   // swapped out (a swap order raced with it) requests the swap-in before opening the gate.
   bool Acquire();
 
+  // The process exits normally (the shim's atexit handler): releases the token if held
+  // (draining), stops the service thread (waiting for it at most `wait`), tells the arbiter
+  // goodbye (a clean unregister, not a client death) and leaves the process stand-alone so
+  // submissions made while it exits still run. Never blocks longer than about `wait` plus a
+  // drain; idempotent; from any thread except the service thread.
+  void SayGoodbye(const std::string& reason, std::chrono::milliseconds wait);
+
   // For tests and the control socket.
   bool connected() const;
   uint32_t client_id() const;
@@ -124,6 +131,8 @@ class ArbiterClient {
   TokenState state_ = TokenState::kNone;           // guarded by mu_
   bool connected_ = false;                         // guarded by mu_
   bool stop_ = false;                              // guarded by mu_
+  bool thread_exited_ = false;                     // guarded by mu_
+  bool said_goodbye_ = false;                      // guarded by mu_
   shm::UniqueFd connection_;                       // guarded by mu_ (replaced on re-registration)
   std::shared_ptr<shm::ClientChannel> channel_;    // guarded by mu_ (kept alive by users)
   uint32_t client_id_ = 0;                         // guarded by mu_

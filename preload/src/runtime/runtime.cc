@@ -4,6 +4,7 @@
 #include <pthread.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <type_traits>
 #include <sstream>
 #include <thread>
@@ -195,6 +196,20 @@ void Runtime::StartArbiterClient() {
   Log().info("registered with the arbiter at {} as client {}", config_.arbiter_socket,
              (*client)->client_id());
   arbiter_.store(client->release(), std::memory_order_release);  // never destroyed
+  // A normal exit says goodbye (a clean unregister instead of a "client death"). Registered once
+  // per process image: a forked child inherits it and it acts on the child's own Runtime.
+  static bool atexit_registered = false;
+  if (!atexit_registered) {
+    atexit_registered = true;
+    std::atexit(&Runtime::AtExit);
+  }
+}
+
+void Runtime::AtExit() {
+  Runtime* rt = instance_.load(std::memory_order_acquire);
+  ArbiterClient* client = rt != nullptr ? rt->arbiter() : nullptr;
+  // Bounded: the service thread gets 200 ms to finish what it is doing (a swap in progress).
+  if (client != nullptr) client->SayGoodbye("process exiting", std::chrono::milliseconds(200));
 }
 
 CUdevice Runtime::LastDevice() const {

@@ -110,6 +110,8 @@ class Runtime {
   CUresult CreateMemory();
   void StartArbiterClient();
   void SetUpInflightTracker();
+  // atexit: the arbiter client says goodbye (see ArbiterClient::SayGoodbye).
+  static void AtExit();
 
   static std::atomic<Runtime*> instance_;
   static std::mutex init_mutex_;

@@ -51,6 +51,12 @@ Result<Registration> Register(const std::string& socket_path, const RegisterRequ
 // nothing came.
 Result<Goodbye> ReceiveGoodbye(int connection_fd, std::chrono::nanoseconds timeout);
 
+// Tells the arbiter this client is leaving cleanly (the process exits normally): the arbiter
+// unregisters it with reason 0 instead of counting a client death. Waits at most `timeout` for
+// the socket to take the message. `reason`: printable, < kReasonSize bytes.
+Status SendClientGoodbye(int connection_fd, const std::string& reason,
+                         std::chrono::nanoseconds timeout);
+
 // ---- server side ----
 
 struct PeerCredentials {
