@@ -5,7 +5,10 @@
 // loopback connections, and times them; counters report both p50s (ms) and
 // ratio_p50 = shim / plain, so the ratio comes from one run under the same machine load.
 //
-//   build/bin/sample_overhead_bench --benchmark_format=json [--real-gpu]
+//   build/bin/sample_overhead_bench --benchmark_format=json [--real-gpu] [--standalone]
+//
+// --standalone runs the shimmed server without an arbiter (quota only, no time slicing), which
+// separates the shim's own cost from the token round trips through the arbiter.
 //
 // On simcuda (default) the processes get SIMCUDA_DEVICES=2x4GiB and a private registry. With
 // --real-gpu both servers use device 0 (a one-GPU host); requests are sent one at a time, so
@@ -34,6 +37,7 @@ namespace dm = gshare::demo;
 namespace {
 
 bool g_real_gpu = false;
+bool g_standalone = false;
 const std::string kBuild = GSHARE_BUILD_DIR;
 
 // One request body per kind, small and fixed (the samples' documented input shapes).
@@ -88,7 +92,7 @@ class Setup {
       std::vector<std::string> e = env;
       if (i == 0) {
         dm::SetEnv(e, "LD_PRELOAD", kBuild + "/lib/libgshare.so");
-        dm::SetEnv(e, "GSHARE_ARBITER_SOCKET", socket);
+        if (!g_standalone) dm::SetEnv(e, "GSHARE_ARBITER_SOCKET", socket);
         dm::SetEnv(e, "GSHARE_VGPU_MEMORY", std::to_string(f.quota_bytes));
         dm::SetEnv(e, "GSHARE_FUNCTION", f.name);
         dm::SetEnv(e, "GSHARE_SLO_MS", "1000");
@@ -194,13 +198,17 @@ BENCHMARK_CAPTURE(BM_SampleRequest, bert, std::string("bert"))->Iterations(300)-
 BENCHMARK_CAPTURE(BM_SampleRequest, llm, std::string("llm"))->Iterations(200)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 int main(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--real-gpu") == 0) {
-      g_real_gpu = true;
-      for (int j = i; j + 1 < argc; ++j) argv[j] = argv[j + 1];
-      --argc;
-      break;
+  for (int i = 1; i < argc;) {
+    bool* flag = std::strcmp(argv[i], "--real-gpu") == 0     ? &g_real_gpu
+                 : std::strcmp(argv[i], "--standalone") == 0 ? &g_standalone
+                                                             : nullptr;
+    if (flag == nullptr) {
+      ++i;
+      continue;
     }
+    *flag = true;
+    for (int j = i; j + 1 < argc; ++j) argv[j] = argv[j + 1];
+    --argc;
   }
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
