@@ -109,7 +109,8 @@ SHIM=$B/lib/libgshare.so
 
 # --- 1. shim unit tests -------------------------------------------------------------------------
 for t in preload_unit_test preload_memory_unit_test; do
-  if timeout 300 "$B/bin/$t" --gtest_brief=1 > "$W/$t.log" 2>&1; then pass "1 $t ($(grep -o '[0-9]* tests\? from' "$W/$t.log" | tail -1 | cut -d' ' -f1) tests)"
+  # Line-buffered, so a test that hangs shows in the log as the last "[ RUN ]" line.
+  if timeout 150 stdbuf -oL "$B/bin/$t" > "$W/$t.log" 2>&1; then pass "1 $t ($(grep -o '[0-9]* tests\? from' "$W/$t.log" | tail -1 | cut -d' ' -f1) tests)"
   else fail "1 $t (exit $?): $(grep -m3 FAILED "$W/$t.log")"; tail -15 "$W/$t.log" | sed 's/^/      /'; fi
 done
 
