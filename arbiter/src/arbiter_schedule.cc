@@ -74,20 +74,41 @@ void ArbiterImpl::Execute(uint64_t now_ns, const policy::ActionList& actions) {
     Client* c = a.function == policy::kNoFunction ? nullptr : ByFid(a.function);
     switch (a.kind) {
       case policy::ActionKind::kActivateGpu:
-      case policy::ActionKind::kReleaseGpu:
       case policy::ActionKind::kKeepResident:
         spdlog::debug("policy: {} gpu {} fn {}", policy::ActionKindName(a.kind), a.gpu, a.function);
+        break;
+      case policy::ActionKind::kReleaseGpu:
+        // Nothing of the policy's model is left on the GPU: lazily kept shadows leave it too.
+        spdlog::debug("policy: release gpu {}", a.gpu);
+        for (auto& [id, other] : clients_) {
+          if (other->shadow && other->where == Where::kResident && other->gpu == a.gpu &&
+              !other->holding && other->transfers.empty())
+            QueueTransfer(*other, {shm::SwapOp::kSwapOut, a.gpu, false, policy::SwapKind::kOut}, now_ns);
+        }
         break;
       case policy::ActionKind::kSwapIn:
         if (c != nullptr) QueueTransfer(*c, {shm::SwapOp::kSwapIn, a.gpu, true, policy::SwapKind::kIn}, now_ns);
         break;
       case policy::ActionKind::kSwapOut:
-        if (c != nullptr) QueueTransfer(*c, {shm::SwapOp::kSwapOut, c->gpu, true, policy::SwapKind::kOut}, now_ns);
+      case policy::ActionKind::kDeepEvict: {
+        if (c == nullptr) break;
+        const policy::SwapKind kind = a.kind == policy::ActionKind::kSwapOut
+                                          ? policy::SwapKind::kOut
+                                          : policy::SwapKind::kDeepEvict;
+        if (c->where == Where::kResident && !c->holding && c->transfers.empty() &&
+            c->reserved_on == c->gpu && !gpus_[c->gpu].drained) {
+          // Lazy: the policy's model frees the memory now; the vGPU stays resident as a shadow
+          // and is swapped out only when a swap-in needs its memory (MakeRoom), so a function
+          // the policy brings back before that costs no copy at all.
+          c->shadow = true;
+          spdlog::debug("client {}: policy {} kept resident as a shadow on GPU {}", c->id,
+                        policy::ActionKindName(a.kind), gpus_[c->gpu].info.ordinal);
+          Deliver(now_ns, policy::SwapDone{c->fid, c->gpu, kind, 0, 0});
+        } else {
+          QueueTransfer(*c, {shm::SwapOp::kSwapOut, c->gpu, true, kind}, now_ns);
+        }
         break;
-      case policy::ActionKind::kDeepEvict:
-        if (c != nullptr)
-          QueueTransfer(*c, {shm::SwapOp::kSwapOut, c->gpu, true, policy::SwapKind::kDeepEvict}, now_ns);
-        break;
+      }
       case policy::ActionKind::kGrant:
         if (c != nullptr) Grant(*c, a.gpu, a.slice, now_ns);
         break;
@@ -142,8 +163,15 @@ bool ArbiterImpl::MakeRoom(uint32_t g, uint64_t need, uint64_t now_ns) {
   }
   const uint64_t free_now = gpu.usable - std::min(gpu.usable, gpu.reserved);
   if (free_now + freeing >= need) return false;  // room is on its way
+  // Cheapest first: the fewest bytes per second of idleness (a small vGPU idle for a while
+  // before a large one used recently: both the copy now and the copy back later scale with the
+  // bytes, and the longer idle is the less likely to be wanted back soon).
+  auto cost = [now_ns](const Client* c) {
+    const double idle_s = static_cast<double>(now_ns - std::min(now_ns, c->last_use_ns)) / 1e9;
+    return static_cast<double>(c->quota) / (idle_s + 0.1);
+  };
   std::sort(candidates.begin(), candidates.end(),
-            [](const Client* a, const Client* b) { return a->last_use_ns < b->last_use_ns; });
+            [&](const Client* a, const Client* b) { return cost(a) < cost(b); });
   bool issued = false;
   for (Client* v : candidates) {
     if (free_now + freeing >= need) break;

@@ -472,5 +472,41 @@ TEST(ArbiterProcess, FunctionIgnoringPreemptionIsCheckpointedAndRestored) {
 }
 #endif
 
+// The policy's swap-outs are lazy (arbiter_schedule.cc): an idle vGPU the policy parks stays
+// resident until a swap-in needs its memory, so when it is wanted back nothing moves. The
+// aggressive policy parks a function ~10 s after its first burst (no arrival gap known yet);
+// the second request comes after that.
+TEST(ArbiterProcess, PolicySwapOutKeepsAnIdleVgpuResidentUntilItsMemoryIsNeeded) {
+  TempDir dir;
+  ArbiterProcess arb(dir, {"--gpu-memory", "1GiB", "--libcuda", "/nonexistent/libcuda.so.1",
+                           "--policy", "aggressive"});
+  ASSERT_TRUE(arb.Start()) << ReadFile(arb.log());
+  const Function f = StartFunction(dir, arb, "parked",
+                                   {"--quota-mib", "600", "--slo-ms", "1000", "--requests", "2",
+                                    "--gap-us", "11500000"});
+  // Wait for the second burst to end (the function then sleeps another gap before it exits).
+  size_t bursts = 0;
+  for (int i = 0; i < 4000 && bursts < 2; ++i) {
+    bursts = 0;
+    for (const auto& e : ReadEvents(arb.events())) bursts += e.type == shm::EventType::kBurstEnd;
+    if (bursts < 2) std::this_thread::sleep_for(milliseconds(10));
+  }
+  ::kill(f.pid, SIGKILL);
+  (void)WaitFor(f.pid, seconds(30));
+  ASSERT_EQ(bursts, 2u) << ReadFile(arb.log());
+  const auto summary = arb.Stop();
+  ASSERT_TRUE(summary.is_object()) << ReadFile(arb.log());
+  // The policy did park it (else this test proves nothing) ...
+  EXPECT_NE(ReadFile(arb.log()).find("kept resident as a shadow"), std::string::npos)
+      << ReadFile(arb.log());
+  // ... and its memory never moved.
+  EXPECT_EQ(summary["swap_outs"], 0) << ReadFile(arb.log());
+  EXPECT_EQ(summary["swap_ins"], 0) << ReadFile(arb.log());
+  size_t swap_orders = 0;
+  for (const auto& e : ReadEvents(arb.events()))
+    swap_orders += e.type == shm::EventType::kSwapOutBegin || e.type == shm::EventType::kSwapInBegin;
+  EXPECT_EQ(swap_orders, 0u);
+}
+
 }  // namespace
 }  // namespace gshare::arbiter::testing
