@@ -64,6 +64,7 @@ class ShimInflight : public ::testing::Test {
     ASSERT_EQ(line, "queued");
     const std::string out = UnixRequest(socket, "swap-out");
     ASSERT_EQ(out.rfind("ok bytes=", 0), 0u) << out << "\n" << ReadFile(dir.path() + "/shim.log");
+    last_swap_out_ = out;
     // Stay swapped out until the queued work would long be over: had the swap-out not waited
     // for it, its checksum kernel now reads unmapped memory (SIGSEGV on simcuda) or the copy
     // fails. (No timing assertion: a drain that waited makes this pause irrelevant.)
@@ -82,6 +83,7 @@ class ShimInflight : public ::testing::Test {
 
   TempDir dir;
   const Simcuda simcuda;
+  std::string last_swap_out_;  // the control socket's last swap-out reply
 };
 
 TEST_F(ShimInflight, SwapOutWaitsForQueuedWorkOnTheSameDevice) {
@@ -89,7 +91,18 @@ TEST_F(ShimInflight, SwapOutWaitsForQueuedWorkOnTheSameDevice) {
   ASSERT_TRUE(probe.started());
   std::string line;
   ASSERT_TRUE(ReadReady(&probe, &line)) << line << probe.err();
-  SwapOutUnderRunningWork(&probe, Socket(probe.pid()), 400, 0);
+  const std::string socket = Socket(probe.pid());
+  // The staging pinned ahead of time: the swap-out then pins nothing, and its reply names
+  // every phase (the keys tests/gpu/smoke.sh parses stay first).
+  const std::string prepared = UnixRequest(socket, "prepare");
+  ASSERT_EQ(prepared.rfind("ok pinned=", 0), 0u) << prepared;
+  EXPECT_EQ(prepared.find("ok pinned=0 "), std::string::npos) << prepared;
+  SwapOutUnderRunningWork(&probe, socket, 400, 0);
+  EXPECT_NE(last_swap_out_.find(" elapsed_ns="), std::string::npos) << last_swap_out_;
+  EXPECT_NE(last_swap_out_.find(" copy_ns="), std::string::npos) << last_swap_out_;
+  EXPECT_NE(last_swap_out_.find(" drain_ns="), std::string::npos) << last_swap_out_;
+  EXPECT_NE(last_swap_out_.find(" pin_ns=0 "), std::string::npos) << last_swap_out_;
+  EXPECT_NE(last_swap_out_.find(" unmap_ns="), std::string::npos) << last_swap_out_;
   ASSERT_TRUE(probe.WriteLine("quit"));
   EXPECT_EQ(probe.Wait(), 0) << probe.err();
 }

@@ -103,6 +103,42 @@ TEST_F(SwapFakeTest, RandomPatternsSurviveRepeatedSwaps) {
   FreeAll(mem);
 }
 
+// The staging is pinned ahead of time (PrepareStaging, off the swap's critical path), so the
+// swap-out that follows pins nothing; the phases are reported; a prepare while swapped out never
+// replaces the staging that holds the image; a grown footprint is prepared again.
+TEST_F(SwapFakeTest, PreparedStagingIsUsedByTheNextSwapOut) {
+  VgpuMemory mem(api_, options_);
+  AllocFilled(mem, 40 * kMiB, 11);
+  AllocFilled(mem, 3 * kMiB, 12);
+  const uint64_t backed = mem.counters().backed_bytes;
+  uint64_t pinned = 0;
+  ASSERT_EQ(mem.PrepareStaging(&pinned), CUDA_SUCCESS);
+  EXPECT_GE(pinned, backed);
+  const uint64_t allocs_after_prepare = FakeDriver::HostAllocCalls();
+  EXPECT_EQ(mem.PrepareStaging(&pinned), CUDA_SUCCESS);  // already big enough: nothing to do
+  EXPECT_EQ(pinned, 0u);
+  SwapStats out;
+  ASSERT_EQ(mem.SwapOut([] { return CUDA_SUCCESS; }, &out), CUDA_SUCCESS);
+  EXPECT_EQ(FakeDriver::HostAllocCalls(), allocs_after_prepare) << "the swap-out pinned again";
+  EXPECT_EQ(out.pin_time.count(), 0);
+  EXPECT_LE(out.unmap_time, out.copy_time);
+  EXPECT_LE(out.drain_time + out.copy_time, out.elapsed);
+  EXPECT_EQ(mem.PrepareStaging(&pinned), CUDA_SUCCESS);  // swapped out: the image stays put
+  EXPECT_EQ(pinned, 0u);
+  EXPECT_EQ(FakeDriver::HostAllocCalls(), allocs_after_prepare);
+  ASSERT_EQ(mem.SwapIn(0, nullptr), CUDA_SUCCESS);
+  ExpectAllIntact();
+  AllocFilled(mem, 64 * kMiB, 13);  // outgrows the headroom
+  ASSERT_EQ(mem.PrepareStaging(&pinned), CUDA_SUCCESS);
+  EXPECT_GE(pinned, mem.counters().backed_bytes);
+  const uint64_t allocs_after_growth = FakeDriver::HostAllocCalls();
+  ASSERT_EQ(mem.SwapOut({}, &out), CUDA_SUCCESS);
+  EXPECT_EQ(FakeDriver::HostAllocCalls(), allocs_after_growth);
+  ASSERT_EQ(mem.SwapIn(0, nullptr), CUDA_SUCCESS);
+  ExpectAllIntact();
+  FreeAll(mem);
+}
+
 TEST_F(SwapFakeTest, DrainRunsBeforeCopiesAndItsFailureAbortsTheSwap) {
   VgpuMemory mem(api_, options_);
   AllocFilled(mem, 10 * kMiB, 3);

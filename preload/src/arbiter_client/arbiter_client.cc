@@ -22,6 +22,8 @@ void LogAt(spdlog::logger* log, spdlog::level::level_enum lvl, spdlog::format_st
 constexpr auto kGrantPoll = std::chrono::milliseconds(20);
 constexpr auto kIdleTick = std::chrono::milliseconds(1);
 constexpr auto kAcquireTick = std::chrono::microseconds(200);
+// How often an idle client checks that its swap-out staging is ready.
+constexpr uint64_t kPrepareEveryNs = 50'000'000;
 
 }  // namespace
 
@@ -320,7 +322,14 @@ void ArbiterClient::ServiceLoop() {
         cv_.wait_for(lock, kIdleTick, [&] { return stop_ || state_ != state; });
       }
       const shm::SwapOrder order = ch->ReadSwapOrder();
-      if (order.seq != last_seq && order.seq != 0) HandleSwapOrder(order);
+      if (order.seq != last_seq && order.seq != 0) {
+        HandleSwapOrder(order);
+      } else if (state == TokenState::kNone && Now() - last_prepare_ns_ >= kPrepareEveryNs) {
+        // Idle and not holding: the likeliest moment for a swap-out order to come next. Pin its
+        // staging now (a no-op when already big enough), not when the order is waiting.
+        last_prepare_ns_ = Now();
+        host_->PrepareSwapOut();
+      }
     }
 
     // Liveness: the connection carries nothing but a Goodbye or EOF.

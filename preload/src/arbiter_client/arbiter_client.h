@@ -63,6 +63,10 @@ class ShimHost {
   // Swaps the vGPU out (device memory released, addresses kept) / in onto `gpu`.
   virtual SwapOutcome SwapOut() = 0;
   virtual SwapOutcome SwapIn(uint32_t gpu) = 0;
+  // Prepares the next swap-out while the process is idle (pins host staging for the current
+  // footprint, off the swap's critical path). Called by the service thread, never while a swap
+  // runs; may take a while on a real driver.
+  virtual void PrepareSwapOut() {}
   virtual bool Resident() const = 0;
   virtual uint64_t ResidentBytes() const = 0;
   // The GPU the vGPU is resident on (meaningful while Resident()).
@@ -139,6 +143,7 @@ class ArbiterClient {
   uint64_t registrations_ = 0;                     // guarded by mu_
   shm::GrantInfo grant_;                           // guarded by mu_
   uint32_t last_order_seq_ = 0;                    // service thread only
+  uint64_t last_prepare_ns_ = 0;                   // service thread only
   bool in_burst_ = false;                          // guarded by mu_
   uint64_t burst_gpu_ns_ = 0;                      // guarded by mu_
   uint64_t held_since_ns_ = 0;                     // guarded by mu_

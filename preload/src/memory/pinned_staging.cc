@@ -3,6 +3,7 @@
 #include "pinned_staging.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace gshare::memory {
 
@@ -39,6 +40,13 @@ void PinnedStaging::Release() {
   capacity_ = 0;
   if (home_retained_) (void)api_.device_primary_ctx_release(home_);
   home_retained_ = false;
+}
+
+void PinnedStaging::Swap(PinnedStaging& other) noexcept {
+  std::swap(data_, other.data_);
+  std::swap(capacity_, other.capacity_);
+  std::swap(home_, other.home_);
+  std::swap(home_retained_, other.home_retained_);
 }
 
 }  // namespace gshare::memory

@@ -34,6 +34,8 @@ class PinnedStaging {
   CUresult EnsureCapacity(uint64_t bytes, uint64_t preferred, CUdevice home);
   // Frees the buffer and drops the retain on its home device's primary context.
   void Release();
+  // Exchanges buffers (and their home retains) with `other` (same DeviceApi).
+  void Swap(PinnedStaging& other) noexcept;
 
   [[nodiscard]] uint8_t* data() const { return data_; }
   [[nodiscard]] uint64_t capacity() const { return capacity_; }

@@ -180,18 +180,25 @@ class VgpuMemory::Impl {
     // The drain and the copies run with a context of the vGPU's device current.
     ScopedDeviceContext context(api_, device_);
     if (context.status() != CUDA_SUCCESS) return context.status();
+    const auto drain_start = std::chrono::steady_clock::now();
     if (drain) {
       const CUresult rc = drain();
       if (rc != CUDA_SUCCESS) return rc;
     }
     Reclaim(/*wait=*/true);
+    result.drain_time = Since(drain_start);
     const std::vector<PieceRef> pieces = PiecesWithUsers();
     CUresult release_rc = CUDA_SUCCESS;
     if (!pieces.empty()) {
       const uint64_t total = backed_bytes_;
       // Pin with headroom so a growing image does not re-pin (slow) at every swap-out.
-      CUresult rc = staging_.EnsureCapacity(total, std::min(quota_, total + total / 4), device_);
-      if (rc != CUDA_SUCCESS) return rc;
+      CUresult rc = CUDA_SUCCESS;
+      if (total > staging_.capacity()) {  // not prepared ahead (PrepareStaging): pin now
+        const auto pin_start = std::chrono::steady_clock::now();
+        rc = staging_.EnsureCapacity(total, StagingTarget(total), device_);
+        if (rc != CUDA_SUCCESS) return rc;
+        result.pin_time = Since(pin_start);
+      }
       SwapCopier copier(api_, options_.swap_piece_bytes);
       rc = copier.Start(options_.swap_streams);
       if (rc != CUDA_SUCCESS) return rc;
@@ -218,12 +225,14 @@ class VgpuMemory::Impl {
       for (size_t b = 0; b < batch_end.size(); ++b) {
         rc = copier.WaitMark(b);
         if (rc != CUDA_SUCCESS) break;
+        const auto unmap_start = std::chrono::steady_clock::now();
         for (; released < batch_end[b]; ++released) {
           const PieceRef& p = pieces[released];
           p.segment->piece(p.index).has_host_copy = true;
           const CUresult unback_rc = p.segment->Unback(p.index);
           if (release_rc == CUDA_SUCCESS) release_rc = unback_rc;
         }
+        result.unmap_time += Since(unmap_start);
       }
       if (rc == CUDA_SUCCESS) rc = copier.Finish();
       if (rc != CUDA_SUCCESS) {
@@ -248,9 +257,11 @@ class VgpuMemory::Impl {
     ++swap_outs_;
     result.elapsed = Since(start);
     if (auto log = Logger()) {
-      log->info("vgpu memory: swapped out {} bytes in {} pieces, {:.3f} ms (copy {:.3f} ms)",
+      log->info("vgpu memory: swapped out {} bytes in {} pieces, {:.3f} ms (drain {:.3f} ms, "
+                "pin {:.3f} ms, copy {:.3f} ms incl. unmap {:.3f} ms)",
                 result.bytes, result.physical_pieces, result.elapsed.count() / 1e6,
-                result.copy_time.count() / 1e6);
+                result.drain_time.count() / 1e6, result.pin_time.count() / 1e6,
+                result.copy_time.count() / 1e6, result.unmap_time.count() / 1e6);
     }
     return Report(release_rc, result, stats);
   }
@@ -281,6 +292,31 @@ class VgpuMemory::Impl {
                 result.bytes, result.physical_pieces, device, result.elapsed.count() / 1e6);
     }
     return Report(CUDA_SUCCESS, result, stats);
+  }
+
+  CUresult PrepareStaging(uint64_t* pinned) {
+    if (pinned != nullptr) *pinned = 0;
+    uint64_t target = 0;
+    CUdevice home = 0;
+    {
+      std::lock_guard<FairMutex> lock(mu_);
+      if (!resident_ || backed_bytes_ == 0 || staging_.capacity() >= backed_bytes_) {
+        return CUDA_SUCCESS;
+      }
+      target = StagingTarget(backed_bytes_);
+      home = device_;
+    }
+    PinnedStaging fresh(api_);  // pinned without the lock: allocations go on meanwhile
+    const CUresult rc = fresh.EnsureCapacity(target, target, home);
+    if (rc != CUDA_SUCCESS) return rc;
+    {
+      std::lock_guard<FairMutex> lock(mu_);
+      // While swapped out the staging holds the image: never replace it then.
+      if (!resident_ || fresh.capacity() <= staging_.capacity()) return CUDA_SUCCESS;
+      staging_.Swap(fresh);
+    }
+    if (pinned != nullptr) *pinned = target;
+    return CUDA_SUCCESS;  // `fresh` now holds the old buffer, freed here without the lock
   }
 
   CUresult ReleaseStaging() {
@@ -390,6 +426,11 @@ class VgpuMemory::Impl {
     return std::accumulate(std::begin(external_), std::end(external_), uint64_t{0});
   }
   uint64_t Used() const { return backed_bytes_ + ExternalTotal(); }
+  // Staging size for an image of `bytes`: headroom so a growing image does not re-pin (slow)
+  // at every swap-out, within the quota.
+  uint64_t StagingTarget(uint64_t bytes) const {
+    return std::max(bytes, std::min(quota_, bytes + bytes / 4));
+  }
   bool Fits(uint64_t extra) const { return extra <= quota_ && Used() <= quota_ - extra; }
 
   CUresult EnsureGranule() {
@@ -618,6 +659,7 @@ CUresult VgpuMemory::SwapOut(const DrainCallback& drain, SwapStats* stats) {
 CUresult VgpuMemory::SwapIn(CUdevice device, SwapStats* stats) {
   return impl_->SwapIn(device, stats);
 }
+CUresult VgpuMemory::PrepareStaging(uint64_t* pinned) { return impl_->PrepareStaging(pinned); }
 CUresult VgpuMemory::ReleaseStaging() { return impl_->ReleaseStaging(); }
 bool VgpuMemory::resident() const { return impl_->resident(); }
 VgpuMemoryCounters VgpuMemory::counters() const { return impl_->counters(); }

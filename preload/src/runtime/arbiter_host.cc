@@ -45,6 +45,8 @@ SwapOutcome ArbiterHost::SwapIn(uint32_t gpu) {
   return Outcome(r, stats);
 }
 
+void ArbiterHost::PrepareSwapOut() { (void)runtime_->memory()->PrepareStaging(); }
+
 bool ArbiterHost::Resident() const { return runtime_->memory()->resident(); }
 
 uint64_t ArbiterHost::ResidentBytes() const {

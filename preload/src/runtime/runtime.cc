@@ -132,13 +132,24 @@ CUresult Runtime::Init(unsigned int flags) {
         res = SwapIn(device, &stats);
       } else if (verb == "stats") {
         return "ok " + StatsLine();
+      } else if (verb == "prepare") {
+        uint64_t pinned = 0;
+        const auto start = std::chrono::steady_clock::now();
+        res = memory()->PrepareStaging(&pinned);
+        if (res != CUDA_SUCCESS) return std::string("error ") + ResultName(res);
+        return "ok pinned=" + std::to_string(pinned) + " pin_ns=" +
+               std::to_string(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                  std::chrono::steady_clock::now() - start)
+                                  .count());
       } else {
-        return std::string("error unknown command (swap-out | swap-in <device> | stats)");
+        return std::string("error unknown command (swap-out | swap-in <device> | stats | prepare)");
       }
       if (res != CUDA_SUCCESS) return std::string("error ") + ResultName(res);
       std::ostringstream out;
       out << "ok bytes=" << stats.bytes << " pieces=" << stats.physical_pieces
-          << " elapsed_ns=" << stats.elapsed.count() << " copy_ns=" << stats.copy_time.count();
+          << " elapsed_ns=" << stats.elapsed.count() << " copy_ns=" << stats.copy_time.count()
+          << " drain_ns=" << stats.drain_time.count() << " pin_ns=" << stats.pin_time.count()
+          << " unmap_ns=" << stats.unmap_time.count();
       return out.str();
     });
     if (!error.empty()) Log().error("{}", error);
