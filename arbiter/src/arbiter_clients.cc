@@ -184,6 +184,9 @@ void ArbiterImpl::Register(shm::RegistrationConnection conn, uint64_t now_ns) {
     Unreserve(*c);
     return;
   }
+  c->doorbell = DoorbellGuard(
+      {config_.doorbell_rate, static_cast<uint64_t>(config_.doorbell_flood_disconnect.count())},
+      now_ns);
   if (auto s = AddFd(c->chan.doorbell_fd(), kTagDoorbell | c->id); !s.ok()) {
     spdlog::error("{}", s.ToString());
     DelFd(c->conn.fd());

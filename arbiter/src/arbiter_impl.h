@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "control_server.h"
+#include "doorbell_guard.h"
 #include "driver.h"
 #include "metrics_server.h"
 #include "telemetry.h"
@@ -44,6 +45,7 @@ enum class Where : uint8_t { kResident, kOut, kCheckpointed };
 
 inline constexpr uint64_t kUnregisterOrderTimeout = 3;   // stopped acknowledging swap orders
 inline constexpr uint64_t kUnregisterUnenforceable = 4;  // ignored preemption, checkpoint failed
+inline constexpr uint64_t kUnregisterFlooding = 5;       // rang its doorbell over the rate too long
 
 struct Transfer {
   shm::SwapOp op = shm::SwapOp::kNone;
@@ -92,6 +94,8 @@ struct Client {
   uint32_t swapin_failures = 0;  // consecutive failed swap-ins (back-off of the retry)
   uint32_t bursts_seen = 0;
 
+  DoorbellGuard doorbell;  // flooding defence (arbiter_loop.cc, doorbell_guard.h)
+
   ClientTelemetry tel;                  // arbiter_telemetry.cc
   std::optional<uint32_t> pending_slo;  // set-slo waiting for the client to be idle
   uint64_t registered_ns = 0;
@@ -126,6 +130,12 @@ class ArbiterImpl final : public Arbiter {
   void BeginShutdown(const char* why);
   bool ShutdownComplete(uint64_t now_ns) const;
   void SayGoodbyeToAll(const std::string& reason);
+  // Doorbell flooding (DoorbellGuard): a wake-up by client `id`'s doorbell; watching a muted
+  // doorbell again once its mute is over; the earliest such time (UINT64_MAX: none).
+  void OnDoorbell(uint32_t id, uint64_t now_ns);
+  void UnmuteDoorbells(uint64_t now_ns);
+  uint64_t NextUnmuteNs() const;
+  void WatchDoorbell(const Client& c, bool watch);
 
   // ---- clients (arbiter_clients.cc)
   void AcceptPending(uint64_t now_ns);
@@ -135,7 +145,7 @@ class ArbiterImpl final : public Arbiter {
                        const std::vector<gid_t>& groups) const;
   void OnConnectionEvent(uint32_t client_id, uint64_t now_ns);
   // `reason` is the kUnregister event's argument (shm/event_ring_layout.h): 0 clean, 1 died,
-  // 2 malformed channel, kUnregisterOrderTimeout, kUnregisterUnenforceable.
+  // 2 malformed channel, kUnregisterOrderTimeout, kUnregisterUnenforceable, kUnregisterFlooding.
   void RemoveClient(uint32_t client_id, uint64_t reason, uint64_t now_ns);
   std::optional<uint32_t> GpuIndex(uint32_t ordinal) const;
 

@@ -1,6 +1,7 @@
 // The arbiter's event loop: epoll over the registration socket, client connections (liveness)
 // and doorbells, a timerfd for slice ends / preemption grace / policy wakeups, a signalfd for
-// SIGTERM/SIGINT and an eventfd for Stop(); plus creation, shutdown and statistics.
+// SIGTERM/SIGINT and an eventfd for Stop(); doorbell flooding (DoorbellGuard); plus creation,
+// shutdown and statistics.
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -11,6 +12,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <random>
 
@@ -198,7 +200,7 @@ void ArbiterImpl::Stop() {
 }
 
 void ArbiterImpl::ArmTimer(uint64_t now_ns) {
-  uint64_t at = NextDeadlineNs();
+  uint64_t at = std::min(NextDeadlineNs(), NextUnmuteNs());
   if (stopping_) at = std::min(at, stop_deadline_ns_);
   if (metrics_dirty_) at = std::min(at, metrics_published_ns_ + kMetricsPeriodNs);
   itimerspec spec{};
@@ -208,6 +210,58 @@ void ArbiterImpl::ArmTimer(uint64_t now_ns) {
     spec.it_value.tv_nsec = static_cast<long>(at % 1'000'000'000ULL);
   }
   (void)::timerfd_settime(timer_.get(), TFD_TIMER_ABSTIME, &spec, nullptr);
+}
+
+void ArbiterImpl::OnDoorbell(uint32_t id, uint64_t now_ns) {
+  Client* c = ById(id);
+  if (c == nullptr) return;
+  // One read per wake-up, whatever the count: the work a doorbell causes is one loop iteration,
+  // and every iteration reads each client's channel once (PollAll).
+  auto rings = c->chan.DrainDoorbell();
+  switch (c->doorbell.OnWake(rings.ok() ? *rings : 1, now_ns)) {
+    case DoorbellGuard::Verdict::kServe:
+      return;
+    case DoorbellGuard::Verdict::kMute:
+      ++stats_.doorbell_mutes;
+      WatchDoorbell(*c, false);
+      if (c->doorbell.episode_began())  // once per flooding episode: the log stays bounded
+        spdlog::warn("client {} '{}' (pid {}) rings its doorbell more than {} times a second ({} "
+                     "rings so far); its doorbell is ignored {} ms at a time while this lasts",
+                     c->id, c->name, c->pid, config_.doorbell_rate, c->doorbell.rings(),
+                     c->doorbell.mute_ns() / 1'000'000);
+      return;
+    case DoorbellGuard::Verdict::kDisconnect:
+      ++stats_.flood_disconnects;
+      spdlog::error("client {} '{}' (pid {}) has flooded its doorbell for {} ms ({} rings, muted "
+                    "{} times); disconnecting it (doorbell_flood_disconnect)",
+                    c->id, c->name, c->pid, (now_ns - c->doorbell.episode_start_ns()) / 1'000'000,
+                    c->doorbell.rings(), c->doorbell.mutes());
+      RemoveClient(id, kUnregisterFlooding, now_ns);
+      return;
+  }
+}
+
+void ArbiterImpl::WatchDoorbell(const Client& c, bool watch) {
+  epoll_event ev{};
+  ev.events = watch ? EPOLLIN : 0U;  // no events: the eventfd stays registered, unreported
+  ev.data.u64 = kTagDoorbell | c.id;
+  if (::epoll_ctl(epoll_.get(), EPOLL_CTL_MOD, c.chan.doorbell_fd(), &ev) != 0)
+    spdlog::warn("epoll_ctl(MOD) of client {}'s doorbell: {}", c.id, std::strerror(errno));
+}
+
+void ArbiterImpl::UnmuteDoorbells(uint64_t now_ns) {
+  for (auto& [id, c] : clients_) {
+    if (!c->doorbell.muted() || now_ns < c->doorbell.unmute_ns()) continue;
+    c->doorbell.Unmute();
+    WatchDoorbell(*c, true);
+  }
+}
+
+uint64_t ArbiterImpl::NextUnmuteNs() const {
+  uint64_t at = UINT64_MAX;
+  for (const auto& [id, c] : clients_)
+    if (c->doorbell.muted()) at = std::min(at, c->doorbell.unmute_ns());
+  return at;
 }
 
 void ArbiterImpl::OnSignal() {
@@ -248,6 +302,7 @@ shm::Status ArbiterImpl::Run() {
   epoll_event events[kMaxEvents];
   for (;;) {
     uint64_t now = NowNs();
+    UnmuteDoorbells(now);
     PollAll(now);
     CheckSlices(now);
     DeepEvictIdle(now);
@@ -307,7 +362,7 @@ shm::Status ArbiterImpl::Run() {
                                  const ControlPeer& peer) { return HandleControl(req, access, peer); });
           break;
         case kTagDoorbell:
-          if (Client* c = ById(id)) (void)c->chan.DrainDoorbell();
+          OnDoorbell(id, now);
           break;
         default:
           break;
@@ -346,6 +401,8 @@ shm::Status WriteSummary(const std::string& path, const ArbiterStats& s) {
   j["malformed_channels"] = s.malformed_channels;
   j["enforcements"] = s.enforcements;
   j["restores"] = s.restores;
+  j["doorbell_mutes"] = s.doorbell_mutes;
+  j["flood_disconnects"] = s.flood_disconnects;
   j["deep_evictions"] = s.deep_evictions;
   for (const auto& g : s.gpus) {
     j["gpus"].push_back({{"ordinal", g.ordinal},

@@ -181,6 +181,14 @@ const std::map<std::string, Setter>& Setters() {
          c.event_ring_capacity = n;
          return {};
        }},
+      {"doorbell_rate",
+       [](ArbiterConfig& c, const std::string& v) {
+         return SetUnsigned(c.doorbell_rate, v, 0, 100'000'000);
+       }},
+      {"doorbell_flood_disconnect",
+       [](ArbiterConfig& c, const std::string& v) {
+         return SetDuration(c.doorbell_flood_disconnect, v, true);
+       }},
       {"max_clients",
        [](ArbiterConfig& c, const std::string& v) -> std::string {
          uint64_t n = 0;

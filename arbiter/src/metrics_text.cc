@@ -90,6 +90,9 @@ std::string PrometheusText(const MetricsInput& in) {
       {"enforcements_total", "Holders checkpointed for not yielding.", s.enforcements},
       {"deep_evictions_total", "Idle vGPUs checkpointed.", s.deep_evictions},
       {"restores_total", "Checkpointed vGPUs restored.", s.restores},
+      {"doorbell_mutes_total", "Doorbells muted for ringing over doorbell_rate.", s.doorbell_mutes},
+      {"flood_disconnects_total", "Clients disconnected for flooding their doorbell.",
+       s.flood_disconnects},
   };
   for (const Counter& c : counters) {
     w.Family(c.name, "counter", c.help);

@@ -1,9 +1,10 @@
 // Fault injection (issue 8): kill -9 at every protocol step of both sides, arbiter restarts
-// during swaps, clients that stall, stop reading their channel or flood it, device OOM during
-// swap-in and host memory pressure, with real processes on simcuda (fault_env.h). After every
-// fault: the survivors finish with every byte verified, the arbiter keeps serving (a new
-// function registers and runs), its reservations return to zero, simcuda's device accounting
-// returns to zero, and no shared-memory segment is left behind. The table is docs/reliability.md.
+// during swaps, clients that stall, stop reading their channel or flood it (channel or
+// doorbell), device OOM during swap-in and host memory pressure, with real processes on
+// simcuda (fault_env.h). After every fault: the survivors finish with every byte verified, the
+// arbiter keeps serving (a new function registers and runs), its reservations return to zero,
+// simcuda's device accounting returns to zero, and no shared-memory segment is left behind.
+// The table is docs/reliability.md.
 #include <signal.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -67,14 +68,11 @@ class FaultTest : public ::testing::Test {
   // A function that holds a 192 MiB block plus up to 32 MiB of random allocations in a
   // 320 MiB vGPU, taking `turns` turns.
   Worker SpawnPairMember(const std::string& name, uint64_t seed, int turns = 14) {
-    WorkerSpec spec;
-    spec.name = name;
-    spec.quota = "320MiB";
-    spec.seed = seed;
-    spec.big_mib = 192;
-    spec.budget_mib = 32;
-    spec.turns = turns;
-    spec.idle_ms = 30;
+    return SpawnFunction({name, "320MiB", seed, 192, 32, turns, 8, 30, {}, {}});
+  }
+
+  // Starts a function (tracked: killed with the node if the test ends early).
+  Worker SpawnFunction(const WorkerSpec& spec) {
     Worker w = node_.Spawn(spec);
     EXPECT_GT(w.pid, 0);
     all_pids_.push_back(w.pid);
@@ -489,6 +487,69 @@ TEST_F(FaultTest, ClientFloodingRequests) {
   EXPECT_NE(out.find("closed"), std::string::npos) << "the flooder was not disconnected: " << out;
   ExpectCleanNode();
   EXPECT_GE(summary_["malformed_channels"].get<int>(), 1) << summary_.dump();
+}
+
+// A client that writes its doorbell eventfd in a tight loop (ignoring whether the arbiter
+// armed it) while two honest functions run: its doorbell is muted (doorbell_rate), both
+// functions keep being granted the GPU during the flood and finish intact, and after
+// doorbell_flood_disconnect of flooding the flooder is disconnected (unregister reason 5).
+class FaultFlood : public FaultTest {
+ protected:
+  FaultFlood()
+      : FaultTest({"--policy", "fifo", "--slice", "5ms", "--preempt-grace", "10s",
+                   "--doorbell-rate", "200", "--doorbell-flood-disconnect", "3s"}) {}
+
+  // Two of these fit the GPU together: no swapping, only grants.
+  Worker SpawnHonest(const std::string& name, uint64_t seed) {
+    return SpawnFunction({name, "128MiB", seed, 32, 16, 40, 8, 10, {}, {}});
+  }
+};
+
+TEST_F(FaultFlood, DoorbellFlooderIsMutedThenDisconnectedWhileOthersKeepRunning) {
+  const Worker a = SpawnHonest("a", 31);
+  const Worker b = SpawnHonest("b", 32);
+  const auto ready_by = std::chrono::steady_clock::now() + kEventTimeout;
+  while ((!Ready(a) || !Ready(b)) && std::chrono::steady_clock::now() < ready_by)
+    std::this_thread::sleep_for(milliseconds(5));
+  ASSERT_TRUE(Ready(a) && Ready(b)) << node_.Describe(a) << node_.Describe(b);
+  const pid_t flood = node_.Track(arbiter::testing::Spawn(
+      {RAW_CLIENT_BIN, "flood-doorbell", "--socket", node_.arbiter().socket(), "--quota-mib",
+       "64", "--seconds", "60"},
+      node_.dir() / "flood.out", ""));
+  all_pids_.push_back(flood);
+  EXPECT_EQ(ExitCode(WaitFor(flood, seconds(90))), 0) << ReadFile(node_.dir() / "flood.out");
+  const std::string out = ReadFile(node_.dir() / "flood.out");
+  EXPECT_NE(out.find("flooded"), std::string::npos) << out;
+  EXPECT_NE(out.find("closed"), std::string::npos) << "the flooder was not disconnected: " << out;
+
+  // The flood window: from the flooder's registration to its removal (reason 5, flooding).
+  const uint32_t flooder = ClientOf(flood);
+  ASSERT_NE(flooder, 0u) << Log();
+  uint64_t from = 0;
+  uint64_t to = 0;
+  for (const Event& e : node_.Events(0)) {
+    if (e.client_id != flooder) continue;
+    if (e.type == EventType::kRegister) from = e.index;
+    if (e.type == EventType::kUnregister) {
+      to = e.index;
+      EXPECT_EQ(e.args[0], 5u) << "unregister reason";
+    }
+  }
+  ASSERT_LT(from, to) << Log();
+  // Both honest functions were granted the GPU while the flood lasted.
+  for (const Worker* w : {&a, &b}) {
+    const uint32_t id = ClientOf(w->pid);
+    int grants = 0;
+    for (const Event& e : node_.Events(0))
+      grants += e.type == EventType::kGrant && e.client_id == id && e.index > from && e.index < to;
+    EXPECT_GE(grants, 1) << w->name << " was not served during the flood\n" << Log();
+  }
+  ExpectIntact(a);
+  ExpectIntact(b);
+  ExpectCleanNode();
+  EXPECT_GE(summary_["doorbell_mutes"].get<int>(), 1) << summary_.dump();
+  EXPECT_EQ(summary_["flood_disconnects"].get<int>(), 1) << summary_.dump();
+  EXPECT_EQ(summary_["malformed_channels"].get<int>(), 0) << summary_.dump();
 }
 
 // Device OOM during swap-in: while function b (256 MiB of data) is swapped out and a (about

@@ -12,8 +12,14 @@
 //                                      registers and floods its channel with requests (token
 //                                      requests and releases, swap-in requests, doorbell rings)
 //                                      for S seconds, then writes a malformed value
+//   flood-doorbell --socket P --quota-mib Q --seconds S
+//                                      registers and writes its doorbell eventfd in a tight loop
+//                                      (ignoring whether the arbiter armed it) until the arbiter
+//                                      closes the connection or S seconds pass; prints
+//                                      "flooded N" and then "closed" or "still connected"
 // Prints one line per step reached ("connected", "sent", "registered", "granted", "flooded N")
 // and then sleeps until killed (except flood, which exits after the malformed write is seen).
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -63,6 +69,26 @@ RegisterRequest Request(uint64_t quota_mib, const std::string& name) {
   return r;
 }
 
+// Rings the doorbell as fast as it can (one write per ring), looking every 1024 rings whether
+// the arbiter closed the connection.
+int FloodDoorbell(const Registration& reg, const std::string& seconds_text) {
+  const auto end = std::chrono::steady_clock::now() + seconds(std::atoi(seconds_text.c_str()));
+  const uint64_t one = 1;
+  uint64_t n = 0;
+  bool closed = false;
+  Say("flooding");
+  while (!closed && std::chrono::steady_clock::now() < end) {
+    for (int i = 0; i < 1024; ++i, ++n) {
+      if (::write(reg.doorbell.get(), &one, sizeof one) != static_cast<ssize_t>(sizeof one)) break;
+    }
+    pollfd p{reg.connection.get(), POLLIN | POLLRDHUP, 0};
+    closed = ::poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLRDHUP | POLLERR)) != 0;
+  }
+  Say("flooded " + std::to_string(n));
+  Say(closed ? "closed" : "still connected");
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -91,6 +117,7 @@ int main(int argc, char** argv) {
     Say("refused " + reg.status().ToString());
     return 1;
   }
+  if (mode == "flood-doorbell") return FloodDoorbell(*reg, f["--seconds"]);
   auto ch = ClientChannel::Attach(std::move(reg->channel), std::move(reg->doorbell));
   if (!ch.ok()) return 1;
   Say("registered " + std::to_string(reg->reply.client_id));

@@ -24,6 +24,9 @@ void CheckConfig(const gshare::arbiter::ArbiterConfig& c) {
   FUZZ_CHECK(c.deep_evict_after.count() >= 0);
   FUZZ_CHECK(c.event_ring_capacity >= 16 && (c.event_ring_capacity & (c.event_ring_capacity - 1)) == 0);
   FUZZ_CHECK(c.max_clients >= 1);
+  FUZZ_CHECK(c.doorbell_rate <= 100'000'000);
+  FUZZ_CHECK(c.doorbell_flood_disconnect.count() >= 0 &&
+             c.doorbell_flood_disconnect <= std::chrono::hours(24));
   FUZZ_CHECK(!c.policy.empty() && !c.libcuda.empty());
   if (c.gpu_memory_bytes) FUZZ_CHECK(*c.gpu_memory_bytes <= gshare::shm::kMaxQuotaBytes);
 }

@@ -89,6 +89,7 @@ log_level = "warn"
 """)
 put("arbiter_config", "toml-table", b"\0[arbiter]\nmetrics = \"127.0.0.1:9400\"\ndeep_evict_after = \"5min\"\n")
 put("arbiter_config", "cmdline", b"\1--socket\n/tmp/a.sock\n--gpus\n0,1,2\n--slice=10ms\n--memory-reserve\n1GiB\n--fail-mode\nopen")
+put("arbiter_config", "doorbell", b"\0doorbell_rate = 500\ndoorbell_flood_disconnect = \"3s\"\nallowed_gids = \"4242\"\n")
 put("arbiter_config", "cmdline-bad", b"\1--gpu-count\n0\n--idle-release\n20")
 
 # --- traces: byte 0 = options (skip_malformed, compression, max_requests), then the text

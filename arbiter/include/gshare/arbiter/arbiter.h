@@ -49,6 +49,8 @@ struct ArbiterStats {
   uint64_t enforcements = 0;  // clients locked and checkpointed for not yielding
   uint64_t deep_evictions = 0;  // idle vGPUs checkpointed after deep_evict_after
   uint64_t restores = 0;
+  uint64_t doorbell_mutes = 0;     // a client's doorbell muted for exceeding doorbell_rate
+  uint64_t flood_disconnects = 0;  // clients disconnected for flooding (doorbell_flood_disconnect)
 };
 
 // The GPUs to manage: from config.gpu_memory (gpu_count identical GPUs, no driver needed) or

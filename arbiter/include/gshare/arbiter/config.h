@@ -50,6 +50,13 @@ struct ArbiterConfig {
   // records (`event_ring_capacity`, a power of two).
   std::string event_ring_path;
   uint64_t event_ring_capacity = 1 << 16;
+  // Doorbell flooding (docs/security.md): wake-ups per second one client's doorbell may cause
+  // (`doorbell_rate`, --doorbell-rate; bursts of a tenth of a second's worth), beyond which its
+  // doorbell is ignored for a while (it is still served when the arbiter wakes for anything
+  // else); 0 = unlimited. A client over the rate for `doorbell_flood_disconnect` (a duration;
+  // 0 = never) is disconnected.
+  uint64_t doorbell_rate = 10000;
+  std::chrono::nanoseconds doorbell_flood_disconnect{std::chrono::seconds(10)};
   // Most clients served at once (`max_clients`).
   uint32_t max_clients = 4096;
   // Driver library the arbiter dlopens for GPU discovery and enforcement (`libcuda`).
@@ -58,8 +65,9 @@ struct ArbiterConfig {
   std::string log_level = "info";
   // Who may register (`allowed_uids`, `allowed_gids`: comma-separated numeric ids, e.g.
   // --allowed-uids 0,1000). Both empty (the default): every process that can connect to the
-  // socket (see socket_mode). Otherwise a client must have a listed uid or primary gid (from
-  // SO_PEERCRED); others are refused with a reason naming their uid (docs/security.md).
+  // socket (see socket_mode). Otherwise a client must have a listed uid (SO_PEERCRED), primary
+  // gid or supplementary group (SO_PEERGROUPS); others are refused with a reason naming their
+  // uid (docs/security.md).
   std::vector<uint32_t> allowed_uids;
   std::vector<uint32_t> allowed_gids;
   // Control socket for gshare-ctl / gshare-top (`control_socket`, --control-socket); "" = the
