@@ -3,13 +3,15 @@
 // are JSON objects (docs/operating.md, "Control interface"); every reply has "ok", and "error"
 // with a message when ok is false.
 //
-// Drain: the GPU is marked drained; its token holder is preempted, every vGPU resident there is
-// swapped out (after it releases the token), and no swap-in, restore or grant happens there
-// until undrain (functions the policy places there wait). Evict: one vGPU is swapped out now
-// (a holder first is asked to yield). Set-slo: the policy learns the new SLO by the function
+// Drain: the GPU is marked drained and the policy told (GpuUnavailable): it moves the functions
+// there to other GPUs (or holds them while no GPU is available) and places nothing there; the
+// token holder is preempted, every vGPU resident there is swapped out (after it releases the
+// token), and no swap-in, restore or grant happens there until undrain (GpuAvailable).
+// Evict: one vGPU is swapped out now (a holder first is asked to yield). Set-slo: the policy learns the new SLO by the function
 // being re-registered with it (a new policy function id) once the client is idle.
 #include <algorithm>
 #include <charconv>
+#include <vector>
 
 #include <spdlog/spdlog.h>
 
@@ -219,10 +221,37 @@ json ArbiterImpl::Drain(uint32_t g, bool drain, uint64_t now) {
   uint32_t moving = 0;
   for (const auto& [id, c] : clients_) moving += c->reserved_on == g ? 1 : 0;
   if (drain) {
+    if (!was) {
+      // The policy stops using the GPU and moves its functions to others (or holds them).
+      Deliver(now, policy::GpuUnavailable{g});
+      // Swap-ins onto g not yet issued never will be while it is drained: a policy swap-in is
+      // reported done (the policy then moves the function off again, at no cost), and a grant
+      // waiting for residency there is handed back as a slice that expired.
+      std::vector<policy::EventBody> handed_back;
+      for (auto& [id, c] : clients_) {
+        bool policy_swap_in = false;
+        for (auto it = c->transfers.begin(); it != c->transfers.end();) {
+          if (it->op == shm::SwapOp::kSwapIn && it->gpu == g && !it->issued) {
+            policy_swap_in |= it->for_policy;
+            it = c->transfers.erase(it);
+          } else {
+            ++it;
+          }
+        }
+        if (policy_swap_in)
+          handed_back.emplace_back(policy::SwapDone{c->fid, g, policy::SwapKind::kIn, 0, 0});
+        if (c->pending_grant && c->pending_grant->first == g) {
+          c->pending_grant.reset();
+          handed_back.emplace_back(policy::SliceExpired{c->fid, g});
+        }
+      }
+      for (auto& body : handed_back) Deliver(now, std::move(body));
+    }
     EnforceDrains(now);
     spdlog::info("GPU {} drained: {} vGPU(s) to move off it", gs.info.ordinal, moving);
   } else {
     spdlog::info("GPU {} undrained", gs.info.ordinal);
+    if (was) Deliver(now, policy::GpuAvailable{g});
     PumpTransfers(now);
   }
   metrics_dirty_ = metrics_ != nullptr;

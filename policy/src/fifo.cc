@@ -22,6 +22,7 @@ class Fifo final : public PolicyBase {
     const uint64_t need = FootprintBytes(fns_[f].spec, Residency::kResident);
     GpuId inactive = kNoGpu;
     for (GpuId g = 0; g < gpus_.size(); ++g) {
+      if (!Usable(g)) continue;
       if (!gpus_[g].active) {
         if (inactive == kNoGpu) inactive = g;
         continue;
@@ -36,9 +37,9 @@ class Fifo final : public PolicyBase {
       Enqueue(now, f, inactive);
       return;
     }
-    GpuId best = 0;  // everything busy: the least-loaded GPU
-    for (GpuId g = 1; g < gpus_.size(); ++g) {
-      if (GpuFreeAt(now, g) < GpuFreeAt(now, best)) best = g;
+    GpuId best = kNoGpu;  // everything busy: the least-loaded usable GPU (all are active)
+    for (GpuId g = 0; g < gpus_.size(); ++g) {
+      if (Usable(g) && (best == kNoGpu || GpuFreeAt(now, g) < GpuFreeAt(now, best))) best = g;
     }
     Enqueue(now, f, best);
   }

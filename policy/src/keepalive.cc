@@ -21,7 +21,7 @@ class KeepAlive final : public PolicyBase {
 
   void Place(Time now, FunctionId f) override {
     for (GpuId g = 0; g < gpus_.size(); ++g) {
-      if (!gpus_[g].active) {
+      if (!gpus_[g].active && Usable(g)) {
         Activate(now, g);
         SwapIn(now, f, g);
         WakeAt(fns_[f].arrivals.last() + config_.keepalive_ttl, f, 0);
@@ -45,7 +45,19 @@ class KeepAlive final : public PolicyBase {
 
   void OnGpuEmpty(Time now, GpuId g) override {
     Release(g);
-    while (!waiters_.empty() && ActiveGpus() < static_cast<int>(gpus_.size())) {
+    ServeWaiters(now);
+  }
+  void OnGpuAvailable(Time now, GpuId /*g*/) override { ServeWaiters(now); }
+
+  bool FreeGpu() const {
+    for (GpuId g = 0; g < gpus_.size(); ++g) {
+      if (!gpus_[g].active && Usable(g)) return true;
+    }
+    return false;
+  }
+  // Gives free GPUs to waiting functions, first come first served.
+  void ServeWaiters(Time now) {
+    while (!waiters_.empty() && FreeGpu()) {
       const FunctionId f = waiters_.front();
       waiters_.pop_front();
       fns_[f].waiting = false;

@@ -25,6 +25,7 @@ PolicyBase::PolicyBase(std::string name, const PolicyConfig& config)
     gpus_[g].spec = config.gpus[g];
     gpus_[g].bw = BandwidthPredictor(config.gpus[g].link_bytes_per_us);
   }
+  available_count_ = static_cast<int>(gpus_.size());
 }
 
 Time PolicyBase::NextWakeup() const { return wakes_.empty() ? kNever : wakes_.top().at; }
@@ -50,7 +51,11 @@ void PolicyBase::Handle(const Event& event, ActionList& out) {
             Fn& fn = fns_[e.function];
             fn.running = false;
             gpus_[e.gpu].tenant = kNoFunction;
-            Enqueue(now, e.function, e.gpu);
+            if (gpus_[e.gpu].available) {
+              Enqueue(now, e.function, e.gpu);
+            } else {
+              Evacuate(now, e.function);
+            }
           },
           [&](const Idle&) {},
           [&](const SwapDone& e) { HandleSwapDone(now, e); },
@@ -59,6 +64,8 @@ void PolicyBase::Handle(const Event& event, ActionList& out) {
             (void)MakeRoom(now, e.gpu, gpus_[e.gpu].free() + e.bytes, Evict::kDeep);
           },
           [&](const FunctionGone& e) { HandleGone(now, e.function); },
+          [&](const GpuUnavailable& e) { HandleUnavailable(now, e.gpu); },
+          [&](const GpuAvailable& e) { HandleAvailable(now, e.gpu); },
       },
       event.body);
   FireTimers(now);
@@ -72,7 +79,9 @@ void PolicyBase::Handle(const Event& event, ActionList& out) {
   for (size_t i = 0; i < touched_.size(); ++i) {
     const GpuId g = touched_[i];
     Gpu& gpu = gpus_[g];
-    if (gpu.active && gpu.empty()) {
+    if (gpu.active && gpu.empty() && !gpu.available) {
+      Release(g);  // an unavailable GPU goes as soon as everything has left it
+    } else if (gpu.active && gpu.empty()) {
       if (!gpu_empty_seen_[g]) {
         gpu_empty_seen_[g] = true;
         OnGpuEmpty(now, g);
@@ -109,7 +118,7 @@ void PolicyBase::RemoveMember(FunctionId f) {
 }
 
 void PolicyBase::Activate(Time now, GpuId g) {
-  assert(!gpus_[g].active);
+  assert(!gpus_[g].active && gpus_[g].available);
   gpus_[g].active = true;
   gpus_[g].activated_at = now;
   gpus_[g].link_free = now;
@@ -263,7 +272,72 @@ void PolicyBase::HandleArrival(Time now, FunctionId f) {
   if (fn.where == Residency::kResident) {
     if (!Relocate(now, f)) Enqueue(now, f, fn.gpu);
   } else {
-    Place(now, f);
+    PlaceOrHold(now, f);
+  }
+}
+
+void PolicyBase::PlaceOrHold(Time now, FunctionId f) {
+  if (available_count_ == 0) return Hold(f);
+  Place(now, f);
+}
+
+void PolicyBase::Hold(FunctionId f) {
+  Fn& fn = fns_[f];
+  if (fn.held) return;
+  fn.held = true;
+  fn.waiting = true;
+  held_.push_back(f);
+}
+
+void PolicyBase::Evacuate(Time now, FunctionId f) {
+  Fn& fn = fns_[f];
+  if (fn.where != Residency::kHost && !fn.running && !fn.transfer) DeepEvict(now, f);
+}
+
+void PolicyBase::HandleUnavailable(Time now, GpuId g) {
+  Gpu& gpu = gpus_[g];
+  if (!gpu.available) return;
+  gpu.available = false;
+  --available_count_;
+  OnGpuUnavailable(now, g);
+  // Work queued here goes elsewhere; the tenant is asked to yield (its burst end or slice
+  // expiry evacuates it); a swap-in in flight here is evacuated when it lands.
+  std::vector<FunctionId> displaced;
+  while (!gpu.ready.empty()) {
+    displaced.push_back(gpu.ready.back().first);
+    TakeReady(g, gpu.ready.size() - 1);
+  }
+  if (gpu.tenant != kNoFunction && fns_[gpu.tenant].running) {
+    Emit(ActionKind::kPreempt, gpu.tenant, g);
+  }
+  const std::vector<FunctionId> members = gpu.members;
+  for (FunctionId f : members) Evacuate(now, f);
+  for (auto it = displaced.rbegin(); it != displaced.rend(); ++it) {
+    const FunctionId f = *it;
+    Fn& fn = fns_[f];
+    if (fn.transfer || fn.waiting || fn.queued || fn.running || fn.pending.empty()) continue;
+    if (fn.where == Residency::kResident) {
+      Enqueue(now, f, fn.gpu);  // resident on another (available) GPU: run it there
+    } else {
+      PlaceOrHold(now, f);
+    }
+  }
+}
+
+void PolicyBase::HandleAvailable(Time now, GpuId g) {
+  Gpu& gpu = gpus_[g];
+  if (gpu.available) return;
+  gpu.available = true;
+  ++available_count_;
+  OnGpuAvailable(now, g);
+  std::vector<FunctionId> held;
+  held.swap(held_);
+  for (FunctionId f : held) {
+    Fn& fn = fns_[f];
+    if (!fn.held) continue;
+    fn.held = false;
+    fn.waiting = false;
+    if (fn.registered && !fn.pending.empty() && !fn.transfer) PlaceOrHold(now, f);
   }
 }
 
@@ -275,6 +349,7 @@ void PolicyBase::HandleBurstEnd(Time now, const BurstEnd& e) {
   fn.running = false;
   fn.last_use = now;
   if (gpu.tenant == e.function) gpu.tenant = kNoFunction;
+  if (!gpu.available) return Evacuate(now, e.function);
   if (!fn.pending.empty()) Enqueue(now, e.function, e.gpu);
   Dispatch(now, e.gpu);
   OnBurstDone(now, e.function, e.gpu);
@@ -288,6 +363,11 @@ void PolicyBase::HandleSwapDone(Time now, const SwapDone& e) {
       fn.transfer = false;
       Gpu& gpu = gpus_[e.gpu];
       if (fn.swap_from_parked && e.took > 0) gpu.bw.Observe(e.bytes, e.took);
+      if (!gpu.available) {  // it landed on a GPU that went away meanwhile: move it on
+        if (gpu.tenant == e.function && !fn.running) gpu.tenant = kNoFunction;
+        Evacuate(now, e.function);
+        break;
+      }
       if (gpu.tenant == e.function && !fn.running) {
         if (fn.pending.empty()) {
           gpu.tenant = kNoFunction;
@@ -308,7 +388,7 @@ void PolicyBase::HandleSwapDone(Time now, const SwapDone& e) {
       fn.transfer = false;
       if (fn.evicting_from != kNoGpu) --gpus_[fn.evicting_from].evictions_in_flight;
       fn.evicting_from = kNoGpu;
-      if (!fn.pending.empty() && !fn.waiting && !fn.queued && fn.registered) Place(now, e.function);
+      if (!fn.pending.empty() && !fn.waiting && !fn.queued && fn.registered) PlaceOrHold(now, e.function);
       break;
     }
   }

@@ -44,6 +44,7 @@ class PolicyBase : public Policy {
     bool queued = false;      // in gpus_[gpu].ready
     bool waiting = false;     // held in the concrete policy's own queue
     bool pinned = false;      // never evicted by MakeRoom
+    bool held = false;        // waiting (with `waiting` set) until some GPU is available
     std::deque<Time> pending; // arrival times of outstanding bursts, oldest first
     Time last_use = 0;        // last arrival or burst end (LRU key)
     Time grant_time = 0;
@@ -61,6 +62,7 @@ class PolicyBase : public Policy {
   struct Gpu {
     GpuSpec spec;
     bool active = false;
+    bool available = true;            // false between GpuUnavailable and GpuAvailable
     uint64_t used = 0;
     FunctionId tenant = kNoFunction;  // running, or reserved while its swap-in completes
     std::deque<std::pair<FunctionId, Duration>> ready;  // with the predicted execution
@@ -93,6 +95,9 @@ class PolicyBase : public Policy {
   virtual void OnBurstDone(Time /*now*/, FunctionId /*f*/, GpuId /*g*/) {}
   virtual void OnGpuEmpty(Time /*now*/, GpuId /*g*/) {}
   virtual void OnGpuIdle(Time /*now*/, GpuId /*g*/) {}
+  // g became unavailable (its functions are being moved off by the base) / available again.
+  virtual void OnGpuUnavailable(Time /*now*/, GpuId /*g*/) {}
+  virtual void OnGpuAvailable(Time /*now*/, GpuId /*g*/) {}
   virtual void OnWake(Time /*now*/, FunctionId /*f*/, uint32_t /*tag*/) {}
   // A resident function with nothing to do after a swap-in (a prefetch landed).
   virtual void OnPrefetched(Time /*now*/, FunctionId /*f*/) {}
@@ -119,6 +124,9 @@ class PolicyBase : public Policy {
   uint64_t Reclaimable(GpuId g, Evict mode) const;
   void Pin(FunctionId f, bool pin);
   void WakeAt(Time t, FunctionId f, uint32_t tag);
+  // f (with an outstanding burst, not placed) waits until a GPU becomes available; the base
+  // places it then. For policies that find every GPU unavailable.
+  void Hold(FunctionId f);
 
   // ---- queries ----
   // Predicted transfer time of bringing f to kResident on g, on an idle link.
@@ -129,6 +137,9 @@ class PolicyBase : public Policy {
   // When g's current tenant and ready queue are predicted to be done.
   Time GpuFreeAt(Time now, GpuId g) const;
   int ActiveGpus() const { return active_count_; }
+  // GPUs the policy may use (not between GpuUnavailable and GpuAvailable).
+  int AvailableGpus() const { return available_count_; }
+  bool Usable(GpuId g) const { return gpus_[g].available; }
   // The active GPUs in increasing id order.
   const std::vector<GpuId>& active_gpus() const { return active_; }
 
@@ -150,6 +161,13 @@ class PolicyBase : public Policy {
   void HandleBurstEnd(Time now, const BurstEnd& e);
   void HandleSwapDone(Time now, const SwapDone& e);
   void HandleGone(Time now, FunctionId f);
+  void HandleUnavailable(Time now, GpuId g);
+  void HandleAvailable(Time now, GpuId g);
+  // Places f, or holds it when no GPU is available.
+  void PlaceOrHold(Time now, FunctionId f);
+  // f has state on an unavailable GPU: deep-evict it if it is neither running nor in transfer
+  // (it is placed elsewhere when the eviction completes, if it has work).
+  void Evacuate(Time now, FunctionId f);
   void FireTimers(Time now);
   bool Evictable(FunctionId f, GpuId g, bool pinned_too) const;
   std::vector<FunctionId> EvictionOrder(GpuId g, Residency state, bool pinned_too = false) const;
@@ -166,6 +184,8 @@ class PolicyBase : public Policy {
   std::vector<GpuId> active_;         // sorted
   ActionList* out_ = nullptr;  // valid during Handle()
   int active_count_ = 0;
+  int available_count_ = 0;
+  std::vector<FunctionId> held_;  // functions held until a GPU is available (Hold)
 };
 
 }  // namespace gshare::policy::internal

@@ -78,6 +78,7 @@ class SlackScheduler final : public PolicyBase {
     GpuId best = kNoGpu;
     for (GpuId g : active_gpus()) {
       const Gpu& gpu = gpus_[g];
+      if (!Usable(g)) continue;
       if (PredictedStart(now, f, g) + e > deadline) continue;
       if (opt_.interference && !Compatible(f, g)) continue;
       if (Reclaimable(g, evict_mode()) < Need(f, g)) continue;
@@ -191,10 +192,14 @@ class SlackScheduler final : public PolicyBase {
 
   // Slack is gone: a feasible active GPU, else a new one, else the least bad active one.
   void PlaceNow(Time now, FunctionId f, Time deadline) {
+    if (AvailableGpus() == 0) {  // every GPU is unavailable: wait for one (no prefetching)
+      if (!fns_[f].pending.empty()) Hold(f);
+      return;
+    }
     GpuId g = Choose(now, f, deadline);
     if (g == kNoGpu) {
       for (GpuId i = 0; i < gpus_.size() && g == kNoGpu; ++i) {
-        if (!gpus_[i].active) {
+        if (!gpus_[i].active && Usable(i)) {
           Activate(now, i);
           g = i;
         }
@@ -203,7 +208,7 @@ class SlackScheduler final : public PolicyBase {
     if (g == kNoGpu) {
       Time best_start = kNever;
       for (GpuId i : active_gpus()) {
-        if (Reclaimable(i, evict_mode()) >= Need(f, i)) {
+        if (Usable(i) && Reclaimable(i, evict_mode()) >= Need(f, i)) {
           const Time start = PredictedStart(now, f, i);
           if (start < best_start) {
             best_start = start;
@@ -284,7 +289,7 @@ class SlackScheduler final : public PolicyBase {
     switch (tag) {
       case kTagSlack: {
         Fn& fn = fns_[f];
-        if (!fn.waiting) return;
+        if (!fn.waiting || fn.held) return;
         fn.waiting = false;
         if (fn.pending.empty() || fn.transfer) return;
         if (fn.where == Residency::kResident) return Enqueue(now, f, fn.gpu);
@@ -317,7 +322,7 @@ class SlackScheduler final : public PolicyBase {
 
   bool Drainable(GpuId g) const {
     const Gpu& gpu = gpus_[g];
-    if (!gpu.active || gpu.tenant != kNoFunction || !gpu.ready.empty() || gpu.evictions_in_flight) {
+    if (!gpu.active || !gpu.available || gpu.tenant != kNoFunction || !gpu.ready.empty() || gpu.evictions_in_flight) {
       return false;
     }
     for (FunctionId f : gpu.members) {
@@ -352,7 +357,7 @@ class SlackScheduler final : public PolicyBase {
       }
       GpuId target = kNoGpu;
       for (GpuId g : active_gpus()) {
-        if (g == victim || Reclaimable(g, evict_mode()) < Need(f, g)) continue;
+        if (g == victim || !Usable(g) || Reclaimable(g, evict_mode()) < Need(f, g)) continue;
         if (opt_.interference && !Compatible(f, g)) continue;
         if (target == kNoGpu || gpus_[g].used > gpus_[target].used) target = g;
       }

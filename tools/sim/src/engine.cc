@@ -53,6 +53,7 @@ struct FnState {
 
 struct GpuState {
   bool active = false;
+  bool unavailable = false;
   Time activated_at = 0;
   uint64_t used = 0;
   FunctionId tenant = policy::kNoFunction;
@@ -66,6 +67,13 @@ class Engine {
     result_.policy = std::string(p.name());
     result_.requests = w.requests.size();
     result_.latencies.assign(w.requests.size(), -1);
+    for (const Outage& out : o.outages) {
+      if (out.gpu >= gpus_.size() || out.to <= out.from) continue;
+      changes_.push_back({out.from, out.gpu, false});
+      if (out.to != policy::kNever) changes_.push_back({out.to, out.gpu, true});
+    }
+    std::stable_sort(changes_.begin(), changes_.end(),
+                     [](const Change& a, const Change& b) { return a.at < b.at; });
   }
 
   RunResult Run() {
@@ -80,7 +88,12 @@ class Engine {
       const Time t_arr = next < w_.requests.size() ? w_.requests[next].arrival : policy::kNever;
       const Time t_ev = heap_.empty() ? policy::kNever : heap_.top().at;
       const Time t_wake = policy_.NextWakeup();
-      if (t_arr == policy::kNever && t_ev == policy::kNever) {
+      const Time t_change = next_change_ < changes_.size() ? changes_[next_change_].at : policy::kNever;
+      if (t_change != policy::kNever && t_change <= t_arr && t_change <= t_ev && t_change <= t_wake) {
+        ChangeAvailability(changes_[next_change_++]);
+        continue;
+      }
+      if (t_arr == policy::kNever && t_ev == policy::kNever && t_change == policy::kNever) {
         // Only timers left: stop once every request is done, or when timers stop helping.
         if (outstanding_ == 0 || t_wake == policy::kNever || ++idle_timers > 10'000) break;
       } else {
@@ -119,6 +132,22 @@ class Engine {
       free_at[r.function] = end;
       if (end - r.arrival <= w_.functions[r.function].slo) ++result_.dedicated_on_time;
     }
+  }
+
+  struct Change {
+    Time at;
+    GpuId gpu;
+    bool available;
+  };
+
+  void ChangeAvailability(const Change& c) {
+    now_ = std::max(now_, c.at);
+    gpus_[c.gpu].unavailable = !c.available;
+    if (!c.available) return Deliver(c.at, policy::GpuUnavailable{c.gpu});
+    for (const FnState& fn : fns_) {
+      if (fn.where != Residency::kHost && fn.gpu == c.gpu) ++result_.outage_residue;
+    }
+    Deliver(c.at, policy::GpuAvailable{c.gpu});
   }
 
   static void StartHead(FnState& fn, Time now, Duration exec) {
@@ -204,7 +233,9 @@ class Engine {
     const bool has_g = a.gpu < gpus_.size();
     switch (a.kind) {
       case ActionKind::kActivateGpu:
-        if (!has_g || gpus_[a.gpu].active) return Violation(fmt::format("activate gpu {}", a.gpu));
+        if (!has_g || gpus_[a.gpu].active || gpus_[a.gpu].unavailable) {
+          return Violation(fmt::format("activate gpu {}", a.gpu));
+        }
         return SetActive(a.gpu, true);
       case ActionKind::kReleaseGpu: {
         if (!has_g || !gpus_[a.gpu].active || gpus_[a.gpu].used != 0 ||
@@ -214,7 +245,8 @@ class Engine {
         return SetActive(a.gpu, false);
       }
       case ActionKind::kSwapIn: {
-        if (!has_f || !has_g || !gpus_[a.gpu].active || fns_[a.function].transfer ||
+        if (!has_f || !has_g || !gpus_[a.gpu].active || gpus_[a.gpu].unavailable ||
+            fns_[a.function].transfer ||
             fns_[a.function].where == Residency::kResident) {
           return Violation(fmt::format("swap-in f{} to gpu {}", a.function, a.gpu));
         }
@@ -271,7 +303,7 @@ class Engine {
         if (!has_f || !has_g || fns_[a.function].where != Residency::kResident ||
             fns_[a.function].gpu != a.gpu || fns_[a.function].transfer ||
             fns_[a.function].pending.empty() || fns_[a.function].running ||
-            gpus_[a.gpu].tenant != policy::kNoFunction) {
+            gpus_[a.gpu].tenant != policy::kNoFunction || gpus_[a.gpu].unavailable) {
           return Violation(fmt::format("grant f{} on gpu {}", a.function, a.gpu));
         }
         FnState& fn = fns_[a.function];
@@ -361,6 +393,8 @@ class Engine {
   std::vector<FnState> fns_;
   std::vector<GpuState> gpus_;
   std::priority_queue<Pending, std::vector<Pending>, std::greater<>> heap_;
+  std::vector<Change> changes_;  // GPU availability changes from options.outages, by time
+  size_t next_change_ = 0;
   policy::ActionList actions_;
   RunResult result_;
   Time now_ = 0;

@@ -22,6 +22,8 @@
 //
 // Action preconditions the policy guarantees (an environment may check them and treat a
 // violation as a policy bug):
+//  - ActivateGpu, SwapIn, Grant name only GPUs that are available (no GpuUnavailable for them
+//    since their last GpuAvailable).
 //  - ActivateGpu g: g is inactive.  ReleaseGpu g: g is active and holds no function state.
 //  - SwapIn f,g: g is active; f is not kResident and no transfer of f is in flight; after the
 //    swap-in the footprints on g (counting transfers in flight) fit in g's memory. If f is
@@ -89,9 +91,23 @@ struct MemoryPressure {  // the environment needs `bytes` freed on `gpu` (e.g. a
 struct FunctionGone {  // the client died or deregistered; its state on GPUs is already gone
   FunctionId function;
 };
+// The GPU must not be used until GpuAvailable (an operator's drain, a failing device). From
+// this event on the policy issues no ActivateGpu, SwapIn or Grant on it; it asks the tenant
+// running there to yield (Preempt) and moves every function with state there off it: each is
+// deep-evicted (DeepEvict) as soon as it is neither running nor in transfer (a swap-in in
+// flight onto the GPU completes first, with its SwapDone), then placed on another GPU when it
+// has work, or held until some GPU is available. The GPU is released once empty. Each event
+// is idempotent (a second GpuUnavailable for the same GPU changes nothing).
+struct GpuUnavailable {
+  GpuId gpu;
+};
+struct GpuAvailable {  // the GPU may be used again (it is inactive until the policy activates it)
+  GpuId gpu;
+};
 
 using EventBody = std::variant<Started, FunctionRegistered, BurstStart, BurstEnd, SliceExpired,
-                               Idle, SwapDone, Timer, MemoryPressure, FunctionGone>;
+                               Idle, SwapDone, Timer, MemoryPressure, FunctionGone,
+                               GpuUnavailable, GpuAvailable>;
 struct Event {
   Time now;
   EventBody body;

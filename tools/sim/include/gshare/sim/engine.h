@@ -34,9 +34,18 @@ struct SimWorkload {
   std::vector<SimRequest> requests;             // sorted by arrival
 };
 
+// GPU `gpu` is unavailable over [from, to): the policy gets GpuUnavailable at `from` and
+// GpuAvailable at `to` (an operator's drain and undrain).
+struct Outage {
+  policy::GpuId gpu = 0;
+  Time from = 0;
+  Time to = policy::kNever;
+};
+
 struct SimOptions {
   std::vector<policy::GpuSpec> gpus;
   bool record_timeline = true;  // keep the (time, active GPUs) steps for plots
+  std::vector<Outage> outages;  // need not be sorted; each gpu < gpus.size()
 };
 
 struct RunResult {
@@ -71,6 +80,8 @@ struct RunResult {
   uint64_t violations = 0;   // actions that broke policy.h's preconditions
   std::string first_violation;
   uint64_t memory_overcommits = 0;  // times a GPU's used memory exceeded its size (must be 0)
+  // Functions whose state was still on a GPU when its outage ended (it should have moved off).
+  uint64_t outage_residue = 0;
   Time end_time = 0;
   std::vector<Duration> latencies;  // per request, by index; -1: never completed
   std::vector<std::pair<Time, int>> timeline;      // (time, active GPUs) at every change
