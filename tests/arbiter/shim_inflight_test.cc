@@ -6,10 +6,13 @@
 // program's context stayed on device 0 (the demo's SIGSEGV: the drain synchronised the primary
 // context of the vGPU's current device, where the program had no work, and unmapped the memory
 // under a running kernel).
+#include <cuda.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <algorithm>
 #include <map>
+#include <regex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -122,6 +125,67 @@ TEST_F(ShimInflight, SwapOutWaitsForQueuedWorkAfterTheVgpuMovedToAnotherGpu) {
   SwapOutUnderRunningWork(&probe, socket, 200, 0);
   ASSERT_TRUE(probe.WriteLine("quit"));
   EXPECT_EQ(probe.Wait(), 0) << probe.err();
+}
+
+// The longest time a grant was held before its release began (the shim logs "released grant N
+// after holding it X us (release began after Y us)"; Y excludes the drain) in `log` from byte
+// `from` on, in µs; -1 if none.
+long LongestHoldUs(const std::string& log, size_t from) {
+  static const std::regex kRelease(
+      "released grant [0-9]+ after holding it [0-9]+ us \\(release began after ([0-9]+) us\\)");
+  long longest = -1;
+  const std::string tail = log.size() > from ? log.substr(from) : std::string();
+  for (std::sregex_iterator it(tail.begin(), tail.end(), kRelease), end; it != end; ++it) {
+    longest = std::max(longest, std::stol((*it)[1].str()));
+  }
+  return longest;
+}
+
+// Idle release with an arbiter counts work in flight, not only submissions: a program that
+// queues 400 ms of GPU work and then waits without submitting keeps its token until the work is
+// done (before, it was released ~300 µs after the last submission, while the kernel ran); a
+// graph capture held open keeps the token too, and the shim's queries never invalidate it.
+TEST_F(ShimInflight, TokenIsKeptWhileWorkIsInFlightOrAStreamCaptures) {
+  ArbiterProcess arb{dir, {"--slice", "5ms"}};
+  arb.env = simcuda.env();
+  ASSERT_TRUE(arb.Start()) << ReadFile(arb.log());
+  const std::string log = dir / "held.log";
+  std::vector<std::string> env = ShimEnv(simcuda, arb.socket(), "512MiB", "held", log);
+  env.push_back("GSHARE_LOG_LEVEL=debug");
+  ChildProcess probe({PROBE_BIN, "swap", "3", "4", "64"}, EnvMap(env));
+  ASSERT_TRUE(probe.started());
+  std::string line;
+  ASSERT_TRUE(ReadReady(&probe, &line)) << line << probe.err();
+
+  size_t from = ReadFile(log).size();
+  ASSERT_TRUE(probe.WriteLine("inflight 400"));
+  ASSERT_TRUE(probe.ReadLine(&line));
+  ASSERT_EQ(line, "queued");
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));  // the program submits nothing
+  ASSERT_TRUE(probe.WriteLine("collect"));
+  ASSERT_TRUE(probe.ReadLine(&line));
+  EXPECT_EQ(line, "collected ok=1");
+  // A lower bound only: the grant cannot have been given back before the kernel ended.
+  EXPECT_GE(LongestHoldUs(ReadFile(log), from), 400'000) << ReadFile(log).substr(from);
+
+  from = ReadFile(log).size();
+  ASSERT_TRUE(probe.WriteLine("capture 400"));
+  ASSERT_TRUE(probe.ReadLine(&line));
+  EXPECT_EQ(line, "captured end=" + std::to_string(CUDA_ERROR_NOT_SUPPORTED))
+      << "the capture was disturbed (" << CUDA_ERROR_STREAM_CAPTURE_INVALIDATED
+      << " = invalidated)";
+  ASSERT_TRUE(probe.WriteLine("verify"));
+  ASSERT_TRUE(probe.ReadLine(&line));
+  EXPECT_NE(line.find(" bad=0 kernel_bad=0"), std::string::npos) << line;
+  std::string ptr;
+  while (probe.ReadLine(&ptr) && ptr != "end") {
+  }
+  EXPECT_GE(LongestHoldUs(ReadFile(log), from), 400'000) << ReadFile(log).substr(from);
+  ASSERT_TRUE(probe.WriteLine("quit"));
+  EXPECT_EQ(probe.Wait(), 0) << probe.err();
+  const nlohmann::json summary = arb.Stop();
+  ASSERT_TRUE(summary.is_object()) << ReadFile(arb.log());
+  EXPECT_EQ(summary["client_deaths"], 0) << summary.dump();
 }
 
 }  // namespace

@@ -13,7 +13,8 @@
 //                                      on the data), "grow <mib>" (one more block, uploaded
 //                                      with async copies), "inflight <ms>" (queue a kernel busy
 //                                      for ms, then a checksum of the first block, without
-//                                      waiting), "collect" (wait for it, compare), "quit"
+//                                      waiting), "collect" (wait for it, compare), "capture <ms>"
+//                                      (a graph capture held open for ms), "quit"
 //   preload_probe kernels              runs the sample kernels and prints their result checksums
 //   preload_probe alloc <mib>          allocates mib MiB (no shim expected), prints the result
 //   preload_probe lookup               where dlsym (per handle) and cuGetProcAddress_v2 lead
@@ -395,6 +396,28 @@ int Swap(uint32_t seed, int count, uint64_t big_mib) {
         return Fail("inflight", CUDA_ERROR_UNKNOWN);
       }
       std::printf("queued\n");
+      std::fflush(stdout);
+      continue;
+    }
+    if (command.rfind("capture ", 0) == 0) {
+      // "capture MS": a memset on a fresh stream, then a graph capture begun on it and held
+      // open for MS ms before it is ended; prints "captured end=<CUresult>" (simcuda builds no
+      // graphs: CUDA_ERROR_NOT_SUPPORTED means the capture was intact, 901 = invalidated).
+      CUstream cs = nullptr;
+      if (work_out == 0 && cuMemAlloc(&work_out, 8) != CUDA_SUCCESS) {
+        return Fail("alloc-out", CUDA_ERROR_OUT_OF_MEMORY);
+      }
+      if (cuStreamCreate(&cs, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS ||
+          cuMemsetD8Async(work_out, 0x5a, 8, cs) != CUDA_SUCCESS ||
+          cuStreamSynchronize(cs) != CUDA_SUCCESS ||
+          cuStreamBeginCapture(cs, CU_STREAM_CAPTURE_MODE_GLOBAL) != CUDA_SUCCESS) {
+        return Fail("capture", CUDA_ERROR_UNKNOWN);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(command.c_str() + 8)));
+      CUgraph graph = nullptr;
+      const CUresult end = cuStreamEndCapture(cs, &graph);
+      (void)cuStreamDestroy(cs);
+      std::printf("captured end=%d\n", static_cast<int>(end));
       std::fflush(stdout);
       continue;
     }

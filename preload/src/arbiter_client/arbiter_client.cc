@@ -189,6 +189,7 @@ void ArbiterClient::Release(bool want_again) {
     ch = channel_;
     seq = grant_.seq;
   }
+  const uint64_t decided = Now();
   (void)ch->BeginDraining();
   host_->CloseGate();
   if (!host_->Drain())
@@ -201,6 +202,10 @@ void ArbiterClient::Release(bool want_again) {
     in_burst_ = false;
   }
   (void)ch->Release(seq, want_again);
+  LogAt(options_.log, spdlog::level::debug,
+        "released grant {} after holding it {} us (release began after {} us){}", seq,
+        (now - held_since_ns_) / 1000, (decided - std::min(decided, held_since_ns_)) / 1000,
+        want_again ? " (preempted, wants it again)" : "");
   state_ = TokenState::kNone;
   cv_.notify_all();
 }

@@ -5,6 +5,7 @@
 #include <spdlog/sinks/null_sink.h>
 #include <spdlog/sinks/stdout_sinks.h>
 
+#include <algorithm>
 #include <atomic>
 #include <memory>
 
@@ -52,7 +53,9 @@ std::string InitLog(const std::string& level, const std::string& file) {
   auto shared = std::make_shared<spdlog::logger>("gshare", std::move(sink));
   shared->set_level(lvl);
   shared->set_pattern("[%Y-%m-%d %H:%M:%S.%e] [gshare %P] [%l] %v");
-  shared->flush_on(spdlog::level::info);
+  // Every line at info and above reaches the file at once; at debug/trace, those lines too (a
+  // test or an operator reading the log while the process runs sees them).
+  shared->flush_on(std::min(lvl, spdlog::level::info));
   // The memory manager logs through spdlog::get("gshare"): the registry inside libgshare.so.
   spdlog::drop("gshare");
   spdlog::register_logger(shared);
