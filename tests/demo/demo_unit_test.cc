@@ -13,6 +13,7 @@
 #include "gshare/demo/functions.h"
 #include "gshare/demo/gpu_usage.h"
 #include "gshare/demo/latencies.h"
+#include "gshare/demo/options.h"
 #include "gshare/demo/report.h"
 
 namespace gshare::demo {
@@ -192,6 +193,38 @@ TEST(Report, RatioAndRunsFormat) {
   EXPECT_EQ(j["runs"][1]["gpu_seconds"], 40.0);
   EXPECT_TRUE(j.contains("swaps"));
   EXPECT_NE(ReportText(r).find("= 20.0%"), std::string::npos) << ReportText(r);
+}
+
+TEST(Options, RealGpuSlosAndQuickArbiterGpuSmallerThanTheQuotas) {
+  DemoOptions o;
+  ApplyRealGpu(o);
+  EXPECT_EQ(o.slos_ms, "cnn=100,bert=100,llm=1000");
+  EXPECT_EQ(o.gpu_memory, "2GiB");  // the full demo keeps its GPU size
+  DemoOptions q;
+  q.quick = true;
+  ApplyQuick(q);
+  ApplyRealGpu(q);
+  auto f = BuildFunctions(q.mix, q.quotas, q.slos_ms);
+  ASSERT_TRUE(f.ok());
+  uint64_t quotas = 0;
+  for (const auto& fn : *f) quotas += fn.quota_bytes;
+  EXPECT_EQ(q.gpu_memory, "1536MiB");
+  EXPECT_GT(quotas, 1536ull << 20);  // one real GPU is overcommitted
+}
+
+TEST(Report, BaselineOnFewerGpusThanFunctionsIsSaid) {
+  DemoReport r;
+  auto f = BuildFunctions("cnn=2", "cnn=1MiB", "cnn=10");
+  ASSERT_TRUE(f.ok());
+  r.functions = *f;
+  r.gshare.run = {{"requests", 1}};
+  RunOutcome d;
+  d.gpus = 1;
+  d.description = "2 functions round-robin over 1 real GPUs";
+  r.dedicated = d;
+  EXPECT_NE(ReportText(r).find("note: baseline = 2 functions round-robin"), std::string::npos);
+  r.dedicated->gpus = 2;
+  EXPECT_EQ(ReportText(r).find("note: baseline"), std::string::npos);
 }
 
 }  // namespace

@@ -73,7 +73,10 @@ int main(int argc, char** argv) {
   app.add_option("--quota", o.quotas, "vGPU quota per kind (GSHARE_VGPU_MEMORY)")->capture_default_str();
   app.add_option("--slo", o.slos_ms, "SLO per kind, ms")->capture_default_str();
   app.add_option("--gpus", o.gpus, "GPUs shared by the functions")->capture_default_str()->check(CLI::Range(1, 64));
-  app.add_option("--gpu-memory", o.gpu_memory, "memory of each simulated GPU")->capture_default_str();
+  app.add_option("--gpu-memory", o.gpu_memory,
+                 "memory of each simulated GPU (with --real-gpu: the part of each real GPU the "
+                 "arbiter manages)")
+      ->capture_default_str();
   app.add_option("--simcuda-memory", o.simcuda_memory,
                  "size of each simcuda device when larger than --gpu-memory (the arbiter is then told "
                  "--gpu-memory; '' = off)")
@@ -89,7 +92,9 @@ int main(int argc, char** argv) {
                  "KEY=VALUE passed to gshare-arbiter as --KEY VALUE (repeatable; e.g. preempt_grace=1s)");
   app.add_flag("!--no-baseline", o.baseline, "skip the dedicated-GPU baseline run");
   app.add_flag("--quick", o.quick, "the short CI demo (6 functions whose quotas fit, 40 s of trace at 2x)");
-  app.add_flag("--real-gpu", o.real_gpu, "use the real CUDA driver instead of simcuda");
+  app.add_flag("--real-gpu", o.real_gpu,
+               "use the real CUDA driver instead of simcuda (GPUs 0..--gpus-1; default SLOs "
+               "cnn=100,bert=100,llm=1000; with --quick the arbiter manages 1536MiB of each)");
   app.add_option("--run-dir", o.run_dir, "directory for logs and results (default: a fresh one in $TMPDIR)");
   app.add_option("--json", o.json_path, "also write the JSON report here");
   app.add_option("--build-dir", o.build_dir, "gshare build directory (default: the one gshare-demo is in)");
@@ -108,6 +113,13 @@ int main(int argc, char** argv) {
     if (app.count("--simcuda-memory") == 0) o.simcuda_memory = q.simcuda_memory;
     if (app.count("--trace-seconds") == 0) o.trace_seconds = q.trace_seconds;
     if (app.count("--time-compression") == 0) o.time_compression = q.time_compression;
+  }
+  if (o.real_gpu) {
+    // Likewise --real-gpu: real-GPU SLOs and, with --quick, an arbiter GPU smaller than the quotas.
+    dm::DemoOptions r = o;
+    dm::ApplyRealGpu(r);
+    if (app.count("--slo") == 0) o.slos_ms = r.slos_ms;
+    if (app.count("--gpu-memory") == 0) o.gpu_memory = r.gpu_memory;
   }
   auto functions = dm::BuildFunctions(o.mix, o.quotas, o.slos_ms);
   if (!functions.ok()) return Fail(functions.error().message, 2);

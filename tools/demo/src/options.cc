@@ -11,4 +11,9 @@ void ApplyQuick(DemoOptions& o) {
   o.time_compression = 2;
 }
 
+void ApplyRealGpu(DemoOptions& o) {
+  o.slos_ms = "cnn=100,bert=100,llm=1000";
+  if (o.quick) o.gpu_memory = "1536MiB";
+}
+
 }  // namespace gshare::demo

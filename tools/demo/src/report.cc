@@ -88,6 +88,8 @@ std::string ReportText(const DemoReport& r) {
                      "errors", "wrong", "SLO met", "p50 ms", "p99 ms", "GPU-seconds", "peak");
   out += RunLine(r.gshare);
   if (r.dedicated) out += RunLine(*r.dedicated);
+  if (r.dedicated && r.dedicated->gpus < r.functions.size())
+    out += fmt::format("note: baseline = {}\n", r.dedicated->description);
   out += "\nper kind (gshare run";
   out += r.dedicated ? " | dedicated run):\n" : "):\n";
   const auto g = StatsByKind(r.functions, r.gshare.records);

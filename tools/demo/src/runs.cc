@@ -199,9 +199,12 @@ workload::Result<SharedRun> RunShared(const Environment& env, const std::vector<
                              {"--gpu-memory", o.gpu_memory, "--gpu-count", std::to_string(o.gpus)});
   }
   if (o.real_gpu) {
+    // The arbiter manages --gpu-memory of each real GPU (not the driver's total), so the
+    // quotas exceed what it hands out and the functions really share and swap.
     std::string ordinals;
     for (uint32_t g = 0; g < o.gpus; ++g) ordinals += (g ? "," : "") + std::to_string(g);
-    arbiter_spec.argv.insert(arbiter_spec.argv.end(), {"--gpus", ordinals});
+    arbiter_spec.argv.insert(arbiter_spec.argv.end(),
+                             {"--gpus", ordinals, "--gpu-memory", o.gpu_memory});
   }
   arbiter_spec.env = cuda_env;
   arbiter_spec.stdout_path = *dir + "/logs/arbiter.out";

@@ -39,4 +39,9 @@ struct DemoOptions {
 // needed), 40 s of trace at 2x: about a minute with the baseline.
 void ApplyQuick(DemoOptions& o);
 
+// The --real-gpu settings: SLOs for a real GPU's latencies (the samples take ~0.5-3 ms per
+// request on an H200; the SLOs leave room for token waits and a swap-in) and, with --quick, a
+// 1536 MiB slice of each GPU for the arbiter so the quotas (2.03 GiB) exceed it on one GPU.
+void ApplyRealGpu(DemoOptions& o);
+
 }  // namespace gshare::demo
