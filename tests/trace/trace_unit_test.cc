@@ -10,6 +10,7 @@
 #include <fstream>
 #include <functional>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -244,6 +245,17 @@ TEST(TimelineTest, HoldsWaitsSwapsAndBurstCauses) {
   }
   EXPECT_TRUE(gpu_reserved_512);
   EXPECT_TRUE(gpu_resident_100);
+}
+
+TEST(TimelineTest, EveryUnregisterReasonHasAName) {
+  std::set<std::string> names;
+  for (uint64_t reason = 0; reason <= 5; ++reason) {
+    const std::string name = UnregisterReasonName(reason);
+    EXPECT_NE(name, "unknown") << reason;
+    names.insert(name);
+  }
+  EXPECT_EQ(names.size(), 6u);
+  EXPECT_STREQ(UnregisterReasonName(6), "unknown");
 }
 
 TEST(TimelineTest, JsonIsValidAndTheSummaryReadsItBack) {

@@ -14,18 +14,6 @@ using nlohmann::json;
 
 enum ClientThread : int64_t { kRequests = 0, kToken = 1, kSwaps = 2 };
 
-// The unregister record's reason (docs/protocol.md, section 3).
-const char* UnregisterReason(uint64_t reason) {
-  switch (reason) {
-    case 0: return "left (goodbye or arbiter shutdown)";
-    case 1: return "died";
-    case 2: return "malformed channel";
-    case 3: return "swap order not acknowledged in time";
-    case 4: return "ignored preemption, could not be checkpointed";
-    default: return "unknown";
-  }
-}
-
 struct Complete {
   uint64_t begin_ns, end_ns;
   json event;
@@ -164,7 +152,7 @@ json Writer::Render() {
   FlushComplete();
   for (const Instant& i : t_.instants) {
     json a = {{"function", Name(i.client)}, {"client", i.client}, {"arg", i.arg}};
-    if (i.name == "unregister") a["reason"] = UnregisterReason(i.arg);
+    if (i.name == "unregister") a["reason"] = UnregisterReasonName(i.arg);
     if (i.gpu != kNoGpu) a["gpu"] = i.gpu;
     events_.push_back({{"ph", "i"}, {"s", "t"}, {"name", i.name}, {"cat", "token"}, {"pid", ClientPid(i.client)},
                        {"tid", ClientTid(i.client, kToken)}, {"ts", Us(i.ts_ns)}, {"args", a}});
@@ -189,6 +177,18 @@ json Writer::Render() {
 }
 
 }  // namespace
+
+const char* UnregisterReasonName(uint64_t reason) {
+  switch (reason) {
+    case 0: return "left (goodbye or arbiter shutdown)";
+    case 1: return "died";
+    case 2: return "malformed channel";
+    case 3: return "swap order not acknowledged in time";
+    case 4: return "ignored preemption, could not be checkpointed";
+    case 5: return "flooded its doorbell";
+    default: return "unknown";
+  }
+}
 
 json ToChromeJson(const Timeline& timeline, const JsonOptions& options) {
   Writer w(timeline, options);

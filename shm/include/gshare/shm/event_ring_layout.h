@@ -30,7 +30,8 @@ inline constexpr uint64_t kMaxEventRingCapacity = uint64_t{1} << 24;  // 1 GiB o
 enum class EventType : uint32_t {
   kRegister = 1,      // args: quota_bytes, slo_ms, pid, uid
   kUnregister = 2,    // args: reason (0 clean, 1 died, 2 malformed channel, 3 swap order not
-                      // acknowledged in time, 4 ignored preemption, checkpoint failed)
+                      // acknowledged in time, 4 ignored preemption, checkpoint failed,
+                      // 5 flooded its doorbell)
   kGrant = 3,         // args: grant seq, slice_deadline_ns
   kYield = 4,         // args: grant seq, held_ns
   kPreempt = 5,       // args: grant seq

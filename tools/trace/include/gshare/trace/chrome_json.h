@@ -33,4 +33,8 @@ struct JsonOptions {
 // Pure. The result is valid by ValidateTraceJson (validate.h).
 nlohmann::json ToChromeJson(const Timeline& timeline, const JsonOptions& options);
 
+// The name of an unregister record's reason (docs/protocol.md, the event ring's record types);
+// "unknown" for a value this version does not know.
+const char* UnregisterReasonName(uint64_t reason);
+
 }  // namespace gshare::trace
