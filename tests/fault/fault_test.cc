@@ -595,16 +595,23 @@ TEST_F(FaultTest, DeviceOutOfMemoryDuringSwapIn) {
 }
 
 // Host memory pressure: a function's address space is limited (RLIMIT_AS, set from outside with
-// prlimit) before its first swap-out, so pinning the host staging fails; the swap-out fails
-// and the function stays resident. After the limit is lifted, both finish with their data.
+// prlimit) once it initialised and before it allocates (fault_worker --wait-before-alloc), to
+// its size then plus 448 MiB: room for its allocations (simcuda's device memory is host memory
+// of the process: about 256 MiB for the big block, up to 100 MiB more for the rest and the
+// per-turn compares), none for pinned staging of its footprint on top (about 1.25 x 210 MiB).
+// The shim pins staging ahead of time when it gives the token back, and otherwise at the
+// swap-out; both fail, so the swap-out fails and the function stays resident. (Limiting it
+// later would race with the staging pinned ahead of time, which is then no longer affected.)
+// After the limit is lifted, both finish with their data.
 TEST_F(FaultTest, HostMemoryPressureFailsSwapOut) {
-  const Worker a = SpawnPairMember("a", 19, 16);
+  const std::string go = node_.dir() / "a-may-allocate";
+  const Worker a = SpawnFunction(
+      {"a", "320MiB", 19, 192, 32, 16, 8, 30, {}, {"--wait-before-alloc", go}});
   ASSERT_TRUE(arbiter::testing::WaitForFile(a.out, seconds(30)));
   const auto end = std::chrono::steady_clock::now() + seconds(60);
-  while (!Ready(a) && std::chrono::steady_clock::now() < end) std::this_thread::sleep_for(milliseconds(2));
-  ASSERT_TRUE(Ready(a)) << node_.Describe(a);
-  // Current address-space size plus 64 MiB: room for its own allocations, none for a staging
-  // buffer of the quota's size.
+  while (!HasLine(a.out, "initialized") && std::chrono::steady_clock::now() < end)
+    std::this_thread::sleep_for(milliseconds(2));
+  ASSERT_TRUE(HasLine(a.out, "initialized")) << node_.Describe(a);
   uint64_t vm_kib = 0;
   {
     std::ifstream status("/proc/" + std::to_string(a.pid) + "/status");
@@ -613,8 +620,11 @@ TEST_F(FaultTest, HostMemoryPressureFailsSwapOut) {
       if (line.rfind("VmSize:", 0) == 0) vm_kib = std::stoull(line.substr(7));
   }
   ASSERT_GT(vm_kib, 0u);
-  rlimit lim{(vm_kib << 10) + (64u << 20), RLIM_INFINITY};
+  rlimit lim{(vm_kib << 10) + (448u << 20), RLIM_INFINITY};
   ASSERT_EQ(::prlimit(a.pid, RLIMIT_AS, &lim, nullptr), 0);
+  std::ofstream(go).put('1');
+  while (!Ready(a) && std::chrono::steady_clock::now() < end) std::this_thread::sleep_for(milliseconds(2));
+  ASSERT_TRUE(Ready(a)) << node_.Describe(a);
   const Worker b = SpawnPairMember("b", 20, 16);
   const auto deadline = std::chrono::steady_clock::now() + seconds(60);
   while (Log().find("swap-out failed") == std::string::npos && std::chrono::steady_clock::now() < deadline)

@@ -10,6 +10,8 @@
 //                     [--seconds D]  (at least T turns, and turns until D seconds have passed)
 //                     [--trace 1]    (print every operation before doing it)
 //                     [--sync-before-free 1]  (cuCtxSynchronize before each cuMemFree)
+//                     [--wait-before-alloc FILE]  (after initialising, print "initialized"
+//                                 and wait until FILE exists before allocating anything)
 //   fault_worker free-in-flight
 //       frees an 18 MiB allocation right after queueing a fill kernel on it (legal: the free
 //       waits for the work that uses the memory), then allocates and verifies again; prints
@@ -303,6 +305,12 @@ int Run(const std::map<std::string, std::string>& f) {
   // --seconds: keep taking turns (at least --turns) until this much time has passed.
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(Num(f, "--seconds", 0));
   if (std::string e = w.Init(); !e.empty()) return Report(false, e, w, 0);
+  if (const auto it = f.find("--wait-before-alloc"); it != f.end()) {
+    std::printf("initialized\n");
+    std::fflush(stdout);
+    struct stat st {};
+    while (::stat(it->second.c_str(), &st) != 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
   bool oom = false;
   if (std::string e = w.Allocate(big, &oom); !e.empty() || oom)
     return Report(false, oom ? "big block refused" : e, w, 0);
