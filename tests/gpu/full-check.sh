@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Everything gshare measures on a real GPU host, in one bounded run: the smoke test
+# (tests/gpu/smoke.sh), the shim's per-request overhead on the samples
+# (sample_overhead_bench --real-gpu, with the arbiter, and stand-alone when the first run is
+# over the 5% target), and the end-to-end demo on the real driver (gshare-demo --real-gpu
+# --quick). Each part has its own time limit, so one that hangs cannot take the others' time.
+# Usage: tests/gpu/full-check.sh BUILD_DIR LOG_DIR
+#   BUILD_DIR: a build tree or a folder from tests/gpu/pack-prebuilt.sh (then set
+#   GSHARE_SMOKE_PREBUILT=1); LOG_DIR receives smoke.txt, smoke-logs.tar.gz, overhead*.txt,
+#   demo.json, demo.txt and demo-logs.tar.gz.
+# Exit status: that of the smoke test (0 passed), or 2 without a GPU.
+set -uo pipefail
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+B=${1:?usage: full-check.sh BUILD_DIR LOG_DIR}
+L=${2:?usage: full-check.sh BUILD_DIR LOG_DIR}
+mkdir -p "$L"
+
+GSHARE_SMOKE_LOGS=$L timeout "${GSHARE_SMOKE_LIMIT:-200}" bash "$ROOT/tests/gpu/smoke.sh" "$B" 2>&1 | tee "$L/smoke.txt"
+smoke=${PIPESTATUS[0]}
+[[ $smoke == 2 ]] && exit 2
+
+[[ -d "$B/deps" ]] && export LD_LIBRARY_PATH="$B/deps${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+over() {  # NAME [flags...]: one overhead run, its counters printed
+  local name=$1; shift
+  if [[ -x "$B/bin/sample_overhead_bench" ]]; then
+    timeout 90 "$B/bin/sample_overhead_bench" --real-gpu "$@" > "$L/$name.txt" 2>&1
+    echo "== overhead ($name) =="
+    grep -E '^BM_' "$L/$name.txt" | sed -E 's/ +/ /g'
+  fi
+}
+over overhead
+if grep -qE 'ratio_p50=(1\.(0[5-9]|[1-9])|[2-9])' "$L/overhead.txt" 2>/dev/null; then
+  over overhead-standalone --standalone
+fi
+
+if [[ -x "$B/bin/gshare-demo" ]]; then
+  echo "== demo on the real GPU =="
+  timeout 150 "$B/bin/gshare-demo" --real-gpu --gpus 1 --quick --run-dir "$L/demo-run" \
+    --json "$L/demo.json" > "$L/demo.txt" 2>&1
+  echo "gshare-demo exit $?"
+  sed -n '/== gshare demo: summary ==/,$p' "$L/demo.txt" | head -40
+  tar -C "$L" -czf "$L/demo-logs.tar.gz" demo-run 2>/dev/null && rm -rf "$L/demo-run"
+fi
+exit "$smoke"
