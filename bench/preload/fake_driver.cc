@@ -1,7 +1,11 @@
 // A do-nothing CUDA driver for measuring the shim's own per-call cost: every entry point the
 // hook-overhead benchmark calls returns CUDA_SUCCESS at once, so "through the shim" minus
-// "direct" is exactly what the hook adds. Loaded through GSHARE_REAL_LIBCUDA.
+// "direct" is exactly what the hook adds. Loaded through GSHARE_REAL_LIBCUDA. The context and
+// stream queries let the shim's in-flight tracker run (its per-submission cost is part of the
+// hook's), with one fake context current on every thread.
 #include <cuda.h>
+
+#include <cstdint>
 
 #define FAKE_EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -21,5 +25,30 @@ FAKE_EXPORT CUresult cuLaunchKernel(CUfunction, unsigned int, unsigned int, unsi
 }
 
 FAKE_EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr, const void*, size_t, CUstream) {
+  return CUDA_SUCCESS;
+}
+
+namespace {
+CUcontext FakeContext() { return reinterpret_cast<CUcontext>(static_cast<uintptr_t>(0xC0)); }
+}  // namespace
+
+FAKE_EXPORT CUresult cuCtxGetCurrent(CUcontext* ctx) {
+  *ctx = FakeContext();
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuCtxPushCurrent_v2(CUcontext) { return CUDA_SUCCESS; }
+FAKE_EXPORT CUresult cuCtxPopCurrent_v2(CUcontext* ctx) {
+  if (ctx != nullptr) *ctx = FakeContext();
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuCtxSynchronize() { return CUDA_SUCCESS; }
+FAKE_EXPORT CUresult cuStreamGetCtx(CUstream, CUcontext* ctx) {
+  *ctx = FakeContext();
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuStreamQuery(CUstream) { return CUDA_SUCCESS; }
+FAKE_EXPORT CUresult cuStreamSynchronize(CUstream) { return CUDA_SUCCESS; }
+FAKE_EXPORT CUresult cuStreamIsCapturing(CUstream, CUstreamCaptureStatus* status) {
+  *status = CU_STREAM_CAPTURE_STATUS_NONE;
   return CUDA_SUCCESS;
 }

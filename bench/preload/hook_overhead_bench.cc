@@ -9,6 +9,7 @@
 #include <cudaTypedefs.h>
 #include <dlfcn.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 
@@ -71,6 +72,16 @@ void BM_LaunchKernelHook(benchmark::State& state) {
   });
 }
 BENCHMARK(BM_LaunchKernelHook)->UseRealTime();
+
+// The same on an explicit stream (what inference servers use): the in-flight tracker's cached
+// path (a thread-local compare) instead of the default stream's cuCtxGetCurrent.
+void BM_LaunchKernelOnStreamHook(benchmark::State& state) {
+  static const auto stream = reinterpret_cast<CUstream>(static_cast<uintptr_t>(0x5000));
+  Compare(state, [](const Table& t) {
+    benchmark::DoNotOptimize(t.launch(nullptr, 1, 1, 1, 1, 1, 1, 0, stream, nullptr, nullptr));
+  });
+}
+BENCHMARK(BM_LaunchKernelOnStreamHook)->UseRealTime();
 
 void BM_MemcpyHtoDAsyncHook(benchmark::State& state) {
   static int value = 1;

@@ -179,7 +179,7 @@ bool ArbiterClient::WaitResident(std::unique_lock<std::mutex>& lock) {
   return true;
 }
 
-void ArbiterClient::Release(bool want_again) {
+void ArbiterClient::Release(bool want_again, bool only_if_still_idle) {
   std::shared_ptr<shm::ClientChannel> ch;
   uint32_t seq = 0;
   {
@@ -190,8 +190,20 @@ void ArbiterClient::Release(bool want_again) {
     seq = grant_.seq;
   }
   const uint64_t decided = Now();
-  (void)ch->BeginDraining();
   host_->CloseGate();
+  if (only_if_still_idle && host_->TakeActivity()) {
+    // Work was submitted between the idle decision and the gate's closing (this thread was
+    // descheduled in between): the process is busy after all. Keep the token.
+    host_->OpenGate();
+    std::lock_guard<std::mutex> lock(mu_);
+    if (state_ == TokenState::kReleasing) {
+      state_ = TokenState::kHeld;
+      last_activity_ns_ = Now();
+    }
+    cv_.notify_all();
+    return;
+  }
+  (void)ch->BeginDraining();
   if (!host_->Drain())
     LogAt(options_.log, spdlog::level::warn, "draining in-flight work failed; releasing anyway");
   std::lock_guard<std::mutex> lock(mu_);
@@ -314,11 +326,10 @@ void ArbiterClient::ServiceLoop() {
       last_seq = last_order_seq_;
     }
     if (state == TokenState::kHeld || state == TokenState::kAcquiring) {
-      const auto tick = state == TokenState::kHeld
-                            ? std::clamp<std::chrono::nanoseconds>(options_.idle_release / 4,
-                                                                   std::chrono::microseconds(20),
-                                                                   std::chrono::milliseconds(1))
-                            : std::chrono::nanoseconds(kAcquireTick);
+      const auto base = std::clamp<std::chrono::nanoseconds>(
+          options_.idle_release / 4, std::chrono::microseconds(20), std::chrono::milliseconds(1));
+      const auto tick = state == TokenState::kHeld ? std::max(base, held_tick_)
+                                                   : std::chrono::nanoseconds(kAcquireTick);
       auto order = ch->WaitForSwapOrder(last_seq, tick);
       if (order.ok() && order->seq != last_seq) HandleSwapOrder(*order);
     } else {
@@ -352,6 +363,7 @@ void ArbiterClient::ServiceLoop() {
     ch->Heartbeat(t);
     bool release = false;
     bool want_again = false;
+    bool preempted = false;
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (state_ == TokenState::kNone && ch->HoldsToken()) {
@@ -377,19 +389,33 @@ void ArbiterClient::ServiceLoop() {
         const shm::GrantInfo current = ch->ReadGrant();
         if (current.seq != grant_.seq) grant_ = current;
       }
-      if (host_->TakeActivity()) last_activity_ns_ = t;
+      if (host_->TakeActivity()) {
+        last_activity_ns_ = t;
+        // Only work in flight, nothing submitted: the process waits for the GPU. Tick less
+        // often (doubling up to 1 ms): a release would have to drain that work first anyway,
+        // and every tick costs a wake-up and a stream query (CPU the GPU work may need).
+        held_tick_ = host_->LastActivityWasInFlightOnly()
+                         ? std::min<std::chrono::nanoseconds>(
+                               std::max<std::chrono::nanoseconds>(held_tick_ * 2,
+                                                                  std::chrono::microseconds(40)),
+                               std::chrono::milliseconds(1))
+                         : std::chrono::nanoseconds(0);
+      } else {
+        held_tick_ = std::chrono::nanoseconds(0);
+      }
       const bool idle = t - last_activity_ns_ >= static_cast<uint64_t>(options_.idle_release.count());
       const uint32_t preempt = ch->PreemptSeq();
       if (preempt != 0 && preempt == grant_.seq) {
         // A graph capture in progress keeps the token until it ends (checked again next tick).
         if (host_->Capturing()) continue;
         release = true;
+        preempted = true;
         want_again = !idle;
       } else if (idle) {
         release = true;
       }
     }
-    if (release) Release(want_again);
+    if (release) Release(want_again, /*only_if_still_idle=*/!preempted);
   }
 }
 

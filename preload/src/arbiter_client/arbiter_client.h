@@ -57,6 +57,9 @@ class ShimHost {
   // True if a submission was admitted since the previous call (clears the mark) or GPU work
   // is still in flight (checked without blocking): the process is not idle.
   virtual bool TakeActivity() = 0;
+  // True if the last TakeActivity() found work in flight but no new submission (the service
+  // thread then backs its tick off: the release would have to wait for that work anyway).
+  virtual bool LastActivityWasInFlightOnly() const { return false; }
   // True while a stream of the process is being captured into a graph: a preemption is then
   // not obeyed until the capture ends (releasing would interrupt it).
   virtual bool Capturing() { return false; }
@@ -123,7 +126,9 @@ class ArbiterClient {
   shm::Status Connect(bool re_register);
   void ServiceLoop();
   void HandleSwapOrder(const shm::SwapOrder& order);
-  void Release(bool want_again);
+  // Drains and releases the held token. `only_if_still_idle` (idle release): gives up, keeping
+  // the token, if work was submitted between the idle decision and the gate's closing.
+  void Release(bool want_again, bool only_if_still_idle = false);
   void OnArbiterLost(const std::string& why);
   bool WaitResident(std::unique_lock<std::mutex>& lock);
 
@@ -144,6 +149,7 @@ class ArbiterClient {
   shm::GrantInfo grant_;                           // guarded by mu_
   uint32_t last_order_seq_ = 0;                    // service thread only
   uint64_t last_prepare_ns_ = 0;                   // service thread only
+  std::chrono::nanoseconds held_tick_{0};          // service thread only (0: the base tick)
   bool in_burst_ = false;                          // guarded by mu_
   uint64_t burst_gpu_ns_ = 0;                      // guarded by mu_
   uint64_t held_since_ns_ = 0;                     // guarded by mu_

@@ -27,9 +27,13 @@ bool ArbiterHost::Drain() { return runtime_->DrainForArbiter() == CUDA_SUCCESS; 
 // Submissions since the last call, or work still in flight on a tracked stream (queried only
 // when nothing was submitted: one cuStreamQuery per tracked stream).
 bool ArbiterHost::TakeActivity() {
+  in_flight_only_ = false;
   if (runtime_->gate().TakeActivity()) return true;
-  return runtime_->inflight().Busy();
+  in_flight_only_ = runtime_->inflight().Busy();
+  return in_flight_only_;
 }
+
+bool ArbiterHost::LastActivityWasInFlightOnly() const { return in_flight_only_; }
 
 bool ArbiterHost::Capturing() { return runtime_->inflight().Capturing(); }
 

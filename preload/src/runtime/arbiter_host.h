@@ -22,6 +22,7 @@ class ArbiterHost final : public ShimHost {
   void OpenGate() override;
   bool Drain() override;
   bool TakeActivity() override;
+  bool LastActivityWasInFlightOnly() const override;
   bool Capturing() override;
   SwapOutcome SwapOut() override;
   SwapOutcome SwapIn(uint32_t gpu) override;
@@ -32,6 +33,7 @@ class ArbiterHost final : public ShimHost {
 
  private:
   Runtime* runtime_;
+  bool in_flight_only_ = false;  // the service thread's (TakeActivity's caller's) only
 };
 
 }  // namespace gshare::preload
