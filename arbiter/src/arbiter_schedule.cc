@@ -39,6 +39,20 @@ constexpr uint64_t kOrderMinBytesPerS = 128ULL << 20;
 constexpr uint64_t kSwapInRetryBaseNs = 50'000'000;
 constexpr uint64_t kSwapInRetryMaxNs = 2'000'000'000;
 
+// Whether some client with an outstanding burst waits for GPU g's token: resident there, or
+// being made resident there (a swap-in or a grant pending on g). A client waiting for another
+// GPU is no reason to cut g's holder short.
+bool SomeoneWaitsFor(const std::map<uint32_t, std::unique_ptr<Client>>& clients, uint32_t g) {
+  for (const auto& [id, c] : clients) {
+    if (!c->burst_outstanding || c->holding) continue;
+    if (c->where == Where::kResident && c->gpu == g && c->transfers.empty()) return true;
+    if (c->pending_grant && c->pending_grant->first == g) return true;
+    for (const Transfer& t : c->transfers)
+      if (t.op == shm::SwapOp::kSwapIn && t.gpu == g) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 void ArbiterImpl::Record(shm::EventType type, const Client* c, uint32_t gpu, uint64_t a0,
@@ -486,16 +500,15 @@ void ArbiterImpl::PollAll(uint64_t now_ns) {
 
 void ArbiterImpl::CheckSlices(uint64_t now_ns) {
   CheckOrders(now_ns);
-  bool anyone_waits = false;
-  for (const auto& [id, c] : clients_) anyone_waits |= c->burst_outstanding && !c->holding;
-  for (auto& gpu : gpus_) {
+  for (uint32_t g = 0; g < gpus_.size(); ++g) {
+    GpuState& gpu = gpus_[g];
     if (gpu.holder == 0) continue;
     Client* c = ById(gpu.holder);
     if (c == nullptr) {
       gpu.holder = 0;
       continue;
     }
-    if (!c->preempt_sent && now_ns >= c->slice_deadline_ns && (anyone_waits || stopping_))
+    if (!c->preempt_sent && now_ns >= c->slice_deadline_ns && (stopping_ || SomeoneWaitsFor(clients_, g)))
       Preempt(*c, now_ns);
     if (c->preempt_sent && now_ns >= c->preempt_ns + static_cast<uint64_t>(config_.preempt_grace.count()))
       Enforce(*c, now_ns);
@@ -554,9 +567,7 @@ uint64_t ArbiterImpl::NextDeadlineNs() const {
   uint64_t at = UINT64_MAX;
   const policy::Time wake = policy_->NextWakeup();
   if (wake != policy::kNever) at = static_cast<uint64_t>(std::max<policy::Time>(wake, 0)) * 1000;
-  bool anyone_waits = stopping_;
   for (const auto& [id, c] : clients_) {
-    anyone_waits |= c->burst_outstanding && !c->holding;
     at = std::min(at, OrderDeadlineNs(*c));
     if (!c->transfers.empty() && !c->transfers.front().issued)
       at = std::min(at, c->transfers.front().not_before_ns == 0 ? UINT64_MAX
@@ -564,15 +575,15 @@ uint64_t ArbiterImpl::NextDeadlineNs() const {
     if (DeepEvictable(*c))
       at = std::min(at, c->last_use_ns + static_cast<uint64_t>(config_.deep_evict_after.count()));
   }
-  for (const auto& gpu : gpus_) {
-    if (gpu.holder == 0) continue;
-    auto it = clients_.find(gpu.holder);
+  for (uint32_t g = 0; g < gpus_.size(); ++g) {
+    if (gpus_[g].holder == 0) continue;
+    auto it = clients_.find(gpus_[g].holder);
     if (it == clients_.end()) continue;
     const Client& c = *it->second;
     if (c.preempt_sent) {
       if (!c.enforce_warned)
         at = std::min(at, c.preempt_ns + static_cast<uint64_t>(config_.preempt_grace.count()));
-    } else if (anyone_waits) {
+    } else if (stopping_ || SomeoneWaitsFor(clients_, g)) {
       at = std::min(at, c.slice_deadline_ns);
     }
   }

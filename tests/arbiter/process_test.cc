@@ -12,6 +12,8 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <map>
+#include <set>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -506,6 +508,53 @@ TEST(ArbiterProcess, PolicySwapOutKeepsAnIdleVgpuResidentUntilItsMemoryIsNeeded)
   for (const auto& e : ReadEvents(arb.events()))
     swap_orders += e.type == shm::EventType::kSwapOutBegin || e.type == shm::EventType::kSwapInBegin;
   EXPECT_EQ(swap_orders, 0u);
+}
+
+// A holder past its slice is asked to yield only when someone waits for *its* GPU: a function
+// waiting for the other GPU is no reason to cut it short (arbiter_schedule.cc, CheckSlices).
+TEST(ArbiterProcess, WaiterOnAnotherGpuDoesNotPreemptTheHolder) {
+  TempDir dir;
+  ArbiterProcess arb(dir, {"--gpu-memory", "1GiB", "--gpu-count", "2", "--libcuda",
+                           "/nonexistent/libcuda.so.1", "--slice", "2ms", "--preempt-grace",
+                           "60min", "--policy", "proxy-swap"});
+  ASSERT_TRUE(arb.Start()) << ReadFile(arb.log());
+  // proxy-swap sends each request to the GPU predicted free first: `first` takes GPU 0 for
+  // ~400 ms, `second` then GPU 1 for as long, and `waiter` queues behind one of them. Only that
+  // one may be asked to yield.
+  auto busy = [](const std::string& delay_us) {
+    return std::vector<std::string>{"--slo-ms", "20", "--requests", "1", "--submissions", "200",
+                                    "--work-us", "400000", "--start-delay-us", delay_us};
+  };
+  std::vector<std::string> first_args = busy("0"), second_args = busy("40000");
+  first_args.insert(first_args.end(), {"--quota-mib", "300"});
+  second_args.insert(second_args.end(), {"--quota-mib", "500"});
+  const Function first = StartFunction(dir, arb, "first", first_args);
+  const Function second = StartFunction(dir, arb, "second", second_args);
+  const Function waiter = StartFunction(dir, arb, "waiter",
+                                        {"--quota-mib", "200", "--slo-ms", "20", "--requests", "3",
+                                         "--work-us", "1000", "--start-delay-us", "80000"});
+  for (const auto* f : {&first, &second, &waiter})
+    EXPECT_EQ(ExitCode(WaitFor(f->pid, seconds(60))), 0) << ReadFile(f->out) << ReadFile(arb.log());
+  ASSERT_TRUE(arb.Stop().is_object()) << ReadFile(arb.log());
+  std::map<uint32_t, uint64_t> quota_mib;  // client id -> quota, to tell them apart
+  std::map<uint64_t, std::set<uint32_t>> grant_gpus;
+  std::map<uint64_t, int> preempts;
+  for (const auto& e : ReadEvents(arb.events())) {
+    if (e.type == shm::EventType::kRegister) quota_mib[e.client_id] = e.args[0] >> 20;
+    if (e.type == shm::EventType::kGrant) grant_gpus[quota_mib[e.client_id]].insert(e.gpu);
+    if (e.type == shm::EventType::kPreempt) ++preempts[quota_mib[e.client_id]];
+  }
+  // The placement this test relies on happened (else it shows nothing) ...
+  ASSERT_EQ(grant_gpus[300].size(), 1u) << ReadFile(arb.log());
+  ASSERT_EQ(grant_gpus[500].size(), 1u) << ReadFile(arb.log());
+  ASSERT_NE(*grant_gpus[300].begin(), *grant_gpus[500].begin()) << ReadFile(arb.log());
+  ASSERT_EQ(grant_gpus[200].size(), 1u) << ReadFile(arb.log());
+  // ... (the waiter usually queues behind `first`, sometimes behind `second`) and the holder of
+  // the waiter's GPU was asked to yield, the other GPU's holder was not.
+  const uint64_t shared = grant_gpus[200] == grant_gpus[300] ? 300 : 500;
+  const uint64_t alone = shared == 300 ? 500 : 300;
+  EXPECT_GE(preempts[shared], 1) << ReadFile(arb.log());
+  EXPECT_EQ(preempts[alone], 0) << ReadFile(arb.log());
 }
 
 }  // namespace
