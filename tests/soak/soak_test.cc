@@ -81,6 +81,9 @@ TEST(Soak, RandomFunctionsSwappedByTheArbiterKeepEveryByte) {
   EXPECT_LE(gpu["peak_reserved_bytes"].get<uint64_t>(), gpu["usable_bytes"].get<uint64_t>());
   EXPECT_GT(summary["swap_outs"].get<int>(), 0) << summary.dump();
   EXPECT_GT(summary["swap_ins"].get<int>(), 0) << summary.dump();
+  // Honest functions never trip the doorbell-flooding guard at its default rate.
+  EXPECT_EQ(summary["doorbell_mutes"].get<int>(), 0) << summary.dump() << "\n" << warnings;
+  EXPECT_EQ(summary["malformed_channels"].get<int>(), 0) << summary.dump() << "\n" << warnings;
   const auto used = node.DeviceUsed();
   ASSERT_TRUE(used.has_value());
   EXPECT_EQ(*used, 0u);
