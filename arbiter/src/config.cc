@@ -77,144 +77,207 @@ std::string SetMode(mode_t& out, const std::string& v) {
   return {};
 }
 
-const std::map<std::string, Setter>& Setters() {
-  static const auto* setters = new std::map<std::string, Setter>{
+// Every key: its setter, the kind of value (--help's placeholder) and its --help text with the
+// default (kept next to the setter so that no key is added without help; docs/operating.md has
+// the same table).
+struct Key {
+  Setter set;
+  const char* kind;
+  const char* help;
+};
+
+const std::map<std::string, Key>& Keys() {
+  static const auto* keys = new std::map<std::string, Key>{
       {"socket",
-       [](ArbiterConfig& c, const std::string& v) -> std::string {
-         if (v.empty()) return "must not be empty";
-         if (v.size() >= 108) return "path longer than a Unix socket allows (107 bytes)";
-         c.socket_path = v;
-         return {};
-       }},
-      {"socket_mode", [](ArbiterConfig& c, const std::string& v) { return SetMode(c.socket_mode, v); }},
+       {[](ArbiterConfig& c, const std::string& v) -> std::string {
+           if (v.empty()) return "must not be empty";
+           if (v.size() >= 108) return "path longer than a Unix socket allows (107 bytes)";
+           c.socket_path = v;
+           return {};
+         },
+        "PATH",
+        "registration socket; its directory must exist (default /run/gshare/arbiter.sock)"}},
+      {"socket_mode",
+       {[](ArbiterConfig& c, const std::string& v) { return SetMode(c.socket_mode, v); },
+        "MODE", "permissions of the registration socket file, octal (default 0666)"}},
       {"control_socket",
-       [](ArbiterConfig& c, const std::string& v) -> std::string {
-         if (v.size() >= 108) return "path longer than a Unix socket allows (107 bytes)";
-         c.control_socket = v;
-         return {};
-       }},
+       {[](ArbiterConfig& c, const std::string& v) -> std::string {
+           if (v.size() >= 108) return "path longer than a Unix socket allows (107 bytes)";
+           c.control_socket = v;
+           return {};
+         },
+        "PATH",
+        "control socket for gshare-ctl and gshare-top; 'off' disables it (default: control.sock "
+        "next to the registration socket)"}},
       {"control_socket_mode",
-       [](ArbiterConfig& c, const std::string& v) { return SetMode(c.control_socket_mode, v); }},
+       {[](ArbiterConfig& c, const std::string& v) { return SetMode(c.control_socket_mode, v); },
+        "MODE",
+        "permissions of the control socket file; access is decided by uid and groups (default "
+        "0666)"}},
       {"control_read_uids",
-       [](ArbiterConfig& c, const std::string& v) { return SetIdList(c.control_read_uids, v); }},
+       {[](ArbiterConfig& c, const std::string& v) { return SetIdList(c.control_read_uids, v); },
+        "IDS",
+        "uids that may use the read-only control commands, besides root and the arbiter's uid "
+        "(default none)"}},
       {"control_read_gids",
-       [](ArbiterConfig& c, const std::string& v) { return SetIdList(c.control_read_gids, v); }},
+       {[](ArbiterConfig& c, const std::string& v) { return SetIdList(c.control_read_gids, v); },
+        "IDS", "gids that may use the read-only control commands (default none)"}},
       {"control_admin_uids",
-       [](ArbiterConfig& c, const std::string& v) { return SetIdList(c.control_admin_uids, v); }},
+       {[](ArbiterConfig& c, const std::string& v) { return SetIdList(c.control_admin_uids, v); },
+        "IDS", "uids that may also drain, undrain, evict and set-slo (default none)"}},
       {"control_admin_gids",
-       [](ArbiterConfig& c, const std::string& v) { return SetIdList(c.control_admin_gids, v); }},
-      {"gpus", [](ArbiterConfig& c, const std::string& v) { return SetGpuList(c.gpus, v); }},
+       {[](ArbiterConfig& c, const std::string& v) { return SetIdList(c.control_admin_gids, v); },
+        "IDS", "gids that may also drain, undrain, evict and set-slo (default none)"}},
+      {"gpus",
+       {[](ArbiterConfig& c, const std::string& v) { return SetGpuList(c.gpus, v); },
+        "IDS", "GPU ordinals to manage (default: every visible GPU)"}},
       {"allowed_uids",
-       [](ArbiterConfig& c, const std::string& v) { return SetIdList(c.allowed_uids, v); }},
+       {[](ArbiterConfig& c, const std::string& v) { return SetIdList(c.allowed_uids, v); },
+        "IDS", "uids allowed to register (default: anyone who can connect)"}},
       {"allowed_gids",
-       [](ArbiterConfig& c, const std::string& v) { return SetIdList(c.allowed_gids, v); }},
+       {[](ArbiterConfig& c, const std::string& v) { return SetIdList(c.allowed_gids, v); },
+        "IDS",
+        "gids allowed to register, primary or supplementary (default: anyone who can connect)"}},
       {"gpu_memory",
-       [](ArbiterConfig& c, const std::string& v) -> std::string {
-         std::string err;
-         auto b = ParseByteSize(v, &err);
-         if (!b) return err;
-         if (*b < (1u << 20) || *b > shm::kMaxQuotaBytes) return "must be between 1MiB and 16TiB";
-         c.gpu_memory_bytes = *b;
-         return {};
-       }},
+       {[](ArbiterConfig& c, const std::string& v) -> std::string {
+           std::string err;
+           auto b = ParseByteSize(v, &err);
+           if (!b) return err;
+           if (*b < (1u << 20) || *b > shm::kMaxQuotaBytes) return "must be between 1MiB and 16TiB";
+           c.gpu_memory_bytes = *b;
+           return {};
+         },
+        "SIZE",
+        "memory of each GPU; set it to run without asking the driver (default: from the driver)"}},
       {"gpu_count",
-       [](ArbiterConfig& c, const std::string& v) -> std::string {
-         uint64_t n = 0;
-         if (auto e = SetUnsigned(n, v, 1, shm::kMaxGpus); !e.empty()) return e;
-         c.gpu_count = static_cast<uint32_t>(n);
-         return {};
-       }},
+       {[](ArbiterConfig& c, const std::string& v) -> std::string {
+           uint64_t n = 0;
+           if (auto e = SetUnsigned(n, v, 1, shm::kMaxGpus); !e.empty()) return e;
+           c.gpu_count = static_cast<uint32_t>(n);
+           return {};
+         },
+        "N", "GPUs assumed when --gpu-memory is set (default 1)"}},
       {"memory_reserve",
-       [](ArbiterConfig& c, const std::string& v) -> std::string {
-         std::string err;
-         auto b = ParseByteSize(v, &err);
-         if (!b) return err;
-         c.memory_reserve_bytes = *b;
-         return {};
-       }},
-      {"slice", [](ArbiterConfig& c, const std::string& v) { return SetDuration(c.slice, v, false); }},
+       {[](ArbiterConfig& c, const std::string& v) -> std::string {
+           std::string err;
+           auto b = ParseByteSize(v, &err);
+           if (!b) return err;
+           c.memory_reserve_bytes = *b;
+           return {};
+         },
+        "SIZE", "memory kept free on every GPU (default 0)"}},
+      {"slice",
+       {[](ArbiterConfig& c, const std::string& v) { return SetDuration(c.slice, v, false); },
+        "DURATION", "time slice; a holder yields at its end when someone waits (default 20ms)"}},
       {"idle_release",
-       [](ArbiterConfig& c, const std::string& v) { return SetDuration(c.idle_release, v, false); }},
+       {[](ArbiterConfig& c, const std::string& v) {
+           return SetDuration(c.idle_release, v, false);
+         },
+        "DURATION",
+        "the arbiter's idle threshold; clients use GSHARE_IDLE_RELEASE_US (default 300us)"}},
       {"preempt_grace",
-       [](ArbiterConfig& c, const std::string& v) { return SetDuration(c.preempt_grace, v, false); }},
+       {[](ArbiterConfig& c, const std::string& v) {
+           return SetDuration(c.preempt_grace, v, false);
+         },
+        "DURATION",
+        "after a preemption, how long a holder may take before it is locked and checkpointed "
+        "(default 200ms)"}},
       {"deep_evict_after",
-       [](ArbiterConfig& c, const std::string& v) { return SetDuration(c.deep_evict_after, v, true); }},
+       {[](ArbiterConfig& c, const std::string& v) {
+           return SetDuration(c.deep_evict_after, v, true);
+         },
+        "DURATION", "checkpoint vGPUs idle this long; 0 = never (default 0)"}},
       {"policy",
-       [](ArbiterConfig& c, const std::string& v) -> std::string {
-         if (v.empty()) return "must name a policy";
-         c.policy = v;  // checked against the policy factory when the arbiter starts
-         return {};
-       }},
+       {[](ArbiterConfig& c, const std::string& v) -> std::string {
+           if (v.empty()) return "must name a policy";
+           c.policy = v;  // checked against the policy factory when the arbiter starts
+           return {};
+         },
+        "NAME",
+        "scheduling policy: aggressive, dual-queue, fifo, keepalive, proxy-swap, "
+        "aggressive-no-<idea> (default aggressive)"}},
       {"metrics",
-       [](ArbiterConfig& c, const std::string& v) -> std::string {
-         if (!v.empty()) {
-           const auto colon = v.rfind(':');
-           uint64_t port = 0;
-           if (colon == std::string::npos || colon == 0 ||
-               !SetUnsigned(port, v.substr(colon + 1), 1, 65535).empty())
-             return "'" + v + "' is not HOST:PORT (port 1-65535)";
-         }
-         c.metrics_address = v;
-         return {};
-       }},
-      {"fail_mode",
-       [](ArbiterConfig& c, const std::string& v) -> std::string {
-         if (v == "open") {
-           c.fail_mode = FailMode::kOpen;
-         } else if (v == "closed") {
-           c.fail_mode = FailMode::kClosed;
-         } else {
-           return "'" + v + "' is neither 'open' nor 'closed'";
-         }
-         return {};
-       }},
-      {"event_ring",
-       [](ArbiterConfig& c, const std::string& v) -> std::string {
-         c.event_ring_path = v;
-         return {};
-       }},
-      {"event_ring_capacity",
-       [](ArbiterConfig& c, const std::string& v) -> std::string {
-         uint64_t n = 0;
-         if (auto e = SetUnsigned(n, v, 16, uint64_t{1} << 24); !e.empty()) return e;
-         if ((n & (n - 1)) != 0) return "must be a power of two";
-         c.event_ring_capacity = n;
-         return {};
-       }},
-      {"doorbell_rate",
-       [](ArbiterConfig& c, const std::string& v) {
-         return SetUnsigned(c.doorbell_rate, v, 0, 100'000'000);
-       }},
-      {"doorbell_flood_disconnect",
-       [](ArbiterConfig& c, const std::string& v) {
-         return SetDuration(c.doorbell_flood_disconnect, v, true);
-       }},
-      {"max_clients",
-       [](ArbiterConfig& c, const std::string& v) -> std::string {
-         uint64_t n = 0;
-         if (auto e = SetUnsigned(n, v, 1, 1u << 20); !e.empty()) return e;
-         c.max_clients = static_cast<uint32_t>(n);
-         return {};
-       }},
-      {"libcuda",
-       [](ArbiterConfig& c, const std::string& v) -> std::string {
-         if (v.empty()) return "must not be empty";
-         c.libcuda = v;
-         return {};
-       }},
-      {"log_level",
-       [](ArbiterConfig& c, const std::string& v) -> std::string {
-         static const char* const kLevels[] = {"trace", "debug", "info", "warn",
-                                               "error", "critical", "off"};
-         for (const char* l : kLevels)
-           if (v == l) {
-             c.log_level = v;
-             return {};
+       {[](ArbiterConfig& c, const std::string& v) -> std::string {
+           if (!v.empty()) {
+             const auto colon = v.rfind(':');
+             uint64_t port = 0;
+             if (colon == std::string::npos || colon == 0 ||
+                 !SetUnsigned(port, v.substr(colon + 1), 1, 65535).empty())
+               return "'" + v + "' is not HOST:PORT (port 1-65535)";
            }
-         return "'" + v + "' is not one of trace, debug, info, warn, error, critical, off";
-       }},
+           c.metrics_address = v;
+           return {};
+         },
+        "HOST:PORT", "serve Prometheus text at http://HOST:PORT/metrics (default off)"}},
+      {"fail_mode",
+       {[](ArbiterConfig& c, const std::string& v) -> std::string {
+           if (v == "open") {
+             c.fail_mode = FailMode::kOpen;
+           } else if (v == "closed") {
+             c.fail_mode = FailMode::kClosed;
+           } else {
+             return "'" + v + "' is neither 'open' nor 'closed'";
+           }
+           return {};
+         },
+        "open|closed",
+        "what clients do while the arbiter is away, announced at registration (default open)"}},
+      {"event_ring",
+       {[](ArbiterConfig& c, const std::string& v) -> std::string {
+           c.event_ring_path = v;
+           return {};
+         },
+        "PATH", "file of the node event ring, for gshare-trace (default none)"}},
+      {"event_ring_capacity",
+       {[](ArbiterConfig& c, const std::string& v) -> std::string {
+           uint64_t n = 0;
+           if (auto e = SetUnsigned(n, v, 16, uint64_t{1} << 24); !e.empty()) return e;
+           if ((n & (n - 1)) != 0) return "must be a power of two";
+           c.event_ring_capacity = n;
+           return {};
+         },
+        "N", "records in the event ring, a power of two (default 65536)"}},
+      {"doorbell_rate",
+       {[](ArbiterConfig& c, const std::string& v) {
+           return SetUnsigned(c.doorbell_rate, v, 0, 100'000'000);
+         },
+        "N", "wake-ups per second one client's doorbell may cause; 0 = unlimited (default 10000)"}},
+      {"doorbell_flood_disconnect",
+       {[](ArbiterConfig& c, const std::string& v) {
+           return SetDuration(c.doorbell_flood_disconnect, v, true);
+         },
+        "DURATION",
+        "disconnect a client that stays over --doorbell-rate this long; 0 = never (default 10s)"}},
+      {"max_clients",
+       {[](ArbiterConfig& c, const std::string& v) -> std::string {
+           uint64_t n = 0;
+           if (auto e = SetUnsigned(n, v, 1, 1u << 20); !e.empty()) return e;
+           c.max_clients = static_cast<uint32_t>(n);
+           return {};
+         },
+        "N", "registrations are refused beyond this many clients (default 4096)"}},
+      {"libcuda",
+       {[](ArbiterConfig& c, const std::string& v) -> std::string {
+           if (v.empty()) return "must not be empty";
+           c.libcuda = v;
+           return {};
+         },
+        "PATH",
+        "driver library dlopened for GPU discovery and enforcement (default libcuda.so.1)"}},
+      {"log_level",
+       {[](ArbiterConfig& c, const std::string& v) -> std::string {
+           static const char* const kLevels[] = {"trace", "debug", "info", "warn",
+                                                 "error", "critical", "off"};
+           for (const char* l : kLevels)
+             if (v == l) {
+               c.log_level = v;
+               return {};
+             }
+           return "'" + v + "' is not one of trace, debug, info, warn, error, critical, off";
+         },
+        "LEVEL", "trace, debug, info, warn, error, critical or off (default info)"}},
   };
-  return *setters;
+  return *keys;
 }
 
 // A TOML value as the text a setter takes; lists of integers become "0,1".
@@ -270,8 +333,8 @@ ConfigResult ParseConfigToml(std::string_view text, const ArbiterConfig& base) {
   for (const auto& [key, node] : *table) {
     const std::string name(key.str());
     if (table == &root && name == "arbiter") continue;
-    const auto it = Setters().find(name);
-    if (it == Setters().end()) {
+    const auto it = Keys().find(name);
+    if (it == Keys().end()) {
       result.error = "config key '" + name + "': unknown key";
       return result;
     }
@@ -280,7 +343,7 @@ ConfigResult ParseConfigToml(std::string_view text, const ArbiterConfig& base) {
       result.error = "config key '" + name + "': unsupported value type";
       return result;
     }
-    if (auto err = it->second(result.config, *text_value); !err.empty()) {
+    if (auto err = it->second.set(result.config, *text_value); !err.empty()) {
       result.error = "config key '" + name + "': " + err;
       return result;
     }
@@ -292,12 +355,13 @@ ConfigResult ParseCommandLine(int argc, const char* const* argv) {
   ConfigResult result;
   CLI::App app{"gshare-arbiter: the node daemon that lets GPU functions share a node's GPUs"};
   std::string config_file;
-  app.add_option("--config", config_file, "TOML config file (keys as the long flags, '_' for '-')");
+  app.add_option("--config", config_file, "TOML config file (keys as the long flags, '_' for '-')")
+      ->type_name("FILE");
   std::map<std::string, std::string> values;
-  for (const auto& [key, setter] : Setters()) {
-    app.add_option(FlagName(key), values[key], "see docs/operating.md");
-  }
-  app.add_option("--summary", result.config.summary_path, "write a JSON summary here on exit");
+  for (const auto& [key, k] : Keys())
+    app.add_option(FlagName(key), values[key], k.help)->type_name(k.kind);
+  app.add_option("--summary", result.config.summary_path, "write a JSON summary here on exit")
+      ->type_name("FILE");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
@@ -325,9 +389,9 @@ ConfigResult ParseCommandLine(int argc, const char* const* argv) {
     result.config = file.config;
     result.config.summary_path = summary;
   }
-  for (const auto& [key, setter] : Setters()) {
+  for (const auto& [key, k] : Keys()) {
     if (app.count(FlagName(key)) == 0) continue;
-    if (auto err = setter(result.config, values[key]); !err.empty()) {
+    if (auto err = k.set(result.config, values[key]); !err.empty()) {
       result.error = FlagName(key) + ": " + err;
       return result;
     }

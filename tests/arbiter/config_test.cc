@@ -130,6 +130,34 @@ TEST(ArbiterConfig, BadFlagNamesTheFlag) {
   EXPECT_FALSE(unknown.ok());
 }
 
+// --help: every flag has a placeholder and a description of its own that names its default
+// (the texts live next to each key's setter in config.cc).
+TEST(ArbiterConfig, HelpDescribesEveryFlag) {
+  const ConfigResult r = Parse({"--help"});
+  ASSERT_TRUE(r.help);
+  const std::string& help = r.error;
+  int flags = 0;
+  size_t at = 0;
+  while ((at = help.find("\n  --", at)) != std::string::npos) {
+    const size_t end = help.find('\n', at + 1);
+    std::string entry = help.substr(at + 3, end - at - 3);  // "--flag KIND   description"
+    // A long flag puts its description on the next line.
+    if (entry.find("  ") == std::string::npos && end != std::string::npos)
+      entry += help.substr(end, help.find('\n', end + 1) - end);
+    at = end;
+    ++flags;
+    EXPECT_EQ(entry.find("see docs/operating.md"), std::string::npos) << entry;
+    const size_t gap = entry.find("  ");
+    ASSERT_NE(gap, std::string::npos) << "no description: " << entry;
+    ASSERT_NE(entry.substr(0, gap).find(' '), std::string::npos) << "no placeholder: " << entry;
+    const std::string flag = entry.substr(0, entry.find(' '));
+    if (flag == "--config" || flag == "--summary") continue;  // command line only, no default
+    EXPECT_NE(entry.find("(default"), std::string::npos) << "no default named: " << entry;
+  }
+  EXPECT_GE(flags, 30) << help;
+  EXPECT_NE(help.find("--doorbell-rate N"), std::string::npos) << help;
+}
+
 TEST(ArbiterConfig, ResolveGpusWithoutDriver) {
   ArbiterConfig c;
   c.gpu_memory_bytes = 8ull << 30;
