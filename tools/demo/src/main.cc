@@ -88,6 +88,8 @@ int main(int argc, char** argv) {
   app.add_option("--concurrency", o.concurrency, "gshare-loadgen workers")->capture_default_str()->check(CLI::Range(1, 256));
   app.add_option("--time-scale", o.time_scale, "SIMCUDA_TIME_SCALE (real seconds per simulated second)")->capture_default_str();
   app.add_option("--policy", o.policy, "gshare-arbiter --policy")->capture_default_str();
+  app.add_option("--slice", o.slice, "gshare-arbiter --slice")->capture_default_str();
+  app.add_option("--preempt-grace", o.preempt_grace, "gshare-arbiter --preempt-grace")->capture_default_str();
   app.add_option("--arbiter-option", o.arbiter_options,
                  "KEY=VALUE passed to gshare-arbiter as --KEY VALUE (repeatable; e.g. preempt_grace=1s)");
   app.add_flag("!--no-baseline", o.baseline, "skip the dedicated-GPU baseline run");
@@ -170,10 +172,10 @@ int main(int argc, char** argv) {
   report.run_dir = o.run_dir;
   report.headline = fmt::format(
       "{} functions ({}) on {} {} GPUs of {}: quotas sum {} = {:.2f}x the GPUs' memory; "
-      "SLOs ms {}; SIMCUDA_TIME_SCALE {}; policy {}{}",
+      "SLOs ms {}; SIMCUDA_TIME_SCALE {}; policy {}, slice {}, preempt grace {}{}",
       functions->size(), o.mix, o.gpus, o.real_gpu ? "real" : "simulated", gshare::FormatByteSize(*gpu_bytes),
       gshare::FormatByteSize(quota_sum), static_cast<double>(quota_sum) / (static_cast<double>(*gpu_bytes) * o.gpus),
-      o.slos_ms, o.real_gpu ? "n/a" : o.time_scale, o.policy,
+      o.slos_ms, o.real_gpu ? "n/a" : o.time_scale, o.policy, o.slice, o.preempt_grace,
       o.simcuda_memory.empty() || o.real_gpu
           ? ""
           : fmt::format("\nnote: simcuda devices are {} each; the arbiter manages {} of each "

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <thread>
 
@@ -186,14 +187,18 @@ workload::Result<SharedRun> RunShared(const Environment& env, const std::vector<
   arbiter_spec.argv = {env.bin_dir + "/gshare-arbiter", "--socket", socket, "--summary",
                        *dir + "/arbiter-summary.json", "--event-ring", result.event_ring_path,
                        "--event-ring-capacity", "1048576", "--policy", o.policy, "--log-level", "info"};
-  for (const std::string& kv : o.arbiter_options) {
+  std::vector<std::string> options = {"slice=" + o.slice, "preempt_grace=" + o.preempt_grace};
+  options.insert(options.end(), o.arbiter_options.begin(), o.arbiter_options.end());
+  std::map<std::string, std::string> flags;  // a later --arbiter-option overrides the above
+  for (const std::string& kv : options) {
     const size_t eq = kv.find('=');
     if (eq == std::string::npos || eq == 0)
       return workload::Fail("--arbiter-option " + kv + ": not KEY=VALUE");
     std::string key = kv.substr(0, eq);
     std::replace(key.begin(), key.end(), '_', '-');
-    arbiter_spec.argv.insert(arbiter_spec.argv.end(), {"--" + key, kv.substr(eq + 1)});
+    flags["--" + key] = kv.substr(eq + 1);
   }
+  for (const auto& [flag, value] : flags) arbiter_spec.argv.insert(arbiter_spec.argv.end(), {flag, value});
   if (stop_gap) {
     arbiter_spec.argv.insert(arbiter_spec.argv.end(),
                              {"--gpu-memory", o.gpu_memory, "--gpu-count", std::to_string(o.gpus)});
