@@ -1,4 +1,4 @@
-// Brute-force exact solver: every (GPU, start step) or drop for every request, symmetric GPUs
+// Brute-force exact solver: every (GPU, start step) or drop (unless serve_all) for every request, symmetric GPUs
 // tried in first-use order, overlapping placements pruned, each complete assignment evaluated
 // by EvaluateAssignment (see exact.h). For tiny instances only.
 #include <chrono>
@@ -50,7 +50,7 @@ class BruteForce final : public ExactSolver {
     }
     const ExactRequest& q = in_->requests[r];
     gpu_[r] = -1;  // drop it
-    Search(r + 1, used);
+    if (!in_->serve_all) Search(r + 1, used);
     ++served_;
     for (int g = 0; g < in_->gpus && g <= used; ++g) {
       for (int s = q.arrival; s + q.exec <= q.deadline; ++s) {

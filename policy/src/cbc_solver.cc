@@ -3,7 +3,7 @@
 //   z[f,g,t]  f is resident (usable) on g at step t
 //   u[f,g,t]  a load of f onto g starts at step t (occupies t .. t+load-1)
 //   a[g,t]    g is active at step t
-//   d[r]      request r is dropped
+//   d[r]      request r is dropped (fixed to 0 with serve_all)
 // minimise sum a + (G*H + 1) sum d  subject to
 //   sum_{g,s} y[r,g,s] + d[r] = 1                              every request runs once or drops
 //   sum_{r,s covering t} y[r,g,s] <= 1                         one request at a time per GPU
@@ -12,6 +12,7 @@
 //   sum_f bytes_f (z[f,g,t] + sum_{k in (t-load_f, t]} u[f,g,k]) <= memory   (scaled)
 //   sum_f sum_{k in (t-load_f, t]} u[f,g,k] <= 1                 one load at a time per link
 //   a[g,t] - z[f,g,t] - sum_{k in (t-load_f, t]} u[f,g,k] >= 0   active while anything is there
+//   sum_t a[g,t] >= sum_t a[g+1,t]                              symmetry: GPUs by activity
 #include <chrono>
 #include <algorithm>
 #include <cmath>
@@ -79,6 +80,7 @@ class Cbc final : public ExactSolver {
     std::vector<int> drop(static_cast<size_t>(R));
     for (int r = 0; r < R; ++r) {
       drop[static_cast<size_t>(r)] = add_col(drop_cost);
+      if (in.serve_all) m.setColumnBounds(drop[static_cast<size_t>(r)], 0.0, 0.0);
       for (const Y& y : ys) {
         if (y.r == r) term(y.col, 1.0);
       }
@@ -123,6 +125,15 @@ class Cbc final : public ExactSolver {
           row(0.0, COIN_DBL_MAX);
         }
       }
+    }
+    // The GPUs are identical: order them by active steps (any solution relabels to one that
+    // is), which spares the search its G! mirror images.
+    for (int g = 0; g + 1 < G; ++g) {
+      for (int t = 0; t < H; ++t) {
+        term(a[static_cast<size_t>(g * H + t)], 1.0);
+        term(a[static_cast<size_t>((g + 1) * H + t)], -1.0);
+      }
+      row(0.0, COIN_DBL_MAX);
     }
     OsiClpSolverInterface solver;
     solver.loadFromCoinModel(m);

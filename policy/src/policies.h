@@ -23,6 +23,10 @@ struct SlackOptions {
   // the misses their bursts would cause each other (rate x expected overrun) stay small.
   bool typical = true;
   bool collisions = true;
+  // A function without execution history (fewer than ExecPredictor::kMinSamples bursts) is
+  // placed at once, on a new GPU if need be, instead of waiting for a latest safe start that
+  // only the catalog prior predicts.
+  bool cold = true;
 };
 
 std::unique_ptr<Policy> MakeKeepAlive(const std::string& name, const PolicyConfig& config);

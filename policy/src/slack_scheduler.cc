@@ -182,7 +182,8 @@ class SlackScheduler final : public PolicyBase {
       const GpuId g = Choose(now, f, fn.deadline());
       if (g != kNoGpu) return Load(now, f, g);
     }
-    if (latest > now) {  // share queue: wait for the last safe moment
+    const bool known = fn.exec.samples() >= ExecPredictor::kMinSamples;
+    if (latest > now && (known || !opt_.cold)) {  // share queue: wait for the last safe moment
       fn.waiting = true;
       WakeAt(latest, f, kTagSlack);
       return;

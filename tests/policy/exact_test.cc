@@ -2,7 +2,9 @@
 // instances (when built with CBC), and the discretisation of continuous workloads.
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <random>
+#include <vector>
 
 #include "gshare/policy/exact.h"
 
@@ -136,6 +138,34 @@ TEST(Cbc, AgreesWithBruteForceOnRandomTinyInstances) {
     if (b.served == static_cast<int>(in.requests.size())) ++feasible;
   }
   EXPECT_GT(feasible, 10) << "too few instances where every request can be served";
+}
+
+// serve_all: no request may be dropped. Where serving everything is impossible the instance is
+// infeasible; where it is possible, the optimum serves everything even if dropping were
+// cheaper; brute force and CBC agree on both.
+TEST(ServeAll, NeverDropsAndIsInfeasibleWhenItMust) {
+  ExactInstance in;
+  in.functions = {{600, 1}, {600, 1}};
+  in.requests = {{0, 1, 3, 2}, {1, 1, 3, 2}};
+  in.gpus = 1;
+  in.gpu_memory = 1000;
+  in.horizon = 3;
+  in.serve_all = true;
+  std::vector<std::unique_ptr<ExactSolver>> solvers;
+  solvers.push_back(MakeBruteForceSolver());
+  if (auto cbc = MakeCbcSolver()) solvers.push_back(std::move(cbc));
+  for (auto& solver : solvers) {
+    SCOPED_TRACE(solver->name());
+    in.gpus = 1;  // both at once do not fit one GPU
+    ExactSolution s = solver->Solve(in);
+    EXPECT_FALSE(s.feasible);
+    EXPECT_TRUE(s.error.empty()) << s.error;
+    in.gpus = 2;
+    s = solver->Solve(in);
+    ASSERT_TRUE(s.feasible);
+    EXPECT_EQ(s.served, 2);
+    EXPECT_EQ(s.cost, 6);
+  }
 }
 
 TEST(Discretize, RoundsInTheSafeDirection) {

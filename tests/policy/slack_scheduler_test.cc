@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "driver.h"
+#include "gshare/policy/predictor.h"
 
 namespace gshare::policy::testing {
 namespace {
@@ -28,7 +29,7 @@ TEST(DualQueue, WaitsInTheShareQueueUntilTheLastSafeMoment) {
 }
 
 TEST(Aggressive, PlacesAtOnceOnAnActiveGpu) {
-  Driver d("aggressive", 2);
+  Driver d("aggressive-no-cold", 2);  // f0 has no history: lazy only without the cold rule
   d.Send(0, FunctionRegistered{0, Fn(10, kExec, kSlo)});
   d.Send(0, FunctionRegistered{1, Fn(10, kExec, kSlo)});
   d.Send(0, BurstStart{0});
@@ -42,7 +43,7 @@ TEST(Aggressive, PlacesAtOnceOnAnActiveGpu) {
 }
 
 TEST(Aggressive, ParksThenDeepEvictsAnIdleFunctionAndReleasesItsGpu) {
-  Driver d("aggressive", 1);
+  Driver d("aggressive-no-cold", 1);
   d.Send(0, FunctionRegistered{0, Fn(10, kExec, kSlo, /*ctx_mb=*/5)});
   d.Send(0, BurstStart{0});
   auto a = d.Send(d.policy->NextWakeup(), Timer{});
@@ -77,6 +78,31 @@ TEST(DualQueue, KeepsAnEmptyGpuForAMinute) {
   EXPECT_FALSE(Has(a, ActionKind::kReleaseGpu)) << Describe(a);
   a = d.Send(107'000 + 120 * kUsPerSecond, Timer{});
   EXPECT_TRUE(Has(a, ActionKind::kReleaseGpu, kNoFunction, 0)) << Describe(a);
+}
+
+// Without execution history the latest safe start rests on the catalog prior alone: the cold
+// rule places such a function at once (on a new GPU if need be) rather than gambling its slack
+// on it; once it has a history, it waits in the share queue again.
+TEST(Aggressive, PlacesAFunctionWithoutHistoryAtOnce) {
+  Driver d("aggressive", 2);
+  d.Send(0, FunctionRegistered{0, Fn(10, kExec, kSlo)});
+  auto a = d.Send(0, BurstStart{0});
+  EXPECT_TRUE(Has(a, ActionKind::kActivateGpu, kNoFunction, 0)) << Describe(a);
+  EXPECT_TRUE(Has(a, ActionKind::kSwapIn, 0, 0)) << Describe(a);
+  d.Send(kSwap, SwapDone{0, 0, SwapKind::kIn, 10'000'000, kSwap});
+  Time t = kSwap;
+  for (int i = 0; i < ExecPredictor::kMinSamples; ++i) {  // a history of bursts
+    d.Send(t + kExec, BurstEnd{0, 0, kExec});
+    t += kExec + 1'000;
+    if (i + 1 < ExecPredictor::kMinSamples) d.Send(t, BurstStart{0});
+  }
+  // Parked, then deep-evicted and the GPU released after the idle timers.
+  d.Send(t + 100 * kUsPerSecond, Timer{});
+  d.Send(t + 100 * kUsPerSecond, SwapDone{0, 0, SwapKind::kDeepEvict, 0, 1'000});
+  a = d.Send(t + 101 * kUsPerSecond, BurstStart{0});
+  EXPECT_FALSE(Has(a, ActionKind::kSwapIn)) << "known now: waits for its latest safe start; "
+                                            << Describe(a);
+  EXPECT_NE(d.policy->NextWakeup(), kNever);
 }
 
 TEST(Aggressive, PinsAFunctionThatCannotAffordASwap) {
@@ -119,12 +145,12 @@ void ShareWithARareLongFunction(const std::string& policy, bool expect_shared) {
 }
 
 TEST(Aggressive, CollisionRuleSharesAGpuWithARareLongFunction) {
-  ShareWithARareLongFunction("aggressive-no-typical", true);
+  ShareWithARareLongFunction("aggressive-no-typical-no-cold", true);
 }
 
 TEST(Aggressive, TypicalBurstRuleKeepsThemApart) {
-  ShareWithARareLongFunction("aggressive", false);
-  ShareWithARareLongFunction("aggressive-no-collisions", false);
+  ShareWithARareLongFunction("aggressive-no-cold", false);
+  ShareWithARareLongFunction("aggressive-no-collisions-no-cold", false);
 }
 
 // f0 (p50 5 ms, p90 20 ms, 25 ms SLO: stays resident) runs every second; f1 (5 ms bursts,
@@ -152,8 +178,8 @@ void FrequentOverruns(const std::string& policy, bool expect_shared) {
 }
 
 TEST(Aggressive, CollisionRuleKeepsFrequentOverrunsApart) {
-  FrequentOverruns("aggressive", false);
-  FrequentOverruns("aggressive-no-collisions", true);
+  FrequentOverruns("aggressive-no-cold", false);
+  FrequentOverruns("aggressive-no-collisions-no-cold", true);
 }
 
 }  // namespace

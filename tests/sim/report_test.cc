@@ -94,8 +94,19 @@ TEST(Report, ExactGradingProducesRatiosAndSolveTimes) {
     EXPECT_GT(r.instances, 0) << r.policy;
     EXPECT_GT(r.efficiency_ratio, 0) << r.policy;
     EXPECT_LE(r.efficiency_ratio, 1.0 + 1e-9) << r.policy << ": better than the optimum?";
+    EXPECT_LE(r.efficiency_ratio_tail, r.efficiency_ratio + 1e-9) << r.policy;
+    EXPECT_LE(r.gpu_ratio, 1.0 + 1e-9) << r.policy << ": less GPU time than the optimum?";
+    EXPECT_EQ(r.opt_served, e.requests) << "serve_all: the optimum serves every request";
+    EXPECT_GE(r.gpus, e.gpus);
     EXPECT_GT(r.solve_seconds, 0);
   }
+  // Random windows: graded too, reproducibly for a seed.
+  e.random_windows = true;
+  const auto random = GradeAgainstExact(Small(), o, {"aggressive"}, e, &solver);
+  const auto again = GradeAgainstExact(Small(), o, {"aggressive"}, e, &solver);
+  ASSERT_EQ(random.size(), 1u);
+  EXPECT_GT(random[0].instances, 0);
+  EXPECT_DOUBLE_EQ(random[0].efficiency_ratio, again[0].efficiency_ratio);
 }
 
 TEST(Cli, RunsAndWritesJson) {

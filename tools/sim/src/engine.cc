@@ -58,6 +58,7 @@ struct GpuState {
   uint64_t used = 0;
   FunctionId tenant = policy::kNoFunction;
   Time link_free = 0;
+  Time last_run_end = 0;  // end of the last burst (or slice) it ran
 };
 
 class Engine {
@@ -334,6 +335,7 @@ class Engine {
     }
     fn.running = false;
     gpus_[e.g].tenant = policy::kNoFunction;
+    gpus_[e.g].last_run_end = e.at;
     busy_time_ += e.took;
     fn.remaining -= e.took;
     fn.burst_exec += e.took;
@@ -359,9 +361,13 @@ class Engine {
   }
 
   void Finish() {
+    Duration tails = 0;
     for (GpuId g = 0; g < gpus_.size(); ++g) {
-      if (gpus_[g].active) gpu_time_ += now_ - gpus_[g].activated_at;
+      if (!gpus_[g].active) continue;
+      gpu_time_ += now_ - gpus_[g].activated_at;
+      tails += now_ - std::max(gpus_[g].activated_at, gpus_[g].last_run_end);
     }
+    result_.gpu_seconds_to_last_use = static_cast<double>(gpu_time_ - tails) / policy::kUsPerSecond;
     result_.end_time = now_;
     result_.unfinished = result_.requests - result_.completed;
     result_.slo_attainment =

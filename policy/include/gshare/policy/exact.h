@@ -11,7 +11,9 @@
 //  - while loading or resident, f holds bytes_f of g's memory (<= memory per GPU);
 //  - a GPU is active at a step if any function is loading or resident on it;
 //  - objective: serve as many requests as possible, then minimise active GPU-steps
-//    (lexicographic: a dropped request costs more than every GPU-step of the instance).
+//    (lexicographic: a dropped request costs more than every GPU-step of the instance); or,
+//    with `serve_all` (what a FaaS platform must do, and how the online policies are graded),
+//    serve every request on time and minimise active GPU-steps (infeasible when impossible).
 // Backends: brute force (tiny instances, always available) and an integer program solved with
 // CBC (coinor-libcbc-dev; only when built with GSHARE_HAVE_CBC).
 //
@@ -46,6 +48,7 @@ struct ExactInstance {
   uint64_t gpu_memory = 0;
   int horizon = 0;     // steps 0..horizon-1 (>= every deadline)
   Duration step = 1000;
+  bool serve_all = false;  // no request may be dropped (see the objective above)
 };
 
 struct ExactSolution {

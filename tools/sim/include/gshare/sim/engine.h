@@ -71,6 +71,10 @@ struct RunResult {
   double slo_attainment = 0; // on_time / requests
   double p50_ms = 0, p99_ms = 0;
   double gpu_seconds = 0;    // sum over GPUs of time active
+  // The same, except that a GPU still active at the end counts only until the end of the last
+  // burst it ran (its keep-warm tail is left out, as the exact model has none after its
+  // horizon). Used to grade short windows against the exact optimum.
+  double gpu_seconds_to_last_use = 0;
   double busy_seconds = 0;   // sum of granted execution
   int peak_gpus = 0;
   uint64_t swap_bytes = 0;   // bytes over all links, both directions
