@@ -1,5 +1,5 @@
 // fifo: time-sharing without SLO awareness. Functions are packed first-fit onto the active
-// GPUs and served FIFO per GPU (models loaded at dispatch, LRU eviction). A GPU is added only
+// GPUs (preferring the GPU a function was last on, then one with free memory) and served FIFO per GPU (models loaded at dispatch, LRU eviction). A GPU is added only
 // when no active GPU can hold the model or every active GPU has more than `kBacklog` of queued
 // work; functions idle for `kIdleTtl` are deep-evicted and empty GPUs released.
 #include "policies.h"
@@ -19,25 +19,32 @@ class Fifo final : public PolicyBase {
   Duration Predict(FunctionId f) const override { return fns_[f].exec.Predict({0.9, 0.0}); }
 
   void Place(Time now, FunctionId f) override {
-    const uint64_t need = FootprintBytes(fns_[f].spec, Residency::kResident);
-    GpuId inactive = kNoGpu;
+    // First fit by preference: where f was last, then where it fits without evicting anyone,
+    // then where room can be made (always within the backlog bound).
+    GpuId inactive = kNoGpu, best = kNoGpu;
+    int best_affinity = 3;
     for (GpuId g = 0; g < gpus_.size(); ++g) {
       if (!Usable(g)) continue;
       if (!gpus_[g].active) {
         if (inactive == kNoGpu) inactive = g;
         continue;
       }
-      if (Reclaimable(g, Evict::kDeep) >= need && GpuFreeAt(now, g) - now <= kBacklog) {
-        Enqueue(now, f, g);
-        return;
+      if (Reclaimable(g, Evict::kDeep) >= Need(f, g) && GpuFreeAt(now, g) - now <= kBacklog &&
+          Affinity(f, g) < best_affinity) {
+        best = g;
+        best_affinity = Affinity(f, g);
       }
+    }
+    if (best != kNoGpu) {
+      Enqueue(now, f, best);
+      return;
     }
     if (inactive != kNoGpu) {
       Activate(now, inactive);
       Enqueue(now, f, inactive);
       return;
     }
-    GpuId best = kNoGpu;  // everything busy: the least-loaded usable GPU (all are active)
+    // Everything busy: the least-loaded usable GPU (all are active).
     for (GpuId g = 0; g < gpus_.size(); ++g) {
       if (Usable(g) && (best == kNoGpu || GpuFreeAt(now, g) < GpuFreeAt(now, best))) best = g;
     }

@@ -151,6 +151,7 @@ Time PolicyBase::SwapIn(Time now, FunctionId f, GpuId g) {
   assert(gpu.used <= gpu.spec.memory_bytes);
   fn.where = Residency::kResident;
   fn.gpu = g;
+  fn.last_gpu = g;
   AddMember(f, g);
   fn.transfer = true;
   gpu.link_free = std::max(now, gpu.link_free) + link_time;
@@ -179,6 +180,7 @@ void PolicyBase::DeepEvict(Time now, FunctionId f) {
   if (fn.pinned) Pin(f, false);
   fn.where = Residency::kHost;
   fn.evicting_from = fn.gpu;
+  fn.last_gpu = fn.gpu;
   fn.gpu = kNoGpu;
   fn.transfer = true;
 }
@@ -449,6 +451,18 @@ uint64_t PolicyBase::Reclaimable(GpuId g, Evict /*mode*/) const {
     if (Evictable(f, g, /*pinned_too=*/true)) bytes += FootprintBytes(fns_[f].spec, fns_[f].where);
   }
   return bytes;
+}
+
+uint64_t PolicyBase::Need(FunctionId f, GpuId g) const {
+  const Fn& fn = fns_[f];
+  return FootprintBytes(fn.spec, Residency::kResident) -
+         (fn.gpu == g ? FootprintBytes(fn.spec, fn.where) : 0);
+}
+
+int PolicyBase::Affinity(FunctionId f, GpuId g) const {
+  const Fn& fn = fns_[f];
+  if (fn.gpu == g || (fn.gpu == kNoGpu && fn.last_gpu == g)) return 0;
+  return gpus_[g].free() >= Need(f, g) ? 1 : 2;
 }
 
 bool PolicyBase::MakeRoom(Time now, GpuId g, uint64_t need, Evict mode) {

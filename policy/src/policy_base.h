@@ -53,6 +53,9 @@ class PolicyBase : public Policy {
     bool swap_from_parked = false;     // the swap-in in flight moves weights only
     GpuId evicting_from = kNoGpu;      // GPU a deep eviction in flight is leaving
     int retries = 0;                   // placements that found no GPU in a row
+    // The GPU its state was last on (kNoGpu: never placed). After a deep eviction the live
+    // arbiter keeps the vGPU there until the memory is needed, so coming back is cheapest.
+    GpuId last_gpu = kNoGpu;
     Time idle_wake = kNever;           // a policy's pending idle wakeup (policy scratch)
     ExecPredictor exec;
     ArrivalPredictor arrivals;
@@ -122,6 +125,11 @@ class PolicyBase : public Policy {
   bool MakeRoom(Time now, GpuId g, uint64_t need, Evict mode);
   // Bytes MakeRoom could free on g (free + evictable).
   uint64_t Reclaimable(GpuId g, Evict mode) const;
+  // Bytes f needs on g to become resident (less what it already holds there).
+  uint64_t Need(FunctionId f, GpuId g) const;
+  // Placement preference of g for f, lower is better: 0 where f's state is or was last, 1
+  // where it fits in free memory without evicting anyone, 2 where room must be made.
+  int Affinity(FunctionId f, GpuId g) const;
   void Pin(FunctionId f, bool pin);
   void WakeAt(Time t, FunctionId f, uint32_t tag);
   // f (with an outstanding burst, not placed) waits until a GPU becomes available; the base

@@ -45,11 +45,14 @@ class ProxySwap final : public PolicyBase {
 
   void Place(Time now, FunctionId f) override {
     if (pool_.empty()) return Hold(f);  // no usable GPU left inactive to replace the lost ones
-    // Least contended: earliest predicted free time, then most free memory (no eviction).
+    // Least contended: earliest predicted free time; among equally free GPUs the one the model
+    // was last on (nothing needs moving), then one where it fits without evicting, then the
+    // most free memory.
     GpuId best = pool_.front();
     for (GpuId g : pool_) {
       const Time a = GpuFreeAt(now, g), b = GpuFreeAt(now, best);
-      if (a < b || (a == b && gpus_[g].free() > gpus_[best].free())) best = g;
+      const int x = Affinity(f, g), y = Affinity(f, best);
+      if (a < b || (a == b && (x < y || (x == y && gpus_[g].free() > gpus_[best].free())))) best = g;
     }
     Enqueue(now, f, best);
   }

@@ -62,11 +62,6 @@ class SlackScheduler final : public PolicyBase {
     const Transfer t = SwapInCost(fn.spec, Residency::kParked, 0, 0, gpus_[0].spec);
     return t.time + Risky(f) <= fn.spec.slo;
   }
-  uint64_t Need(FunctionId f, GpuId g) const {
-    const Fn& fn = fns_[f];
-    return FootprintBytes(fn.spec, Residency::kResident) -
-           (fn.gpu == g ? FootprintBytes(fn.spec, fn.where) : 0);
-  }
 
   void OnStarted(Time now) override {
     if (opt_.scale) WakeAt(now + kScalePeriod, kNoFunction, kTagScale);
@@ -76,6 +71,7 @@ class SlackScheduler final : public PolicyBase {
   GpuId Choose(Time now, FunctionId f, Time deadline) const {
     const Duration e = Predict(f);
     GpuId best = kNoGpu;
+    int best_affinity = 3;
     for (GpuId g : active_gpus()) {
       const Gpu& gpu = gpus_[g];
       if (!Usable(g)) continue;
@@ -83,8 +79,16 @@ class SlackScheduler final : public PolicyBase {
       if (opt_.interference && !Compatible(f, g)) continue;
       if (Reclaimable(g, evict_mode()) < Need(f, g)) continue;
       if (!opt_.residency) return g;  // first fit
-      if (fns_[f].gpu == g) return g;  // parked here: cheapest swap, context already there
-      if (best == kNoGpu || gpu.used > gpus_[best].used) best = g;  // pack the fullest
+      // Where f is parked or was last (cheapest swap: context, or the arbiter's lazily evicted
+      // vGPU, still there), then a GPU where it fits without evicting anyone, then one where
+      // room must be made; among equals pack the fullest.
+      const int affinity = Affinity(f, g);
+      if (affinity == 0) return g;
+      if (best == kNoGpu || affinity < best_affinity ||
+          (affinity == best_affinity && gpu.used > gpus_[best].used)) {
+        best = g;
+        best_affinity = affinity;
+      }
     }
     return best;
   }
@@ -333,6 +337,27 @@ class SlackScheduler final : public PolicyBase {
     return true;
   }
 
+  // Whether every function on `victim` would fit, resident, in the free memory of the other
+  // usable active GPUs (first fit, largest first) without evicting anyone: draining a GPU
+  // whose functions cannot all live elsewhere only makes them evict each other later.
+  bool FitsElsewhere(GpuId victim) const {
+    std::vector<uint64_t> sizes;
+    for (FunctionId f : gpus_[victim].members) {
+      sizes.push_back(FootprintBytes(fns_[f].spec, Residency::kResident));
+    }
+    std::sort(sizes.rbegin(), sizes.rend());
+    std::vector<uint64_t> room;
+    for (GpuId g : active_gpus()) {
+      if (g != victim && Usable(g)) room.push_back(gpus_[g].free());
+    }
+    for (uint64_t size : sizes) {
+      auto it = std::find_if(room.begin(), room.end(), [&](uint64_t r) { return r >= size; });
+      if (it == room.end()) return false;
+      *it -= size;
+    }
+    return true;
+  }
+
   // Scale down: when the other active GPUs could carry the recent load at kScaleUtil, move the
   // functions of the least-used drainable GPU away (deep-evict the SLO-safe ones, migrate the
   // rest), so it empties and is released.
@@ -347,7 +372,10 @@ class SlackScheduler final : public PolicyBase {
     if (total_busy / static_cast<double>(kScalePeriod) > kScaleUtil * (active - 1)) return;
     GpuId victim = kNoGpu;
     for (GpuId g : active_gpus()) {
-      if (Drainable(g) && (victim == kNoGpu || gpus_[g].used < gpus_[victim].used)) victim = g;
+      if (Drainable(g) && (victim == kNoGpu || gpus_[g].used < gpus_[victim].used) &&
+          FitsElsewhere(g)) {
+        victim = g;
+      }
     }
     if (victim == kNoGpu) return;
     const std::vector<FunctionId> members = gpus_[victim].members;
@@ -358,7 +386,7 @@ class SlackScheduler final : public PolicyBase {
       }
       GpuId target = kNoGpu;
       for (GpuId g : active_gpus()) {
-        if (g == victim || !Usable(g) || Reclaimable(g, evict_mode()) < Need(f, g)) continue;
+        if (g == victim || !Usable(g) || gpus_[g].free() < Need(f, g)) continue;
         if (opt_.interference && !Compatible(f, g)) continue;
         if (target == kNoGpu || gpus_[g].used > gpus_[target].used) target = g;
       }

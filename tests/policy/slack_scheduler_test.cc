@@ -105,6 +105,30 @@ TEST(Aggressive, PlacesAFunctionWithoutHistoryAtOnce) {
   EXPECT_NE(d.policy->NextWakeup(), kNever);
 }
 
+// On 1 GiB GPUs g0 holds an idle 600 MB function (evictable), g1 a 500 MB one; a 500 MB
+// newcomer fits g1's free memory but would evict on g0: it goes to g1 (packing the fullest GPU
+// with evictions was what made the live demo thrash).
+TEST(Aggressive, PrefersFreeMemoryOverEvicting) {
+  Driver d("aggressive", 2);
+  constexpr Duration kSlow = 2 * kUsPerSecond;  // SLO: room for a 600 ms swap
+  d.Send(0, FunctionRegistered{0, Fn(600, kExec, kSlow)});
+  d.Send(0, FunctionRegistered{1, Fn(500, kExec, kSlow)});
+  d.Send(0, FunctionRegistered{2, Fn(500, kExec, kSlow)});
+  auto a = d.Send(0, BurstStart{0});
+  ASSERT_TRUE(Has(a, ActionKind::kSwapIn, 0, 0)) << Describe(a);
+  a = d.Send(601'000, SwapDone{0, 0, SwapKind::kIn, 600'000'000, 601'000});
+  ASSERT_TRUE(Has(a, ActionKind::kGrant, 0, 0)) << Describe(a);
+  a = d.Send(602'000, BurstStart{1});  // f0 runs: g0 cannot take f1
+  ASSERT_TRUE(Has(a, ActionKind::kSwapIn, 1, 1)) << Describe(a);
+  d.Send(606'000, BurstEnd{0, 0, kExec});
+  a = d.Send(1'103'000, SwapDone{1, 1, SwapKind::kIn, 500'000'000, 501'000});
+  d.Send(1'108'000, BurstEnd{1, 1, kExec});
+  a = d.Send(1'200'000, BurstStart{2});
+  EXPECT_TRUE(Has(a, ActionKind::kSwapIn, 2, 1)) << Describe(a);
+  EXPECT_FALSE(Has(a, ActionKind::kDeepEvict)) << Describe(a);
+  EXPECT_FALSE(Has(a, ActionKind::kSwapOut)) << Describe(a);
+}
+
 TEST(Aggressive, PinsAFunctionThatCannotAffordASwap) {
   Driver d("aggressive", 1);
   // 100 MB: a host swap takes 101 ms, more than its 50 ms SLO: the cache queue.

@@ -9,7 +9,7 @@ out=${2:-sim-results}
 sim="$build/bin/gshare-sim"
 mkdir -p "$out"
 policies=keepalive,fifo,dual-queue,aggressive
-ablations=aggressive,aggressive-no-learned,aggressive-no-residency,aggressive-no-prefetch,aggressive-no-deep-evict,aggressive-no-release,aggressive-no-scale,aggressive-no-eager,aggressive-no-interference,aggressive-no-edf,aggressive-no-typical,aggressive-no-collisions
+ablations=aggressive,aggressive-no-learned,aggressive-no-residency,aggressive-no-prefetch,aggressive-no-deep-evict,aggressive-no-release,aggressive-no-scale,aggressive-no-eager,aggressive-no-interference,aggressive-no-edf,aggressive-no-typical,aggressive-no-collisions,aggressive-no-cold
 
 run() {  # name, then gshare-sim arguments
   local name=$1

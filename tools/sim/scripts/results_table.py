@@ -82,6 +82,26 @@ def main():
         print("| {name} | {ceiling:.2f} | {keep_slo:.2f} | {agg_slo:.2f} | {keep:+.1f}% | {pool} | "
               "{proxy_slo:.2f} | {proxy:+.1f}% |".format(keep=-s["vs_keep"], proxy=-s["vs_proxy"], **s))
     print()
+    print("### Where aggressive's and proxy-swap's GPU time goes\n")
+    print("GPU-seconds / simulated time = average GPUs powered; busy = share of GPU time executing "
+          "requests; misses by cause in % of requests (aggressive / proxy-swap).\n")
+    print("| workload | avg GPUs | busy % | swap GiB | cold start + swap-in | own queue | GPU queue |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for s in summary:
+        by = {r["policy"]: r for r in load(os.path.join(d, s["name"] + ".json"))}
+        a, p = by["aggressive"], load(os.path.join(d, s["name"] + "-proxy.json"))[0]
+
+        def pct(r, *keys):
+            return 100.0 * sum(r["late_causes"][k] for k in keys) / r["requests"]
+
+        print("| {} | {:.1f} / {:.1f} | {:.1f} / {:.1f} | {:.0f} / {:.0f} | {:.2f} / {:.2f} | "
+              "{:.2f} / {:.2f} | {:.2f} / {:.2f} |".format(
+                  s["name"], a["gpu_seconds"] / a["end_s"], p["gpu_seconds"] / p["end_s"],
+                  100 * a["busy_seconds"] / a["gpu_seconds"], 100 * p["busy_seconds"] / p["gpu_seconds"],
+                  a["swap_bytes"] / 2**30, p["swap_bytes"] / 2**30,
+                  pct(a, "cold_start", "swap_in"), pct(p, "cold_start", "swap_in"),
+                  pct(a, "self_queue"), pct(p, "self_queue"), pct(a, "gpu_queue"), pct(p, "gpu_queue")))
+    print()
     ablations = {}
     for name in ["ablation-trace", "ablation-synthetic-1"]:
         path = os.path.join(d, name + ".json")
