@@ -53,6 +53,14 @@ bool SomeoneWaitsFor(const std::map<uint32_t, std::unique_ptr<Client>>& clients,
   return false;
 }
 
+// Whether no other vGPU the policy keeps on c's GPU (resident, not a lazily kept shadow) or
+// waiting for it could compete with c for the token.
+bool SoleTenant(const std::map<uint32_t, std::unique_ptr<Client>>& clients, const Client& c) {
+  for (const auto& [id, o] : clients)
+    if (o.get() != &c && o->where == Where::kResident && o->gpu == c.gpu && !o->shadow) return false;
+  return !SomeoneWaitsFor(clients, c.gpu);
+}
+
 }  // namespace
 
 void ArbiterImpl::Record(shm::EventType type, const Client* c, uint32_t gpu, uint64_t a0,
@@ -474,6 +482,14 @@ void ArbiterImpl::PollClient(Client& c, uint64_t now_ns) {
       Deliver(now_ns, policy::BurstEnd{c.fid, g, std::max<policy::Duration>(1, ToUs(gpu_time))});
     }
     if (ById(c.id) == nullptr) return;
+    // The sole tenant of its GPU is granted again as soon as it asks: its next acquisition
+    // spins for the grant (bounded) instead of sleeping in the futex, one wake-up less on the
+    // round trip through the arbiter after every idle gap.
+    if (!c.holding && !c.hinted && c.where == Where::kResident && c.gpu == g &&
+        SoleTenant(clients_, c)) {
+      c.chan.SetNextHint(true, kNextSpinNs);
+      c.hinted = true;
+    }
   }
   const shm::ClientView& v = *view;
   const bool wants = v.state == shm::ClientTokenState::kWaiting ||
