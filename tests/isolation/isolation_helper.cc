@@ -126,10 +126,10 @@ int Control(const std::string& path, const std::string& line) {
   }
   const std::string request = line + "\n";
   std::string reply;
-  if (::write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size())) {
-    char ch = 0;
-    while (::read(fd, &ch, 1) == 1 && ch != '\n') reply.push_back(ch);
-  }
+  // A server that refuses us may reply and close before reading: no SIGPIPE, read the reply.
+  (void)::send(fd, request.data(), request.size(), MSG_NOSIGNAL);
+  char ch = 0;
+  while (::read(fd, &ch, 1) == 1 && ch != '\n') reply.push_back(ch);
   ::close(fd);
   std::printf("reply: %s\n", reply.c_str());
   return reply.empty() ? 5 : 0;
