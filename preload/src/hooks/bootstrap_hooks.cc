@@ -25,7 +25,7 @@ void* SubstituteProc(const char* symbol, int cuda_version, cuuint64_t flags, voi
 
 // dlsym(RTLD_NEXT, name) as seen from `caller`: the first object loaded after the caller's that
 // defines `name` itself. glibc would search after libgshare.so (the object calling it now).
-void* NextAfter(const void* caller, const char* name) {
+GSHARE_NO_SANITIZE void* NextAfter(const void* caller, const char* name) {
   Dl_info info{};
   link_map* self = nullptr;
   if (caller == nullptr ||
@@ -50,7 +50,7 @@ void* NextAfter(const void* caller, const char* name) {
   return nullptr;
 }
 
-void* DlsymHook(void* handle, const char* name, const void* caller) {
+GSHARE_NO_SANITIZE void* DlsymHook(void* handle, const char* name, const void* caller) {
   if (name != nullptr && name[0] == 'c' && name[1] == 'u' && !Runtime::InitialisingOnThisThread()) {
     if (void* hook = HookedExport(name); hook != nullptr) {
       const Runtime& rt = Runtime::Get();
@@ -102,10 +102,10 @@ GSHARE_EXPORT CUresult cuGetProcAddress(const char* symbol, void** pfn, int cuda
 
 // dlsym, exported under both glibc symbol versions: GLIBC_2.34 (dlsym in libc) and GLIBC_2.2.5
 // (programs linked against the older libdl). The version script defines both nodes.
-GSHARE_EXPORT void* gshare_dlsym_v234(void* handle, const char* name) {
+GSHARE_EXPORT GSHARE_NO_SANITIZE void* gshare_dlsym_v234(void* handle, const char* name) {
   return gshare::preload::DlsymHook(handle, name, __builtin_return_address(0));
 }
-GSHARE_EXPORT void* gshare_dlsym_v225(void* handle, const char* name) {
+GSHARE_EXPORT GSHARE_NO_SANITIZE void* gshare_dlsym_v225(void* handle, const char* name) {
   return gshare::preload::DlsymHook(handle, name, __builtin_return_address(0));
 }
 __asm__(".symver gshare_dlsym_v234, dlsym@@GLIBC_2.34");

@@ -13,7 +13,7 @@ void OwnAnchor() {}
 
 }  // namespace
 
-DlsymFn RealDlsym() {
+GSHARE_NO_SANITIZE DlsymFn RealDlsym() {
   static std::atomic<DlsymFn> cached{nullptr};
   DlsymFn fn = cached.load(std::memory_order_acquire);
   if (fn != nullptr) return fn;
