@@ -29,7 +29,10 @@ EXCLUDE_address=''
 EXCLUDE_thread=''
 
 # Sanitizer runtime options. halt_on_error makes every report a test failure.
-export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:halt_on_error=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1}
+# verify_asan_link_order=0: the tests LD_PRELOAD the (ASan-built) libgshare.so into ASan-built
+# programs, so libgshare.so comes before the ASan runtime in the library list; the runtime is
+# still loaded (the program links it), only this start-up check objects.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-verify_asan_link_order=0:detect_leaks=1:halt_on_error=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1:suppressions=$ROOT/tests/fuzz/tsan.supp}
 export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$ROOT/tests/fuzz/lsan.supp}
