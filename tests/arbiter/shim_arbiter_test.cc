@@ -231,6 +231,9 @@ TEST(ShimArbiterConfig, ParsesSocketIdleReleaseAndFailMode) {
   EXPECT_EQ(c.idle_release_us, 750u);
   EXPECT_TRUE(c.arbiter_fail_closed);
   EXPECT_FALSE(Parse({{"GSHARE_ARBITER_FAIL", "open"}}).arbiter_fail_closed);
+  EXPECT_TRUE(c.prepin);  // default: the staging is pinned ahead of time
+  EXPECT_FALSE(Parse({{"GSHARE_PREPIN", "0"}}).prepin);
+  EXPECT_TRUE(Parse({{"GSHARE_PREPIN", "1"}}).prepin);
 }
 
 TEST(ShimArbiterConfig, MalformedValuesAreNamed) {
@@ -239,6 +242,7 @@ TEST(ShimArbiterConfig, MalformedValuesAreNamed) {
   EXPECT_NE(c.error.find("GSHARE_IDLE_RELEASE_US='soon'"), std::string::npos) << c.error;
   EXPECT_NE(c.error.find("GSHARE_ARBITER_FAIL='maybe'"), std::string::npos) << c.error;
   EXPECT_NE(Parse({{"GSHARE_IDLE_RELEASE_US", "0"}}).error, "");
+  EXPECT_NE(Parse({{"GSHARE_PREPIN", "yes"}}).error.find("GSHARE_PREPIN='yes'"), std::string::npos);
 }
 
 // The gate's activity marks, which the client's idle detection reads through ShimHost.

@@ -340,7 +340,8 @@ void ArbiterClient::ServiceLoop() {
       const shm::SwapOrder order = ch->ReadSwapOrder();
       if (order.seq != last_seq && order.seq != 0) {
         HandleSwapOrder(order);
-      } else if (state == TokenState::kNone && Now() - last_prepare_ns_ >= kPrepareEveryNs) {
+      } else if (options_.prepare_swap_out && state == TokenState::kNone &&
+                 Now() - last_prepare_ns_ >= kPrepareEveryNs) {
         // Idle and not holding: the likeliest moment for a swap-out order to come next. Pin its
         // staging now (a no-op when already big enough), not when the order is waiting.
         last_prepare_ns_ = Now();

@@ -83,6 +83,7 @@ struct ArbiterClientOptions {
   std::string function_name;   // GSHARE_FUNCTION
   std::chrono::nanoseconds idle_release{std::chrono::microseconds(300)};  // GSHARE_IDLE_RELEASE_US
   bool fail_closed = false;    // GSHARE_ARBITER_FAIL=closed
+  bool prepare_swap_out = true;  // GSHARE_PREPIN: ShimHost::PrepareSwapOut while idle
   std::chrono::nanoseconds reconnect_interval{std::chrono::milliseconds(50)};
   std::chrono::nanoseconds register_timeout{std::chrono::seconds(2)};
   spdlog::logger* log = nullptr;  // null: silent

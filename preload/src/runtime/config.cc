@@ -82,6 +82,12 @@ Config ParseConfig(const char* (*getenv_fn)(const char*, void*), void* ctx, int 
   } else if (!fail.empty() && fail != "open") {
     AddError(&config.error, "GSHARE_ARBITER_FAIL='" + fail + "' must be 'open' or 'closed'");
   }
+  const std::string prepin = Get(getenv_fn, ctx, "GSHARE_PREPIN");
+  if (prepin == "0") {
+    config.prepin = false;
+  } else if (!prepin.empty() && prepin != "1") {
+    AddError(&config.error, "GSHARE_PREPIN='" + prepin + "' must be 0 or 1");
+  }
   return config;
 }
 

@@ -22,6 +22,10 @@ struct Config {
   std::string arbiter_socket;       // GSHARE_ARBITER_SOCKET ("" = stand-alone, no arbiter)
   uint32_t idle_release_us = 300;   // GSHARE_IDLE_RELEASE_US (token released after this idle)
   bool arbiter_fail_closed = false; // GSHARE_ARBITER_FAIL=closed (default open)
+  // GSHARE_PREPIN: pin the swap-out staging while idle, ahead of a swap-out (1, default) or only
+  // when a swap-out needs it (0: no pinned host memory until the first swap-out, which then
+  // pins on its critical path).
+  bool prepin = true;
   // Empty when every variable parsed; otherwise one message per malformed variable, naming it.
   std::string error;
 };

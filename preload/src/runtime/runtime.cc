@@ -196,6 +196,7 @@ void Runtime::StartArbiterClient() {
   options.function_name = config_.function_name;
   options.idle_release = std::chrono::microseconds(config_.idle_release_us);
   options.fail_closed = config_.arbiter_fail_closed;
+  options.prepare_swap_out = config_.prepin;
   options.log = &Log();
   arbiter_host_ = new ArbiterHost(this);
   auto client = ArbiterClient::Start(options, arbiter_host_);
