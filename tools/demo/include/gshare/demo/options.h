@@ -24,9 +24,11 @@ struct DemoOptions {
   double time_compression = 3;          // trace seconds per wall second
   uint32_t concurrency = 8;             // loadgen workers
   std::string time_scale = "1";         // SIMCUDA_TIME_SCALE
-  // Arbiter policy: the project's default without its scale-down idea (a fixed node of two
-  // GPUs whose two llm vGPUs cannot share one; docs/demo.md "Measured").
-  std::string policy = "aggressive-no-scale";
+  // Arbiter policy: the project's default without two of its ideas: scale-down (a fixed node
+  // of two GPUs whose two llm vGPUs cannot share one) and parking idle functions (the policy
+  // then counts their memory free and packs others there, evicting them for real); see
+  // docs/demo.md "Why these scheduling settings".
+  std::string policy = "aggressive-no-scale-no-deep-evict";
   // Arbiter slice and preemption grace. On simcuda a burst's kernels run on the CPU and a
   // preempted holder must still finish the work it queued, so short slices only add hand-offs,
   // and under CPU load a drain can outlast 200 ms and be enforced by a checkpoint (seconds).
