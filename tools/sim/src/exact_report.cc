@@ -179,11 +179,11 @@ std::string FormatExactRows(const std::vector<ExactRow>& rows) {
 }
 
 std::string ExactReport(const SimWorkload& workload, const SimOptions& options,
-                        const std::vector<std::string>& policies, const policy::PolicyConfig& /*config*/) {
+                        const std::vector<std::string>& policies, const ExactOptions& base) {
   std::string solver;
   std::string out;
   for (const bool random : {false, true}) {
-    ExactOptions exact;
+    ExactOptions exact = base;
     exact.random_windows = random;
     const auto rows = GradeAgainstExact(workload, options, policies, exact, &solver);
     out += fmt::format(

@@ -72,6 +72,12 @@ int main(int argc, char** argv) {
   app.add_option("--json", json_out, "write the JSON report here");
   app.add_option("--plot", plot_dir, "write SVG plots (gnuplot) into this directory");
   app.add_flag("--exact", exact, "grade the policies against the exact optimum (small instances)");
+  sim::ExactOptions exact_options;
+  app.add_option("--exact-choices", exact_options.max_choices,
+                 "--exact: start steps per request (a finer grid: a tighter optimum, slower)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--exact-steps", exact_options.max_steps, "--exact: most time steps per window")
+      ->check(CLI::PositiveNumber);
   app.add_flag("--quiet", quiet, "no table on stdout");
   CLI11_PARSE(app, argc, argv);
 
@@ -121,7 +127,8 @@ int main(int argc, char** argv) {
     fmt::print("{}", sim::FormatMissCauses(runs));
   }
   if (exact) {
-    const std::string text = sim::ExactReport(inputs.workload, options, SplitCommas(policies), config);
+    const std::string text =
+        sim::ExactReport(inputs.workload, options, SplitCommas(policies), exact_options);
     fmt::print("{}", text);
   }
   if (!json_out.empty()) {

@@ -62,6 +62,6 @@ std::string FormatExactRows(const std::vector<ExactRow>& rows);
 
 // Both gradings as text (densest and random windows, every request served), for the terminal.
 std::string ExactReport(const SimWorkload& workload, const SimOptions& options,
-                        const std::vector<std::string>& policies, const policy::PolicyConfig& config);
+                        const std::vector<std::string>& policies, const ExactOptions& base);
 
 }  // namespace gshare::sim
