@@ -270,9 +270,13 @@ TEST_F(FaultTest, ArbiterKilledWhileClientWaits) {
 }
 
 // Yield: a function is killed right after the arbiter asked it to yield (while it drains).
+// Both fit the GPU together (224 MiB quotas on 512 MiB), so the waiter is resident and waits
+// for the token only: the holder is preempted at its slice end. (With the oversubscribed pair
+// the waiter waits for memory, and the shim, which keeps the token while its own work is in
+// flight since 3aa4916, is not preempted mid-turn.)
 TEST_F(FaultTest, FunctionKilledWhileYielding) {
-  const Worker a = SpawnPairMember("a", 11);
-  const Worker b = SpawnPairMember("b", 12);
+  const Worker a = SpawnFunction({"a", "224MiB", 11, 128, 32, 14, 8, 30, {}, {}});
+  const Worker b = SpawnFunction({"b", "224MiB", 12, 128, 32, 14, 8, 30, {}, {}});
   auto preempt = node_.WaitForEvent(0, [&](const Event& e) {
     return e.type == EventType::kPreempt && (e.client_id == ClientOf(a.pid) || e.client_id == ClientOf(b.pid));
   }, kEventTimeout);
