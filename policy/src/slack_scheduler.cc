@@ -187,12 +187,25 @@ class SlackScheduler final : public PolicyBase {
       if (g != kNoGpu) return Load(now, f, g);
     }
     const bool known = fn.exec.samples() >= ExecPredictor::kMinSamples;
-    if (latest > now && (known || !opt_.cold)) {  // share queue: wait for the last safe moment
+    // Share queue: wait for the last safe moment, in case a better place appears by then. Eager:
+    // only while a GPU could still be activated; on a node whose usable GPUs are all on, waiting
+    // frees nothing and spends the request's slack (its latency would approach its SLO).
+    const bool may_improve = !opt_.eager || HasInactiveUsableGpu();
+    if (latest > now && (known || !opt_.cold) && may_improve) {
       fn.waiting = true;
       WakeAt(latest, f, kTagSlack);
       return;
     }
     PlaceNow(now, f, fn.deadline());
+  }
+
+  // Whether some usable GPU is off (could be activated for f).
+  bool HasInactiveUsableGpu() const {
+    const auto available = static_cast<size_t>(AvailableGpus());
+    if (available > active_gpus().size()) return true;  // the common case: no scan
+    const auto usable_active = static_cast<size_t>(std::count_if(
+        active_gpus().begin(), active_gpus().end(), [&](GpuId g) { return Usable(g); }));
+    return available > usable_active;
   }
 
   // Slack is gone: a feasible active GPU, else a new one, else the least bad active one.

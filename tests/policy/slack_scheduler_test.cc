@@ -105,6 +105,44 @@ TEST(Aggressive, PlacesAFunctionWithoutHistoryAtOnce) {
   EXPECT_NE(d.policy->NextWakeup(), kNever);
 }
 
+// f0 (500 ms bursts) and f1 (5 ms bursts, 300 ms SLO) cannot share a GPU for good (f0's burst
+// exceeds f1's slack). With a spare GPU, f1 waits in the share queue for its last safe moment
+// (a new GPU then); when every GPU is already on, waiting frees nothing: f1 is placed at once.
+void RunF0ThenAskForF1(Driver& d, Time* f1_start) {
+  d.Send(0, FunctionRegistered{0, Fn(400, 500'000, 4 * kUsPerSecond)});
+  d.Send(0, FunctionRegistered{1, Fn(100, kExec, 300'000)});
+  d.Send(0, BurstStart{0});
+  const Time placed = d.policy->NextWakeup();  // f0's own last safe moment (no history)
+  auto a = d.Send(placed, Timer{});
+  ASSERT_TRUE(Has(a, ActionKind::kSwapIn, 0, 0)) << Describe(a);
+  const Time swapped = placed + 401'000;
+  a = d.Send(swapped, SwapDone{0, 0, SwapKind::kIn, 400'000'000, 401'000});
+  ASSERT_TRUE(Has(a, ActionKind::kGrant, 0, 0)) << Describe(a);
+  d.Send(swapped + 500'000, BurstEnd{0, 0, 500'000});
+  *f1_start = swapped + 600'000;
+}
+
+TEST(Aggressive, OnANodeWithEveryGpuOnPlacesAtOnceInsteadOfWaiting) {
+  Driver d("aggressive-no-cold", 1);
+  Time t = 0;
+  RunF0ThenAskForF1(d, &t);
+  auto a = d.Send(t, BurstStart{1});
+  EXPECT_TRUE(Has(a, ActionKind::kSwapIn, 1, 0)) << "nothing to wait for: " << Describe(a);
+}
+
+TEST(Aggressive, WithASpareGpuWaitsForTheLastSafeMoment) {
+  Driver d("aggressive-no-cold", 2);
+  Time t = 0;
+  RunF0ThenAskForF1(d, &t);
+  auto a = d.Send(t, BurstStart{1});
+  EXPECT_FALSE(Has(a, ActionKind::kSwapIn)) << Describe(a);
+  const Time latest = t + 300'000 - kExec - 101'000 - kMargin;
+  EXPECT_EQ(d.policy->NextWakeup(), latest);
+  a = d.Send(latest, Timer{});
+  EXPECT_TRUE(Has(a, ActionKind::kActivateGpu, kNoFunction, 1)) << Describe(a);
+  EXPECT_TRUE(Has(a, ActionKind::kSwapIn, 1, 1)) << Describe(a);
+}
+
 // On 1 GiB GPUs g0 holds an idle 600 MB function (evictable), g1 a 500 MB one; a 500 MB
 // newcomer fits g1's free memory but would evict on g0: it goes to g1 (packing the fullest GPU
 // with evictions was what made the live demo thrash).
