@@ -47,6 +47,12 @@ inline constexpr uint64_t kUnregisterOrderTimeout = 3;   // stopped acknowledgin
 inline constexpr uint64_t kUnregisterUnenforceable = 4;  // ignored preemption, checkpoint failed
 inline constexpr uint64_t kUnregisterFlooding = 5;       // rang its doorbell over the rate too long
 
+// How long a client may stay inside a write of its channel (its burst seqlock odd or changing
+// whenever the arbiter looks) before it counts as malformed: far longer than a descheduled
+// honest writer on a loaded machine needs, short enough that a stuck one is removed.
+inline constexpr uint64_t kChannelBusyLimitNs = 2'000'000'000;
+inline constexpr uint64_t kChannelBusyRecheckNs = 10'000'000;  // re-read a busy channel after
+
 struct Transfer {
   shm::SwapOp op = shm::SwapOp::kNone;
   uint32_t gpu = 0;          // index into gpus_ (target for swap-in, source for swap-out)
@@ -87,6 +93,7 @@ struct Client {
   uint64_t preempt_ns = 0;
   bool burst_outstanding = false;  // BurstStart delivered to the policy, no BurstEnd yet
   uint64_t last_use_ns = 0;
+  uint64_t channel_busy_since_ns = 0;  // first read that found a write in progress (0: none)
   uint64_t deadline_ns = 0;  // current burst: start + SLO (for the next-in-line hint)
   bool hinted = false;       // told it is next in line
 

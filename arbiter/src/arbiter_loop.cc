@@ -203,6 +203,9 @@ void ArbiterImpl::ArmTimer(uint64_t now_ns) {
   uint64_t at = std::min(NextDeadlineNs(), NextUnmuteNs());
   if (stopping_) at = std::min(at, stop_deadline_ns_);
   if (metrics_dirty_) at = std::min(at, metrics_published_ns_ + kMetricsPeriodNs);
+  // A channel caught mid-write is read again soon, whether or not its doorbell rings.
+  for (const auto& [id, c] : clients_)
+    if (c->channel_busy_since_ns != 0) at = std::min(at, now_ns + kChannelBusyRecheckNs);
   itimerspec spec{};
   if (at != UINT64_MAX) {
     at = std::max(at, now_ns + 1);

@@ -443,6 +443,13 @@ void ArbiterImpl::PollClient(Client& c, uint64_t now_ns) {
   // loop iteration, and an iteration can be long (a checkpoint under load took 1.5 s), during
   // which clients keep writing heartbeats that would look like they lie in the future.
   auto view = c.chan.ReadClient(std::max(now_ns, NowNs()));
+  if (!view.ok() && view.status().code() == shm::StatusCode::kTimeout) {
+    // Caught inside a write: read again next iteration (its doorbell is armed before we sleep,
+    // and the write ends with a ring); malformed only if it stays there.
+    if (c.channel_busy_since_ns == 0) c.channel_busy_since_ns = now_ns;
+    if (now_ns - c.channel_busy_since_ns < kChannelBusyLimitNs) return;
+  }
+  if (view.ok()) c.channel_busy_since_ns = 0;
   if (!view.ok()) {
     ++stats_.malformed_channels;
     spdlog::warn("client {} '{}' wrote a malformed channel ({}); disconnecting it", c.id, c.name,

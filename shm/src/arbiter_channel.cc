@@ -118,7 +118,12 @@ Result<ClientView> ArbiterChannel::ReadClient(uint64_t now_ns) const {
     consistent = LoadRelaxed(&l->burst.version) == v1;
     if (consistent && in_burst_raw > 1) return Bad("burst.in_burst", "is neither 0 nor 1");
   }
-  if (!consistent) return Bad("burst.version", "stays odd or keeps changing");
+  if (!consistent) {
+    // A writer descheduled inside its write section looks the same as a hostile one for a
+    // moment: report "busy" and let the caller decide how long is too long.
+    return Status(StatusCode::kTimeout,
+                  "client channel field burst.version is being written (odd or changing)");
+  }
   if (v.burst_start_ns > future) return Bad("burst.start_ns", "lies in the future");
   if (v.burst_end_ns > future) return Bad("burst.end_ns", "lies in the future");
   if (!v.in_burst && v.bursts_started != 0) {

@@ -493,6 +493,39 @@ TEST_F(FaultTest, ClientFloodingRequests) {
   EXPECT_GE(summary_["malformed_channels"].get<int>(), 1) << summary_.dump();
 }
 
+// Starts fault_raw_client in `mode` against the node's arbiter (64 MiB quota) with `extra`
+// arguments, its output in <dir>/<out>; the result exits by itself and is waited for.
+pid_t SpawnRawClient(FaultNode& node, std::vector<pid_t>& pids, const std::string& mode,
+                     std::vector<std::string> extra, const std::string& out) {
+  std::vector<std::string> argv = {RAW_CLIENT_BIN, mode, "--socket", node.arbiter().socket(),
+                                   "--quota-mib", "64"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  const pid_t pid = node.Track(arbiter::testing::Spawn(argv, node.dir() / out, ""));
+  pids.push_back(pid);
+  return pid;
+}
+
+// A client caught inside a write of its channel (descheduled there, as on a loaded machine) is
+// read again later, not disconnected as malformed; one that stays there for longer than the
+// arbiter's bound (2 s) is. The honest function runs on meanwhile.
+TEST_F(FaultTest, SlowChannelWriterIsNotMalformedButAStuckOneIs) {
+  const pid_t slow = SpawnRawClient(node_, all_pids_, "stall-write", {"--stall-ms", "600"}, "slow.out");
+  const Worker a = SpawnPairMember("a", 17, 4);
+  EXPECT_EQ(ExitCode(WaitFor(slow, seconds(60))), 0) << ReadFile(node_.dir() / "slow.out");
+  std::string out = ReadFile(node_.dir() / "slow.out");
+  EXPECT_NE(out.find("completed"), std::string::npos) << out;
+  EXPECT_NE(out.find("still connected"), std::string::npos) << "a slow writer was disconnected: " << out << Log();
+
+  const pid_t stuck = SpawnRawClient(node_, all_pids_, "stall-write", {"--stall-ms", "0"}, "stuck.out");
+  EXPECT_EQ(ExitCode(WaitFor(stuck, seconds(60))), 0) << ReadFile(node_.dir() / "stuck.out");
+  out = ReadFile(node_.dir() / "stuck.out");
+  EXPECT_NE(out.find("closed"), std::string::npos) << out;
+  EXPECT_EQ(out.find("completed"), std::string::npos) << out;
+  ExpectIntact(a);
+  ExpectCleanNode();
+  EXPECT_EQ(summary_["malformed_channels"].get<int>(), 1) << summary_.dump();
+}
+
 // A client that writes its doorbell eventfd in a tight loop (ignoring whether the arbiter
 // armed it) while two honest functions run: its doorbell is muted (doorbell_rate), both
 // functions keep being granted the GPU during the flood and finish intact, and after

@@ -17,6 +17,13 @@
 //                                      (ignoring whether the arbiter armed it) until the arbiter
 //                                      closes the connection or S seconds pass; prints
 //                                      "flooded N" and then "closed" or "still connected"
+//   stall-write --socket P --quota-mib Q --stall-ms M
+//                                      registers, then stops inside a write of its burst report
+//                                      (seqlock odd, as a writer descheduled there) for M ms
+//                                      (M = 0: forever), completes the write and rings; prints
+//                                      "stalled", then "completed", then after 1 s
+//                                      "still connected" or "closed" (or only "closed" when the
+//                                      arbiter disconnects it while stalled)
 // Prints one line per step reached ("connected", "sent", "registered", "granted", "flooded N")
 // and then sleeps until killed (except flood, which exits after the malformed write is seen).
 #include <poll.h>
@@ -89,6 +96,35 @@ int FloodDoorbell(const Registration& reg, const std::string& seconds_text) {
   return 0;
 }
 
+bool Closed(int connection) {
+  pollfd p{connection, POLLIN | POLLRDHUP, 0};
+  return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLRDHUP | POLLERR)) != 0;
+}
+
+// Holds the burst seqlock odd for `stall_ms` (0: until the arbiter closes the connection),
+// then finishes the write as ClientChannel::ReportBurstStart would and rings the doorbell.
+int StallWrite(ClientChannel& ch, int connection, int stall_ms) {
+  ChannelLayout* l = ch.layout();
+  const uint32_t v = LoadRelaxed(&l->burst.version);
+  StoreRelease(&l->burst.version, v + 1);  // odd: inside the write section
+  (void)ch.NotifyArbiter();
+  Say("stalled");
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(stall_ms);
+  while (stall_ms == 0 || std::chrono::steady_clock::now() < until) {
+    if (Closed(connection)) {
+      Say("closed");
+      return 0;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  StoreRelease(&l->burst.version, v + 2);
+  (void)ch.NotifyArbiter();
+  Say("completed");
+  std::this_thread::sleep_for(seconds(1));
+  Say(Closed(connection) ? "closed" : "still connected");
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -122,6 +158,7 @@ int main(int argc, char** argv) {
   if (!ch.ok()) return 1;
   Say("registered " + std::to_string(reg->reply.client_id));
   if (mode == "deaf") SleepForever();
+  if (mode == "stall-write") return StallWrite(*ch, reg->connection.get(), std::atoi(f["--stall-ms"].c_str()));
   if (mode == "hold") {
     if (!ch->RequestToken().ok()) return 1;
     auto g = ch->WaitForGrant(seconds(30));

@@ -134,7 +134,9 @@ class ArbiterChannel {
 
   // Snapshot of the client's lines, validated against the arbiter's own knowledge. `now_ns` is
   // the arbiter's clock, used to bound timestamps. kMalformed names the first invalid field:
-  // the arbiter should treat the client as misbehaving (disconnect it).
+  // the arbiter should treat the client as misbehaving (disconnect it). kTimeout: the client was
+  // inside a write of its burst report (seqlock odd or changing over a few retries); read again
+  // later, and treat it as misbehaving only if that lasts (a descheduled honest writer finishes).
   Result<ClientView> ReadClient(uint64_t now_ns) const;
   // Cheap check for the handoff path: has the client released the current grant?
   bool Released() const;
