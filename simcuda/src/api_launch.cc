@@ -82,6 +82,9 @@ CUresult CopyParams(const SimcudaKernelDesc* desc, void** params, void** extra, 
 CUresult Launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                 unsigned bz, unsigned shared, CUstream h, void** params, void** extra, bool per_thread) {
   if (simcuda::Driver() == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  // Before reading the context's device: a restore may be moving the contexts to other devices
+  // while the process is locked (Submit waits too, but only after the cost model read it).
+  simcuda::WaitIfLocked();
   CUstream_st* s = nullptr;
   if (CUresult r = simcuda::ResolveStream(h, per_thread, &s); r != CUDA_SUCCESS) return r;
   CUfunc_st* fn = nullptr;
