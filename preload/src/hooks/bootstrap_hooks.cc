@@ -1,12 +1,12 @@
 // Bootstrap hooks: cuInit, cuGetProcAddress(_v2) and dlsym — how every caller (linked by name,
 // dlopen + dlsym, or cudart's cuGetProcAddress_v2) ends up at the shim's hooks.
 #include <dlfcn.h>
-#include <link.h>
 
 #include <cstring>
 #include <string_view>
 
 #include "hooks/export.h"
+#include "runtime/next_symbol.h"
 #include "runtime/runtime.h"
 #include "runtime/symbols.h"
 
@@ -23,33 +23,6 @@ void* SubstituteProc(const char* symbol, int cuda_version, cuuint64_t flags, voi
   return exact != nullptr ? exact : real_fn;
 }
 
-// dlsym(RTLD_NEXT, name) as seen from `caller`: the first object loaded after the caller's that
-// defines `name` itself. glibc would search after libgshare.so (the object calling it now).
-GSHARE_NO_SANITIZE void* NextAfter(const void* caller, const char* name) {
-  Dl_info info{};
-  link_map* self = nullptr;
-  if (caller == nullptr ||
-      dladdr1(caller, &info, reinterpret_cast<void**>(&self), RTLD_DL_LINKMAP) == 0 ||
-      self == nullptr) {
-    return RealDlsym()(RTLD_NEXT, name);
-  }
-  for (link_map* lm = self->l_next; lm != nullptr; lm = lm->l_next) {
-    if (lm->l_name == nullptr || lm->l_name[0] == '\0') continue;
-    void* handle = dlopen(lm->l_name, RTLD_LAZY | RTLD_NOLOAD);
-    if (handle == nullptr) continue;
-    void* sym = RealDlsym()(handle, name);
-    dlclose(handle);
-    if (sym == nullptr) continue;
-    Dl_info where{};
-    link_map* owner = nullptr;
-    if (dladdr1(sym, &where, reinterpret_cast<void**>(&owner), RTLD_DL_LINKMAP) != 0 &&
-        owner == lm) {
-      return sym;
-    }
-  }
-  return nullptr;
-}
-
 GSHARE_NO_SANITIZE void* DlsymHook(void* handle, const char* name, const void* caller) {
   if (name != nullptr && name[0] == 'c' && name[1] == 'u' && !Runtime::InitialisingOnThisThread()) {
     if (void* hook = HookedExport(name); hook != nullptr) {
@@ -60,7 +33,8 @@ GSHARE_NO_SANITIZE void* DlsymHook(void* handle, const char* name, const void* c
       if (driver_lookup && rt.real().Resolve(name) != nullptr) return hook;
     }
   }
-  if (handle == RTLD_NEXT) return NextAfter(caller, name);
+  // glibc would search after libgshare.so (the object calling it now), not after the caller.
+  if (handle == RTLD_NEXT) return NextDefinitionAfter(caller, name);
   return RealDlsym()(handle, name);
 }
 
