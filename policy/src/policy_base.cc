@@ -364,7 +364,13 @@ void PolicyBase::HandleSwapDone(Time now, const SwapDone& e) {
     case SwapKind::kIn: {
       fn.transfer = false;
       Gpu& gpu = gpus_[e.gpu];
-      if (fn.swap_from_parked && e.took > 0) gpu.bw.Observe(e.bytes, e.took);
+      // Every completed copy teaches the link's bandwidth (a restore's fixed overhead is not
+      // copying). The live arbiter tells the policy a default bandwidth; simcuda and busy hosts
+      // copy far slower, and swap times predicted from the default made every swap look cheap.
+      {
+        const Duration copy = fn.swap_from_parked ? e.took : e.took - gpu.spec.restore_overhead;
+        if (copy > 0) gpu.bw.Observe(e.bytes, copy);
+      }
       if (!gpu.available) {  // it landed on a GPU that went away meanwhile: move it on
         if (gpu.tenant == e.function && !fn.running) gpu.tenant = kNoFunction;
         Evacuate(now, e.function);
@@ -465,10 +471,109 @@ int PolicyBase::Affinity(FunctionId f, GpuId g) const {
   return gpus_[g].free() >= Need(f, g) ? 1 : 2;
 }
 
+double PolicyBase::EvictionCost(Time now, FunctionId f, uint64_t bytes) const {
+  const Fn& fn = fns_[f];
+  const double idle = static_cast<double>(std::max<Duration>(0, now - fn.last_use));
+  const double gap = fn.arrivals.gaps() > 0 ? std::max(fn.arrivals.MeanGap(), idle)
+                                            : std::max<double>(idle, kUsPerSecond);
+  return static_cast<double>(bytes) * static_cast<double>(kUsPerSecond) / std::max(1.0, gap);
+}
+
+template <class Freed>
+std::vector<FunctionId> PolicyBase::CheapestVictims(Time now, GpuId g, Residency state,
+                                                    uint64_t need, Freed freed,
+                                                    double* cost) const {
+  struct Candidate {
+    FunctionId f;
+    uint64_t bytes;
+    double cost;
+  };
+  std::vector<Candidate> all;
+  for (FunctionId f : EvictionOrder(g, state)) {  // least recently used first: the tie-break
+    const uint64_t bytes = freed(f);
+    if (bytes > 0) all.push_back({f, bytes, EvictionCost(now, f, bytes)});
+  }
+  // Greedy by cost per byte freed, then drop any victim the rest already covers (most
+  // expensive first).
+  std::stable_sort(all.begin(), all.end(), [](const Candidate& a, const Candidate& b) {
+    return a.cost / static_cast<double>(a.bytes) < b.cost / static_cast<double>(b.bytes);
+  });
+  std::vector<Candidate> taken;
+  uint64_t got = 0;
+  for (const Candidate& c : all) {
+    if (got >= need) break;
+    taken.push_back(c);
+    got += c.bytes;
+  }
+  if (got < need) return {};
+  std::vector<size_t> by_cost(taken.size());
+  for (size_t i = 0; i < taken.size(); ++i) by_cost[i] = i;
+  std::stable_sort(by_cost.begin(), by_cost.end(),
+                   [&](size_t a, size_t b) { return taken[a].cost > taken[b].cost; });
+  std::vector<bool> keep(taken.size(), true);
+  double greedy_cost = 0;
+  for (size_t i : by_cost) {
+    if (got - taken[i].bytes >= need) {
+      keep[i] = false;
+      got -= taken[i].bytes;
+    } else {
+      greedy_cost += taken[i].cost;
+    }
+  }
+  // One victim that covers the need alone may be cheaper than the greedy set.
+  const Candidate* single = nullptr;
+  for (const Candidate& c : all) {
+    if (c.bytes >= need && (single == nullptr || c.cost < single->cost)) single = &c;
+  }
+  std::vector<FunctionId> victims;
+  if (single != nullptr && single->cost < greedy_cost) {
+    victims.push_back(single->f);
+    *cost += single->cost;
+    return victims;
+  }
+  for (size_t i = 0; i < taken.size(); ++i) {
+    if (keep[i]) victims.push_back(taken[i].f);
+  }
+  *cost += greedy_cost;
+  return victims;
+}
+
+double PolicyBase::RoomCost(Time now, GpuId g, uint64_t need, Evict mode) const {
+  const Gpu& gpu = gpus_[g];
+  if (gpu.free() >= need) return 0;
+  if (Reclaimable(g, mode) < need) return -1;
+  double cost = 0;
+  const uint64_t more = need - gpu.free();
+  auto footprint = [this](FunctionId f) { return FootprintBytes(fns_[f].spec, fns_[f].where); };
+  if (!CheapestVictims(now, g, Residency::kResident, more, footprint, &cost).empty()) return cost;
+  // Beyond one state's victims (or only pinned ones left): everything evictable, as MakeRoom's
+  // fallback would take it.
+  cost = 0;
+  for (FunctionId f : gpu.members) {
+    if (Evictable(f, g, /*pinned_too=*/true)) cost += EvictionCost(now, f, footprint(f));
+  }
+  return cost;
+}
+
 bool PolicyBase::MakeRoom(Time now, GpuId g, uint64_t need, Evict mode) {
   Gpu& gpu = gpus_[g];
   if (gpu.free() >= need) return true;
   if (Reclaimable(g, mode) < need) return false;
+  if (cost_aware_eviction_) {
+    double cost = 0;
+    const uint64_t more = need - gpu.free();
+    if (mode == Evict::kParkFirst) {
+      auto weights = [this](FunctionId f) { return fns_[f].spec.weights_bytes; };
+      for (FunctionId f : CheapestVictims(now, g, Residency::kResident, more, weights, &cost)) SwapOut(f);
+    } else {
+      auto footprint = [this](FunctionId f) { return FootprintBytes(fns_[f].spec, fns_[f].where); };
+      for (FunctionId f : CheapestVictims(now, g, Residency::kResident, more, footprint, &cost)) {
+        DeepEvict(now, f);
+      }
+    }
+    if (gpu.free() >= need) return true;
+    // Not enough in resident functions alone: the least recently used order below finishes.
+  }
   if (mode == Evict::kParkFirst) {
     for (FunctionId f : EvictionOrder(g, Residency::kResident)) {
       if (gpu.free() >= need) return true;

@@ -119,10 +119,20 @@ class PolicyBase : public Policy {
   // Puts f (with an outstanding burst) at the back of g's ready queue; dispatches if g is free.
   // f need not be resident on g: Dispatch() then loads it first (load-at-dispatch style).
   void Enqueue(Time now, FunctionId f, GpuId g);
-  // Frees at least `need` bytes on g by evicting idle functions in LRU order (kDeep: deep-evict;
-  // kParkFirst: swap out resident ones, then deep-evict parked ones), pinned ones only as a last
-  // resort. Evicts nothing unless the goal is reachable. Returns whether free() >= need.
+  // Frees at least `need` bytes on g by evicting idle functions (kDeep: deep-evict; kParkFirst:
+  // swap out resident ones, then deep-evict parked ones), pinned ones only as a last resort.
+  // Victims: least recently used first, or with cost_aware_eviction_ the cheapest set that
+  // covers the need (CheapestVictims). Evicts nothing unless the goal is reachable. Returns
+  // whether free() >= need.
   bool MakeRoom(Time now, GpuId g, uint64_t need, Evict mode);
+  // What making `need` bytes free on g would cost: the sum of the victims' EvictionCost (0 when
+  // it fits already), or a negative value when MakeRoom could not reach it.
+  double RoomCost(Time now, GpuId g, uint64_t need, Evict mode) const;
+  // Expected bytes per second that evicting f (freeing `bytes`) would have to bring back: its
+  // bytes times its reuse rate, 1 / max(mean inter-arrival gap, time idle) (a function idle
+  // for longer than its usual gap is less likely to be wanted soon; without a known gap, the
+  // time idle but at least a second).
+  virtual double EvictionCost(Time now, FunctionId f, uint64_t bytes) const;
   // Bytes MakeRoom could free on g (free + evictable).
   uint64_t Reclaimable(GpuId g, Evict mode) const;
   // Bytes f needs on g to become resident (less what it already holds there).
@@ -153,6 +163,9 @@ class PolicyBase : public Policy {
 
   std::string name_;
   PolicyConfig config_;
+  // MakeRoom picks its victims by EvictionCost instead of least recently used (the slack
+  // scheduler with `residency`; the baselines keep LRU).
+  bool cost_aware_eviction_ = false;
   std::vector<Fn> fns_;
   std::vector<Gpu> gpus_;
 
@@ -179,6 +192,12 @@ class PolicyBase : public Policy {
   void FireTimers(Time now);
   bool Evictable(FunctionId f, GpuId g, bool pinned_too) const;
   std::vector<FunctionId> EvictionOrder(GpuId g, Residency state, bool pinned_too = false) const;
+  // The cheapest set of g's evictable (unpinned) functions in `state` whose `freed(f)` bytes
+  // add up to at least `need` (greedy by cost per byte, then pruned, against the cheapest
+  // single victim that covers it alone); empty if they cannot. Adds the set's cost to *cost.
+  template <class Freed>
+  std::vector<FunctionId> CheapestVictims(Time now, GpuId g, Residency state, uint64_t need,
+                                          Freed freed, double* cost) const;
 
   struct Wake {
     Time at;

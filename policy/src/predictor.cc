@@ -119,7 +119,10 @@ Time ArrivalPredictor::NextArrival() const {
 void BandwidthPredictor::Observe(uint64_t bytes, Duration link_time) {
   if (bytes == 0 || link_time <= 0) return;
   const double sample = static_cast<double>(bytes) / static_cast<double>(link_time);
-  bytes_per_us_ = 0.8 * bytes_per_us_ + 0.2 * sample;
+  // The first measurement replaces the configured prior (which may be a default far from this
+  // link: the live arbiter's 24 GB/s against simcuda's ~2 GB/s); later ones are averaged.
+  bytes_per_us_ = observed_ ? 0.8 * bytes_per_us_ + 0.2 * sample : sample;
+  observed_ = true;
 }
 
 }  // namespace gshare::policy

@@ -42,6 +42,7 @@ class SlackScheduler final : public PolicyBase {
     rule_ = opt_.learned ? PaddingRule{0.95, 0.0} : PaddingRule{0.9, config.padding};
     safety_ = opt_.learned ? PaddingRule{0.9, 0.0} : rule_;
     busy_.assign(gpus_.size(), 0);
+    cost_aware_eviction_ = opt_.residency;
   }
 
  private:
@@ -51,27 +52,54 @@ class SlackScheduler final : public PolicyBase {
   Duration Typical(FunctionId f) const { return fns_[f].exec.Quantile(0.5); }
   Evict evict_mode() const override { return opt_.deep_evict ? Evict::kParkFirst : Evict::kDeep; }
 
-  // Predicted worst-case swap-in (from the host) on the first GPU's link.
+  // Predicted swap-in from the host on the link of the GPU f was last on (else the first), at
+  // the bandwidth learned from completed swap-ins (the configured one until then).
   Duration HostSwap(FunctionId f) const {
-    return SwapInCost(fns_[f].spec, Residency::kHost, kNoGpu, 0, gpus_[0].spec).time;
+    const GpuId g = fns_[f].last_gpu != kNoGpu ? fns_[f].last_gpu : 0;
+    const Transfer t = SwapInCost(fns_[f].spec, Residency::kHost, kNoGpu, g, gpus_[g].spec);
+    return gpus_[g].spec.restore_overhead +
+           static_cast<Duration>(static_cast<double>(t.bytes) / gpus_[g].bw.bytes_per_us());
   }
   // Deep eviction is SLO-safe when a restore from the host still meets the SLO.
   bool DeepSafe(FunctionId f) const { return HostSwap(f) + Risky(f) <= fns_[f].spec.slo; }
   bool ParkSafe(FunctionId f) const {
     const Fn& fn = fns_[f];
-    const Transfer t = SwapInCost(fn.spec, Residency::kParked, 0, 0, gpus_[0].spec);
-    return t.time + Risky(f) <= fn.spec.slo;
+    const GpuId g = fn.gpu != kNoGpu ? fn.gpu : 0;
+    const Transfer t = SwapInCost(fn.spec, Residency::kParked, g, g, gpus_[g].spec);
+    return static_cast<Duration>(static_cast<double>(t.bytes) / gpus_[g].bw.bytes_per_us()) +
+               Risky(f) <= fn.spec.slo;
+  }
+
+  // A victim whose restore from the host would miss its SLO (a cache-queue function loaded
+  // before the link's real bandwidth was known, so not pinned) costs as much as a thousand
+  // ordinary ones: it is evicted only when nothing else makes the room.
+  double EvictionCost(Time now, FunctionId f, uint64_t bytes) const override {
+    const double cost = PolicyBase::EvictionCost(now, f, bytes);
+    return DeepSafe(f) ? cost : 1000 * cost;
   }
 
   void OnStarted(Time now) override {
     if (opt_.scale) WakeAt(now + kScalePeriod, kNoFunction, kTagScale);
   }
 
+  // Where f's state is, or was last (the live arbiter may still hold its vGPU there).
+  bool Home(FunctionId f, GpuId g) const {
+    const Fn& fn = fns_[f];
+    return fn.gpu == g || (fn.gpu == kNoGpu && fn.last_gpu == g);
+  }
+
   // A feasible active GPU for f (memory reclaimable, predicted finish by `deadline`), or kNoGpu.
-  GpuId Choose(Time now, FunctionId f, Time deadline) const {
+  // With `residency`, in this order: home if f fits there without evicting anyone; a GPU where
+  // it fits in free memory (the fullest: packing); the GPU where making room costs least
+  // (RoomCost: the bytes the victims would likely have to bring back; home, then the fullest
+  // among equals). Evicting to go home while another GPU has room would move the victims
+  // instead, and they evict others in turn: in the demo three berts and an llm kept evicting
+  // each other on one GPU while the other had room.
+  // `fits_only`: only GPUs where f fits without evicting anyone.
+  GpuId Choose(Time now, FunctionId f, Time deadline, bool fits_only = false) const {
     const Duration e = Predict(f);
     GpuId best = kNoGpu;
-    int best_affinity = 3;
+    std::vector<GpuId> crowded;  // feasible, but room must be made
     for (GpuId g : active_gpus()) {
       const Gpu& gpu = gpus_[g];
       if (!Usable(g)) continue;
@@ -79,15 +107,22 @@ class SlackScheduler final : public PolicyBase {
       if (opt_.interference && !Compatible(f, g)) continue;
       if (Reclaimable(g, evict_mode()) < Need(f, g)) continue;
       if (!opt_.residency) return g;  // first fit
-      // Where f is parked or was last (cheapest swap: context, or the arbiter's lazily evicted
-      // vGPU, still there), then a GPU where it fits without evicting anyone, then one where
-      // room must be made; among equals pack the fullest.
-      const int affinity = Affinity(f, g);
-      if (affinity == 0) return g;
-      if (best == kNoGpu || affinity < best_affinity ||
-          (affinity == best_affinity && gpu.used > gpus_[best].used)) {
+      if (gpu.free() < Need(f, g)) {
+        crowded.push_back(g);
+        continue;
+      }
+      if (Home(f, g)) return g;
+      if (best == kNoGpu || gpu.used > gpus_[best].used) best = g;
+    }
+    if (best != kNoGpu || fits_only) return best;
+    double best_cost = 0;
+    for (GpuId g : crowded) {
+      const double cost = RoomCost(now, g, Need(f, g), evict_mode());
+      if (cost < 0) continue;
+      if (best == kNoGpu || cost < best_cost ||
+          (cost == best_cost && (Home(f, g) || (!Home(f, best) && gpus_[g].used > gpus_[best].used)))) {
         best = g;
-        best_affinity = affinity;
+        best_cost = cost;
       }
     }
     return best;
@@ -166,7 +201,9 @@ class SlackScheduler final : public PolicyBase {
     const GpuId home = fn.gpu;
     if (PredictedStart(now, f, home) + Predict(f) <= fn.deadline()) return false;
     if (fn.pinned) return false;  // cannot afford the move's swap either
-    const GpuId g = Choose(now, f, fn.deadline());
+    // Only where it fits without evicting anyone: a move that evicts others moves them in
+    // turn (with `residency`; without it, any feasible GPU).
+    const GpuId g = Choose(now, f, fn.deadline(), /*fits_only=*/opt_.residency);
     if (g == kNoGpu || g == home) return false;
     SwapOut(f);
     Load(now, f, g);  // a migration: its context on `home` is dropped
@@ -223,18 +260,7 @@ class SlackScheduler final : public PolicyBase {
         }
       }
     }
-    if (g == kNoGpu) {
-      Time best_start = kNever;
-      for (GpuId i : active_gpus()) {
-        if (Usable(i) && Reclaimable(i, evict_mode()) >= Need(f, i)) {
-          const Time start = PredictedStart(now, f, i);
-          if (start < best_start) {
-            best_start = start;
-            g = i;
-          }
-        }
-      }
-    }
+    if (g == kNoGpu) g = LeastBad(now, f);
     if (g == kNoGpu) {  // every GPU is busy with its own work: back off and retry
       fns_[f].waiting = true;
       const int shift = std::min<int>(fns_[f].retries++, 10);
@@ -243,6 +269,28 @@ class SlackScheduler final : public PolicyBase {
     }
     fns_[f].retries = 0;
     Load(now, f, g);
+  }
+
+  // No GPU meets f's deadline and none can be activated: the active GPU where f starts
+  // earliest. With `residency`, GPUs where it fits without evicting anyone come first, then the
+  // one where making room costs least (earliest start among equals): f is late anyway, and
+  // evicting others to gain a little would make them late in turn.
+  GpuId LeastBad(Time now, FunctionId f) const {
+    GpuId best = kNoGpu;
+    Time best_start = kNever;
+    double best_cost = 0;
+    for (GpuId i : active_gpus()) {
+      if (!Usable(i) || Reclaimable(i, evict_mode()) < Need(f, i)) continue;
+      const Time start = PredictedStart(now, f, i);
+      const double cost = opt_.residency ? RoomCost(now, i, Need(f, i), evict_mode()) : 0;
+      if (cost < 0) continue;
+      if (best == kNoGpu || cost < best_cost || (cost == best_cost && start < best_start)) {
+        best = i;
+        best_start = start;
+        best_cost = cost;
+      }
+    }
+    return best;
   }
 
   void OnBurstDone(Time now, FunctionId f, GpuId g) override {

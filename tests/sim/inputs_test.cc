@@ -128,3 +128,36 @@ TEST(Inputs, UnknownFormatIsAnError) {
 
 }  // namespace
 }  // namespace gshare::sim
+
+namespace gshare::sim {
+namespace {
+
+// --models-by-name: "cnn-3" runs the catalog's "cnn", "bert" runs "bert"; a function without a
+// model of its name is an error that names it.
+TEST(Inputs, ModelsByName) {
+  TempFile catalog(
+      "context = \"0B\"\n"
+      "[[model]]\nname = \"cnn\"\nweights = \"96MiB\"\nexec = \"1ms\"\n"
+      "[[model]]\nname = \"bert\"\nweights = \"320MiB\"\nexec = \"1ms\"\n");
+  TempFile trace("timestamp_ms,function,exec_ms\n0,cnn-3,5\n1,bert,5\n2,cnn-12,5\n");
+  InputOptions o;
+  o.trace = trace.path();
+  o.format = "csv";
+  o.catalog = catalog.path();
+  o.models_by_name = true;
+  o.max_instance_load = 1e9;  // one instance each
+  Inputs in = LoadInputs(o);
+  ASSERT_EQ(in.error, "");
+  ASSERT_EQ(in.workload.functions.size(), 3u);
+  EXPECT_EQ(in.workload.functions[0].model, "cnn");
+  EXPECT_EQ(in.workload.functions[1].model, "bert");
+  EXPECT_EQ(in.workload.functions[2].model, "cnn");
+  EXPECT_EQ(in.workload.functions[1].weights_bytes, 320u << 20);
+  TempFile unknown("timestamp_ms,function,exec_ms\n0,llm-0,5\n");
+  o.trace = unknown.path();
+  in = LoadInputs(o);
+  EXPECT_NE(in.error.find("'llm-0'"), std::string::npos) << in.error;
+}
+
+}  // namespace
+}  // namespace gshare::sim

@@ -36,6 +36,7 @@ struct Pending {
 struct FnState {
   Residency where = Residency::kHost;
   GpuId gpu = kNoGpu;
+  GpuId last_gpu = kNoGpu;  // the GPU its state was last on (for counting migrations)
   bool transfer = false;
   bool running = false;
   std::deque<size_t> pending;  // request indices, oldest first
@@ -254,6 +255,10 @@ class Engine {
         FnState& fn = fns_[a.function];
         const policy::FunctionSpec& spec = w_.functions[a.function];
         const policy::Transfer t = policy::SwapInCost(spec, fn.where, fn.gpu, a.gpu, o_.gpus[a.gpu]);
+        ++result_.swap_ins;
+        result_.swap_in_bytes += t.bytes;
+        if (fn.last_gpu != kNoGpu && fn.last_gpu != a.gpu) ++result_.migrations;
+        fn.last_gpu = a.gpu;
         fn.swap_issued = now_;
         fn.swap_cold = !(fn.where == Residency::kParked && fn.gpu == a.gpu);
         if (fn.where != Residency::kHost) gpus_[fn.gpu].used -= policy::FootprintBytes(spec, fn.where);
@@ -275,6 +280,7 @@ class Engine {
           return Violation(fmt::format("swap-out f{}", a.function));
         }
         FnState& fn = fns_[a.function];
+        ++result_.evictions;
         gpus_[fn.gpu].used -= w_.functions[a.function].weights_bytes;
         fn.where = Residency::kParked;
         Push({now_, 0, Ev::kSwapDone, a.function, fn.gpu, policy::SwapKind::kOut, 0, 0, false});
@@ -288,6 +294,7 @@ class Engine {
         FnState& fn = fns_[a.function];
         const policy::FunctionSpec& spec = w_.functions[a.function];
         const policy::Transfer t = policy::DeepEvictCost(spec, fn.where, o_.gpus[fn.gpu]);
+        ++result_.evictions;
         GpuState& gpu = gpus_[fn.gpu];
         gpu.used -= policy::FootprintBytes(spec, fn.where);
         const Time start = std::max(now_, gpu.link_free);

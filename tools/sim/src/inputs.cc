@@ -52,6 +52,26 @@ workload::Result<workload::Trace> ReadTrace(const InputOptions& o) {
   return workload::Fail("unknown --format '" + o.format + "' (azure-llm, azure-functions, csv)");
 }
 
+// The catalog model of each function by name (see InputOptions::models_by_name).
+workload::Result<std::vector<uint32_t>> ModelsByName(const workload::Trace& trace,
+                                                     const workload::Catalog& catalog) {
+  std::vector<uint32_t> models;
+  for (const workload::FunctionInfo& f : trace.functions) {
+    int m = catalog.Find(f.name);
+    const size_t dash = f.name.rfind('-');
+    if (m < 0 && dash != std::string::npos && dash + 1 < f.name.size() &&
+        f.name.find_first_not_of("0123456789", dash + 1) == std::string::npos) {
+      m = catalog.Find(std::string_view(f.name).substr(0, dash));
+    }
+    if (m < 0) {
+      return workload::Fail("function '" + f.name + "' has no model of its name in catalog " +
+                            catalog.source);
+    }
+    models.push_back(static_cast<uint32_t>(m));
+  }
+  return models;
+}
+
 }  // namespace
 
 Inputs LoadInputs(const InputOptions& o) {
@@ -74,7 +94,8 @@ Inputs LoadInputs(const InputOptions& o) {
     in.error = trace.error().message;
     return in;
   }
-  auto models = workload::AssignModels(*trace, catalog, o.seed);
+  auto models = o.models_by_name ? ModelsByName(*trace, catalog)
+                                 : workload::AssignModels(*trace, catalog, o.seed);
   if (!models.ok()) {
     in.error = models.error().message;
     return in;

@@ -61,6 +61,16 @@ int main(int argc, char** argv) {
   app.add_option("--gpus", gpus, "GPUs on the node")->check(CLI::PositiveNumber);
   app.add_option("--gpu-memory", gpu_memory, "memory of each GPU (e.g. 40GiB)");
   app.add_option("--link-gbps", link_gbps, "host link bandwidth, GB/s per GPU")->check(CLI::PositiveNumber);
+  double policy_link_gbps = 0;
+  app.add_option("--policy-link-gbps", policy_link_gbps,
+                 "link bandwidth the policy is told (default: --link-gbps; the live arbiter tells "
+                 "it 24 and the policy learns the real one from swap-ins)")
+      ->check(CLI::PositiveNumber);
+  double slice_ms = 0;
+  app.add_option("--slice-ms", slice_ms, "grant slices of this length (0: whole bursts; the arbiter's --slice)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_flag("--models-by-name", in.models_by_name,
+               "each function runs the catalog model named like it ('cnn-3' runs 'cnn')");
   app.add_option("--restore-ms", restore_ms, "fixed cost of a deep restore besides the copy");
   app.add_option("--price", price, "USD per GPU-hour");
   int pool = 0;
@@ -109,7 +119,11 @@ int main(int argc, char** argv) {
   }
   policy::PolicyConfig config;
   config.gpus = options.gpus;
+  if (policy_link_gbps > 0) {
+    for (policy::GpuSpec& g : config.gpus) g.link_bytes_per_us = policy_link_gbps * 1000.0;
+  }
   config.pool_gpus = pool;
+  config.slice = static_cast<policy::Duration>(slice_ms * 1000);
 
   std::vector<sim::RunResult> runs;
   for (const std::string& name : SplitCommas(policies)) {
@@ -125,6 +139,7 @@ int main(int argc, char** argv) {
                inputs.workload.functions.size(), inputs.workload.requests.size());
     fmt::print("{}", sim::FormatTable(runs));
     fmt::print("{}", sim::FormatMissCauses(runs));
+    fmt::print("{}", sim::FormatChurn(runs));
   }
   if (exact) {
     const std::string text =

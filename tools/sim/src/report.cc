@@ -39,6 +39,17 @@ std::string FormatMissCauses(const std::vector<RunResult>& runs) {
   return out;
 }
 
+std::string FormatChurn(const std::vector<RunResult>& runs) {
+  std::string out = fmt::format("{:<34} {:>9} {:>12} {:>10} {:>10}\n", "placement churn", "swap-ins",
+                                "swap-in GiB", "migrations", "evictions");
+  for (const RunResult& r : runs) {
+    out += fmt::format("{:<34} {:>9} {:>12.2f} {:>10} {:>10}\n", r.policy, r.swap_ins,
+                       static_cast<double>(r.swap_in_bytes) / (1024.0 * 1024 * 1024), r.migrations,
+                       r.evictions);
+  }
+  return out;
+}
+
 std::string FormatJson(const std::vector<RunResult>& runs, const std::string& description) {
   nlohmann::json j;
   j["workload"] = description;
@@ -52,6 +63,10 @@ std::string FormatJson(const std::vector<RunResult>& runs, const std::string& de
                          {"gpu_seconds", r.gpu_seconds},
                          {"peak_gpus", r.peak_gpus},
                          {"swap_bytes", r.swap_bytes},
+                         {"swap_ins", r.swap_ins},
+                         {"swap_in_bytes", r.swap_in_bytes},
+                         {"migrations", r.migrations},
+                         {"evictions", r.evictions},
                          {"cost_usd", r.cost_usd},
                          {"completed", r.completed},
                          {"unfinished", r.unfinished},

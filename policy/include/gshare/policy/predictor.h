@@ -74,7 +74,8 @@ class ArrivalPredictor {
 };
 
 // Effective host-link bandwidth of one GPU, as an exponentially weighted mean of completed
-// transfers (bytes / time on the link). Starts at the configured GpuSpec bandwidth.
+// transfers (bytes / time on the link). Starts at the configured GpuSpec bandwidth; the first
+// completed transfer replaces it, later ones are averaged (weight 0.2).
 class BandwidthPredictor {
  public:
   explicit BandwidthPredictor(double prior_bytes_per_us = 24'000.0) : bytes_per_us_(prior_bytes_per_us) {}
@@ -83,6 +84,7 @@ class BandwidthPredictor {
 
  private:
   double bytes_per_us_;
+  bool observed_ = false;
 };
 
 }  // namespace gshare::policy

@@ -43,6 +43,9 @@ struct Outage {
 };
 
 struct SimOptions {
+  // The node's GPUs as they really are (memory, link bandwidth charged for transfers). The
+  // policy is told PolicyConfig::gpus, which may differ (the live arbiter tells the policy a
+  // default link bandwidth; the policy learns the real one from completed swap-ins).
   std::vector<policy::GpuSpec> gpus;
   bool record_timeline = true;  // keep the (time, active GPUs) steps for plots
   std::vector<Outage> outages;  // need not be sorted; each gpu < gpus.size()
@@ -78,6 +81,9 @@ struct RunResult {
   double busy_seconds = 0;   // sum of granted execution
   int peak_gpus = 0;
   uint64_t swap_bytes = 0;   // bytes over all links, both directions
+  // Placement churn: swap-ins issued (and the bytes they moved), those that moved a function
+  // off the GPU its state was last on (migrations), and evictions (swap-outs + deep evictions).
+  uint64_t swap_ins = 0, swap_in_bytes = 0, migrations = 0, evictions = 0;
   double cost_usd = 0;
   uint64_t events = 0;       // events delivered to the policy
   double policy_seconds = 0; // wall time spent inside Policy::Handle (when measured)

@@ -37,6 +37,11 @@ struct InputOptions {
   //                 requests' own execution times, as if each instance ran alone), else to the
   //                 one that frees first — a FaaS router that prefers warm idle instances.
   std::string routing = "round-robin";
+  // Give each function the catalog model named like it, instead of drawing models: the model
+  // whose name equals the function's, else the one named like the function without a trailing
+  // "-N" ("cnn-3" runs "cnn"). A function without such a model is an error. For scenarios that
+  // replay a known deployment (tools/sim/scenarios/demo).
+  bool models_by_name = false;
 };
 
 struct Inputs {

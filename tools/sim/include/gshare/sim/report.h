@@ -19,6 +19,9 @@ std::string FormatTable(const std::vector<RunResult>& runs);
 // Late requests by cause per run (RunResult's late_* counters), with the dedicated-GPU ceiling.
 std::string FormatMissCauses(const std::vector<RunResult>& runs);
 
+// Swap-ins (count, GiB), migrations and evictions per run: how much placement moves state.
+std::string FormatChurn(const std::vector<RunResult>& runs);
+
 // The JSON report. `description` goes to a top-level "workload" key.
 std::string FormatJson(const std::vector<RunResult>& runs, const std::string& description);
 

@@ -1,0 +1,74 @@
+// aggressive's placement on a small node (the live demo's failure modes, issue 6): eviction
+// takes the cheapest idle victims rather than the least recently used one, swap times come
+// from the link bandwidth the swap-ins measured rather than the configured one, and a resident
+// function is moved off a busy GPU only into free memory.
+#include <gtest/gtest.h>
+
+#include "driver.h"
+
+namespace gshare::policy::testing {
+namespace {
+
+constexpr Duration kExec = 5'000;
+constexpr Duration kSlow = 2 * kUsPerSecond;  // an SLO with room for any swap here
+
+// Loads f on g0 (1 GB/s, 1 ms restore) at `now` and runs one burst; returns when it ended.
+Time LoadAndRun(Driver& d, Time now, FunctionId f, uint64_t mb) {
+  auto a = d.Send(now, BurstStart{f});
+  EXPECT_TRUE(Has(a, ActionKind::kSwapIn, f, 0)) << Describe(a);
+  const Duration took = static_cast<Duration>(mb) * 1000 + 1000;
+  a = d.Send(now + took, SwapDone{f, 0, SwapKind::kIn, mb * 1'000'000, took});
+  EXPECT_TRUE(Has(a, ActionKind::kGrant, f, 0)) << Describe(a);
+  d.Send(now + took + kExec, BurstEnd{f, 0, kExec});
+  return now + took + kExec;
+}
+
+// One 1 GiB GPU: f0 (700 MB) ran at 0 s, f1 (200 MB) at 1 s; f2 (200 MB) needs 26 MB more than
+// is free at 2 s. Least recently used would evict the 700 MB f0; evicting f1 frees enough and
+// is cheaper (200 MB idle 1 s against 700 MB idle 2 s: fewer bytes likely to come back).
+ActionList RunTwoThenAskForAThird(Driver& d) {
+  d.Send(0, FunctionRegistered{0, Fn(700, kExec, kSlow)});
+  d.Send(0, FunctionRegistered{1, Fn(200, kExec, kSlow)});
+  d.Send(0, FunctionRegistered{2, Fn(200, kExec, kSlow)});
+  LoadAndRun(d, 0, 0, 700);
+  LoadAndRun(d, kUsPerSecond, 1, 200);
+  return d.Send(2 * kUsPerSecond, BurstStart{2});
+}
+
+TEST(Placement, EvictsTheCheapestIdleVictimNotTheLeastRecentlyUsed) {
+  Driver d("aggressive-no-deep-evict", 1);
+  const auto a = RunTwoThenAskForAThird(d);
+  EXPECT_TRUE(Has(a, ActionKind::kDeepEvict, 1)) << Describe(a);
+  EXPECT_FALSE(Has(a, ActionKind::kDeepEvict, 0)) << Describe(a);
+  EXPECT_TRUE(Has(a, ActionKind::kSwapIn, 2, 0)) << Describe(a);
+}
+
+// The baselines keep least recently used eviction (fifo here).
+TEST(Placement, BaselinesStillEvictLeastRecentlyUsed) {
+  Driver d("fifo", 1);
+  const auto a = RunTwoThenAskForAThird(d);
+  EXPECT_TRUE(Has(a, ActionKind::kDeepEvict, 0)) << Describe(a);
+}
+
+// The GPU is configured at 1 GB/s but its swap-ins move 0.1 GB/s (the live arbiter tells the
+// policy a default bandwidth; simcuda copies far slower). f1 (50 MB, 300 ms SLO) would take
+// 51 ms to restore at the configured rate, 501 ms at the measured one: it cannot afford a swap,
+// so it is pinned resident (the cache queue) once loaded.
+TEST(Placement, JudgesSwapsAtTheMeasuredBandwidth) {
+  Driver d("aggressive", 1);
+  d.Send(0, FunctionRegistered{0, Fn(100, kExec, 10 * kUsPerSecond)});
+  d.Send(0, FunctionRegistered{1, Fn(50, kExec, 300'000)});
+  auto a = d.Send(0, BurstStart{0});
+  ASSERT_TRUE(Has(a, ActionKind::kSwapIn, 0, 0)) << Describe(a);
+  a = d.Send(1'001'000, SwapDone{0, 0, SwapKind::kIn, 100'000'000, 1'001'000});
+  ASSERT_TRUE(Has(a, ActionKind::kGrant, 0, 0)) << Describe(a);
+  d.Send(1'006'000, BurstEnd{0, 0, kExec});
+  a = d.Send(1'100'000, BurstStart{1});
+  ASSERT_TRUE(Has(a, ActionKind::kSwapIn, 1, 0)) << Describe(a);
+  bool pinned = false;
+  for (const Action& act : a) pinned |= act.kind == ActionKind::kKeepResident && act.function == 1 && act.pin;
+  EXPECT_TRUE(pinned) << "a 501 ms restore does not fit a 300 ms SLO: " << Describe(a);
+}
+
+}  // namespace
+}  // namespace gshare::policy::testing
