@@ -261,10 +261,11 @@ class SlackScheduler final : public PolicyBase {
       }
     }
     if (g == kNoGpu) g = LeastBad(now, f);
-    if (g == kNoGpu) {  // every GPU is busy with its own work: back off and retry
+    if (g == kNoGpu) {  // every GPU's memory is held by work: back off and retry
       fns_[f].waiting = true;
       const int shift = std::min<int>(fns_[f].retries++, 10);
       WakeAt(now + (kRetry << shift), f, kTagSlack);
+      blocked_.push_back(f);  // and at the next burst end, when memory may have become free
       return;
     }
     fns_[f].retries = 0;
@@ -294,8 +295,33 @@ class SlackScheduler final : public PolicyBase {
   }
 
   void OnBurstDone(Time now, FunctionId f, GpuId g) override {
+    busy_[g] += now - fns_[f].grant_time;
+    AfterBurst(now, f, g);
+    RetryBlocked(now);
+  }
+
+  // Functions that found no GPU with enough reclaimable memory (every byte held by functions
+  // with work) are placed again as soon as a burst ends, not only when their backoff timer
+  // fires (up to a second later): the function that just finished may now make room. This is
+  // what a swapped-out waiter on an oversubscribed GPU needs: preempting the holder at its
+  // slice end would not help it (a function with an outstanding burst is never evicted).
+  void RetryBlocked(Time now) {
+    if (blocked_.empty()) return;
+    std::vector<FunctionId> blocked;
+    blocked.swap(blocked_);
+    for (FunctionId b : blocked) {
+      Fn& fn = fns_[b];
+      if (!fn.waiting || fn.held || fn.pending.empty() || fn.transfer ||
+          fn.where == Residency::kResident) {
+        continue;
+      }
+      fn.waiting = false;
+      PlaceNow(now, b, fn.deadline());
+    }
+  }
+
+  void AfterBurst(Time now, FunctionId f, GpuId g) {
     Fn& fn = fns_[f];
-    busy_[g] += now - fn.grant_time;
     if (!fn.pending.empty()) return;
     const Duration gap = static_cast<Duration>(fn.arrivals.MeanGap());
     if (opt_.prefetch && fn.arrivals.Periodic() && gap >= kPrefetchMinGap && !fn.queued &&
@@ -464,6 +490,7 @@ class SlackScheduler final : public PolicyBase {
   PaddingRule rule_;
   PaddingRule safety_;
   std::vector<Duration> busy_;  // GPU time granted per GPU in the current scale period
+  std::vector<FunctionId> blocked_;  // placements backing off for memory (RetryBlocked)
 };
 
 }  // namespace

@@ -70,5 +70,29 @@ TEST(Placement, JudgesSwapsAtTheMeasuredBandwidth) {
   EXPECT_TRUE(pinned) << "a 501 ms restore does not fit a 300 ms SLO: " << Describe(a);
 }
 
+// One 1 GiB GPU: f0 (700 MB) runs a long burst when f1 (500 MB) arrives; nothing can make room
+// while f0 runs (a function with work is never evicted), so f1 backs off. When f0's burst
+// ends, f1 is placed at once (evicting the now idle f0), not when its backoff timer fires.
+TEST(Placement, AMemoryWaiterIsPlacedWhenTheHolderFinishes) {
+  Driver d("aggressive", 1);
+  d.Send(0, FunctionRegistered{0, Fn(700, 400'000, 10 * kUsPerSecond)});
+  d.Send(0, FunctionRegistered{1, Fn(500, kExec, 10 * kUsPerSecond)});
+  auto a = d.Send(0, BurstStart{0});
+  ASSERT_TRUE(Has(a, ActionKind::kSwapIn, 0, 0)) << Describe(a);
+  a = d.Send(701'000, SwapDone{0, 0, SwapKind::kIn, 700'000'000, 701'000});
+  ASSERT_TRUE(Has(a, ActionKind::kGrant, 0, 0)) << Describe(a);
+  a = d.Send(702'000, BurstStart{1});
+  ASSERT_FALSE(Has(a, ActionKind::kSwapIn)) << "no room while f0 runs: " << Describe(a);
+  const Time end = 1'101'000;
+  while (d.policy->NextWakeup() < end) {  // retries while f0 still runs
+    a = d.Send(d.policy->NextWakeup(), Timer{});
+    ASSERT_FALSE(Has(a, ActionKind::kSwapIn)) << Describe(a);
+  }
+  ASSERT_LT(end, d.policy->NextWakeup()) << "the backoff alone would place it later";
+  a = d.Send(end, BurstEnd{0, 0, 400'000});
+  EXPECT_TRUE(Has(a, ActionKind::kSwapOut, 0) || Has(a, ActionKind::kDeepEvict, 0)) << Describe(a);
+  EXPECT_TRUE(Has(a, ActionKind::kSwapIn, 1, 0)) << Describe(a);
+}
+
 }  // namespace
 }  // namespace gshare::policy::testing
