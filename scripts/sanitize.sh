@@ -87,8 +87,19 @@ CI_TESTS='^(ChannelTest|EventRingTest|FutexTest|RegistrationTest|SecurityTest|Wi
 SRC=$ROOT
 if [[ ${GSHARE_SANITIZE_SNAPSHOT:-0} == 1 ]]; then
   SRC=$BUILD_ROOT/sanitize-src
-  mkdir -p "$SRC"
-  git -C "$ROOT" archive HEAD | tar -x -C "$SRC" || { echo "sanitize: snapshot of HEAD failed"; exit 1; }
+  stage=$BUILD_ROOT/sanitize-stage
+  rm -rf "$stage" && mkdir -p "$stage" "$SRC"
+  git -C "$ROOT" archive HEAD | tar -x -C "$stage" || { echo "sanitize: snapshot of HEAD failed"; exit 1; }
+  # Copy only what changed since the last snapshot (git archive stamps every file with the
+  # commit time: a plain extraction would make ninja rebuild everything after each commit),
+  # and drop what HEAD no longer has; the build directories inside SRC stay.
+  (cd "$stage" && find . -type f -print0) | while IFS= read -r -d '' f; do
+    cmp -s "$stage/$f" "$SRC/$f" || { mkdir -p "$(dirname "$SRC/$f")" && cp "$stage/$f" "$SRC/$f"; }
+  done
+  (cd "$SRC" && find . -path './build-*' -prune -o -type f -print0) | while IFS= read -r -d '' f; do
+    [[ -e $stage/$f ]] || rm -f "$SRC/$f"
+  done
+  rm -rf "$stage"
   echo "sanitize: testing a snapshot of HEAD ($(git -C "$ROOT" rev-parse --short HEAD)) in $SRC"
 fi
 

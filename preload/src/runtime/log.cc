@@ -15,6 +15,14 @@ namespace {
 // Loggers are never destroyed: hooks may log while the process exits.
 std::atomic<spdlog::logger*> g_logger{nullptr};
 
+// Every logger InitLog made, kept on purpose (one reference each) so it outlives static
+// destruction; reachable from here, so LeakSanitizer does not report it.
+struct KeptLogger {
+  std::shared_ptr<spdlog::logger> logger;
+  KeptLogger* older;
+};
+std::atomic<KeptLogger*> g_kept{nullptr};
+
 spdlog::logger* MakeSilent() {
   auto* logger = new spdlog::logger("gshare", std::make_shared<spdlog::sinks::null_sink_mt>());
   logger->set_level(spdlog::level::off);
@@ -59,9 +67,10 @@ std::string InitLog(const std::string& level, const std::string& file) {
   // The memory manager logs through spdlog::get("gshare"): the registry inside libgshare.so.
   spdlog::drop("gshare");
   spdlog::register_logger(shared);
-  // One reference is leaked on purpose so the logger outlives static destruction.
-  auto* keep = new std::shared_ptr<spdlog::logger>(shared);
-  g_logger.store(keep->get(), std::memory_order_release);
+  auto* keep = new KeptLogger{shared, g_kept.load(std::memory_order_relaxed)};
+  while (!g_kept.compare_exchange_weak(keep->older, keep, std::memory_order_acq_rel)) {
+  }
+  g_logger.store(keep->logger.get(), std::memory_order_release);
   return error;
 }
 

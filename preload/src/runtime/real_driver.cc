@@ -3,7 +3,7 @@
 
 #include <dlfcn.h>
 
-#include <atomic>
+#include <cstddef>
 
 namespace gshare::preload {
 namespace {
@@ -13,16 +13,19 @@ void OwnAnchor() {}
 
 }  // namespace
 
+// No std::atomic and no std:: helpers here: GCC does not inline instrumented code into a
+// GSHARE_NO_SANITIZE function, and an out-of-line instrumented call crashes while a sanitizer
+// runtime initialises (its shadow memory does not exist yet).
 GSHARE_NO_SANITIZE DlsymFn RealDlsym() {
-  static std::atomic<DlsymFn> cached{nullptr};
-  DlsymFn fn = cached.load(std::memory_order_acquire);
+  static DlsymFn cached = nullptr;
+  DlsymFn fn = __atomic_load_n(&cached, __ATOMIC_ACQUIRE);
   if (fn != nullptr) return fn;
   // glibc >= 2.34 keeps dlsym in libc under GLIBC_2.34; older ones under GLIBC_2.2.5.
-  for (const char* version : {"GLIBC_2.34", "GLIBC_2.2.5"}) {
-    fn = reinterpret_cast<DlsymFn>(dlvsym(RTLD_NEXT, "dlsym", version));
-    if (fn != nullptr) break;
+  static const char* const kVersions[] = {"GLIBC_2.34", "GLIBC_2.2.5"};
+  for (size_t i = 0; i < sizeof(kVersions) / sizeof(kVersions[0]) && fn == nullptr; ++i) {
+    fn = reinterpret_cast<DlsymFn>(dlvsym(RTLD_NEXT, "dlsym", kVersions[i]));
   }
-  cached.store(fn, std::memory_order_release);
+  __atomic_store_n(&cached, fn, __ATOMIC_RELEASE);
   return fn;
 }
 
