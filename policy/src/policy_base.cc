@@ -538,7 +538,7 @@ std::vector<FunctionId> PolicyBase::CheapestVictims(Time now, GpuId g, Residency
   return victims;
 }
 
-double PolicyBase::RoomCost(Time now, GpuId g, uint64_t need, Evict mode) const {
+double PolicyBase::RoomCost(Time now, GpuId g, uint64_t need, Evict mode, bool pinned_too) const {
   const Gpu& gpu = gpus_[g];
   if (gpu.free() >= need) return 0;
   if (Reclaimable(g, mode) < need) return -1;
@@ -546,6 +546,13 @@ double PolicyBase::RoomCost(Time now, GpuId g, uint64_t need, Evict mode) const 
   const uint64_t more = need - gpu.free();
   auto footprint = [this](FunctionId f) { return FootprintBytes(fns_[f].spec, fns_[f].where); };
   if (!CheapestVictims(now, g, Residency::kResident, more, footprint, &cost).empty()) return cost;
+  if (!pinned_too) {
+    uint64_t unpinned = gpu.free();
+    for (FunctionId f : gpu.members) {
+      if (Evictable(f, g, /*pinned_too=*/false)) unpinned += footprint(f);
+    }
+    if (unpinned < need) return -1;
+  }
   // Beyond one state's victims (or only pinned ones left): everything evictable, as MakeRoom's
   // fallback would take it.
   cost = 0;

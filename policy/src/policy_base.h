@@ -126,8 +126,9 @@ class PolicyBase : public Policy {
   // whether free() >= need.
   bool MakeRoom(Time now, GpuId g, uint64_t need, Evict mode);
   // What making `need` bytes free on g would cost: the sum of the victims' EvictionCost (0 when
-  // it fits already), or a negative value when MakeRoom could not reach it.
-  double RoomCost(Time now, GpuId g, uint64_t need, Evict mode) const;
+  // it fits already), or a negative value when MakeRoom could not reach it — or, without
+  // `pinned_too`, not without evicting a pinned function.
+  double RoomCost(Time now, GpuId g, uint64_t need, Evict mode, bool pinned_too = true) const;
   // Expected bytes per second that evicting f (freeing `bytes`) would have to bring back: its
   // bytes times its reuse rate, 1 / max(mean inter-arrival gap, time idle) (a function idle
   // for longer than its usual gap is less likely to be wanted soon; without a known gap, the

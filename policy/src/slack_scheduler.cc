@@ -117,7 +117,7 @@ class SlackScheduler final : public PolicyBase {
     if (best != kNoGpu || fits_only) return best;
     double best_cost = 0;
     for (GpuId g : crowded) {
-      const double cost = RoomCost(now, g, Need(f, g), evict_mode());
+      const double cost = RoomCost(now, g, Need(f, g), evict_mode(), /*pinned_too=*/false);
       if (cost < 0) continue;
       if (best == kNoGpu || cost < best_cost ||
           (cost == best_cost && (Home(f, g) || (!Home(f, best) && gpus_[g].used > gpus_[best].used)))) {
@@ -260,11 +260,15 @@ class SlackScheduler final : public PolicyBase {
         }
       }
     }
-    if (g == kNoGpu) g = LeastBad(now, f);
+    if (g == kNoGpu) g = LeastBad(now, f, /*pinned_too=*/false);
+    // Evicting a pinned function (the cache queue: it cannot afford a swap) only once f's own
+    // slack is gone; until then f waits for a burst to end somewhere.
+    const Time latest = deadline - Predict(f) - HostSwap(f);
+    if (g == kNoGpu && latest <= now) g = LeastBad(now, f, /*pinned_too=*/true);
     if (g == kNoGpu) {  // every GPU's memory is held by work: back off and retry
       fns_[f].waiting = true;
       const int shift = std::min<int>(fns_[f].retries++, 10);
-      WakeAt(now + (kRetry << shift), f, kTagSlack);
+      WakeAt(std::min(now + (kRetry << shift), std::max(now + kRetry, latest)), f, kTagSlack);
       blocked_.push_back(f);  // and at the next burst end, when memory may have become free
       return;
     }
@@ -275,15 +279,17 @@ class SlackScheduler final : public PolicyBase {
   // No GPU meets f's deadline and none can be activated: the active GPU where f starts
   // earliest. With `residency`, GPUs where it fits without evicting anyone come first, then the
   // one where making room costs least (earliest start among equals): f is late anyway, and
-  // evicting others to gain a little would make them late in turn.
-  GpuId LeastBad(Time now, FunctionId f) const {
+  // evicting others to gain a little would make them late in turn. Without `pinned_too`, only
+  // GPUs where that needs no pinned victim.
+  GpuId LeastBad(Time now, FunctionId f, bool pinned_too) const {
     GpuId best = kNoGpu;
     Time best_start = kNever;
     double best_cost = 0;
     for (GpuId i : active_gpus()) {
       if (!Usable(i) || Reclaimable(i, evict_mode()) < Need(f, i)) continue;
       const Time start = PredictedStart(now, f, i);
-      const double cost = opt_.residency ? RoomCost(now, i, Need(f, i), evict_mode()) : 0;
+      const double cost =
+          opt_.residency ? RoomCost(now, i, Need(f, i), evict_mode(), pinned_too) : 0;
       if (cost < 0) continue;
       if (best == kNoGpu || cost < best_cost || (cost == best_cost && start < best_start)) {
         best = i;

@@ -94,5 +94,34 @@ TEST(Placement, AMemoryWaiterIsPlacedWhenTheHolderFinishes) {
   EXPECT_TRUE(Has(a, ActionKind::kSwapIn, 1, 0)) << Describe(a);
 }
 
+// One 1 GiB GPU: f0 (200 MB, 100 ms SLO: a 201 ms restore would miss it) is pinned resident;
+// f1 (900 MB, 10 s SLO) does not fit beside it. f1 can afford to wait, so f0 is not evicted on
+// its arrival; once f1's slack is gone (its latest safe start), f0 goes and f1 comes in time.
+TEST(Placement, APinnedFunctionIsEvictedOnlyWhenTheNewcomerCannotWait) {
+  Driver d("aggressive-no-deep-evict", 1);
+  d.Send(0, FunctionRegistered{0, Fn(200, kExec, 100'000)});
+  d.Send(0, FunctionRegistered{1, Fn(900, kExec, 10 * kUsPerSecond)});
+  auto a = d.Send(0, BurstStart{0});
+  ASSERT_TRUE(Has(a, ActionKind::kSwapIn, 0, 0)) << Describe(a);
+  a = d.Send(201'000, SwapDone{0, 0, SwapKind::kIn, 200'000'000, 201'000});
+  d.Send(206'000, BurstEnd{0, 0, kExec});
+  const Time arrival = 300'000;
+  a = d.Send(arrival, BurstStart{1});
+  EXPECT_FALSE(Has(a, ActionKind::kDeepEvict, 0)) << "f1 can wait: " << Describe(a);
+  const Time latest = arrival + 10 * kUsPerSecond - kExec - 901'000;
+  Time swapped_at = kNever;
+  while (swapped_at == kNever && d.policy->NextWakeup() <= latest) {
+    const Time t = d.policy->NextWakeup();
+    a = d.Send(t, Timer{});
+    if (Has(a, ActionKind::kSwapIn, 1, 0)) {
+      EXPECT_TRUE(Has(a, ActionKind::kDeepEvict, 0)) << Describe(a);
+      swapped_at = t;
+    } else {
+      EXPECT_FALSE(Has(a, ActionKind::kDeepEvict, 0)) << "at " << t << ": " << Describe(a);
+    }
+  }
+  EXPECT_EQ(swapped_at, latest) << "placed at its latest safe start, not before, not after";
+}
+
 }  // namespace
 }  // namespace gshare::policy::testing
