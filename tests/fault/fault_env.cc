@@ -100,6 +100,17 @@ std::optional<uint64_t> FaultNode::DeviceUsed() {
   return std::stoull(text.substr(at + 5));
 }
 
+std::optional<int> FaultNode::ProcessState(pid_t pid) {
+  const std::string out = dir_ / "state.out";
+  const pid_t child =
+      arbiter::testing::Spawn({WORKER_BIN, "state", std::to_string(pid)}, out, "", SimcudaEnv());
+  if (ExitCode(WaitFor(child, std::chrono::seconds(60))) != 0) return std::nullopt;
+  const std::string text = ReadFile(out);
+  const auto at = text.find("state=");
+  if (at == std::string::npos) return std::nullopt;
+  return std::stoi(text.substr(at + 6));
+}
+
 std::vector<shm::Event> FaultNode::Events(int start) {
   std::vector<shm::Event> all;
   auto reader = shm::EventRingReader::Open(arbiter_.events(start));

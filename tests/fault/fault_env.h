@@ -77,6 +77,9 @@ class FaultNode {
   // (a fresh process attaching first reclaims what dead processes held); nullopt on failure.
   std::optional<uint64_t> DeviceUsed();
 
+  // The driver's process checkpoint state of `pid` (CU_PROCESS_STATE_*), nullopt on failure.
+  std::optional<int> ProcessState(pid_t pid);
+
   // Polls the event ring of the arbiter's `start`-th run (from its oldest record) until `match`
   // accepts an event; the matching event, or nullopt after `timeout`.
   std::optional<shm::Event> WaitForEvent(int start,

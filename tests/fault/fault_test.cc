@@ -32,6 +32,7 @@ using std::chrono::milliseconds;
 using std::chrono::seconds;
 
 constexpr auto kEventTimeout = seconds(60);
+constexpr int kProcessRunning = 0;  // CU_PROCESS_STATE_RUNNING (cuda.h), FaultNode::ProcessState
 
 
 bool HasLine(const std::string& path, const std::string& text) {
@@ -223,6 +224,31 @@ TEST_F(FaultTest, ArbiterKilledMidSwapAndRestarted) {
   EXPECT_GE(summary_["re_registrations"].get<int>(), 1) << summary_.dump() << Log();
 }
 
+// Arbiter restart during a swap-in: the arbiter is killed while the data of a function that
+// was swapped out with more than 64 MiB is copied back, and started again; both functions
+// carry on with every byte (the swap-in finishes inside the shim, which does not need the
+// arbiter for the copy; the functions re-register).
+TEST_F(FaultTest, ArbiterKilledMidSwapInAndRestarted) {
+  const Worker a = SpawnPairMember("a", 31);
+  const Worker b = SpawnPairMember("b", 32);
+  std::optional<Event> swap = MidSwap(node_, EventType::kSwapInBegin, EventType::kSwapInEnd,
+      [&](uint32_t c) {
+        for (const Event& e : node_.Events(0))
+          if (e.type == EventType::kSwapOutEnd && e.client_id == c && e.args[1] > (64u << 20)) return true;
+        return false;
+      },
+      milliseconds(10));
+  ASSERT_TRUE(swap) << "no swap-in of a function with data seen" << Log();
+  all_pids_.push_back(node_.arbiter().pid());
+  node_.arbiter().Kill();
+  std::this_thread::sleep_for(milliseconds(200));
+  ASSERT_TRUE(node_.arbiter().Start()) << Log();
+  ExpectIntact(a);
+  ExpectIntact(b);
+  ExpectCleanNode(1, /*restarted=*/true);
+  EXPECT_GE(summary_["re_registrations"].get<int>(), 1) << summary_.dump() << Log();
+}
+
 // Grant: the token holder is killed while it holds the GPU; the waiting function is granted.
 TEST_F(FaultTest, HolderKilledWhileHolding) {
   const Worker a = SpawnPairMember("a", 7);
@@ -285,6 +311,24 @@ TEST_F(FaultTest, FunctionKilledWhileYielding) {
   Kill(victim_a ? a : b);
   ExpectIntact(victim_a ? b : a);
   ExpectCleanNode();
+}
+
+// Yield, arbiter side: the arbiter is killed right after it asked the holder to yield (the
+// holder drains while nobody listens), and restarted; both functions finish intact.
+TEST_F(FaultTest, ArbiterKilledWhileAHolderYields) {
+  const Worker a = SpawnFunction({"a", "224MiB", 33, 128, 32, 14, 8, 30, {}, {}});
+  const Worker b = SpawnFunction({"b", "224MiB", 34, 128, 32, 14, 8, 30, {}, {}});
+  auto preempt = node_.WaitForEvent(0, [&](const Event& e) {
+    return e.type == EventType::kPreempt && (e.client_id == ClientOf(a.pid) || e.client_id == ClientOf(b.pid));
+  }, kEventTimeout);
+  ASSERT_TRUE(preempt) << Log();
+  all_pids_.push_back(node_.arbiter().pid());
+  node_.arbiter().Kill();
+  std::this_thread::sleep_for(milliseconds(200));
+  ASSERT_TRUE(node_.arbiter().Start()) << Log();
+  ExpectIntact(a);
+  ExpectIntact(b);
+  ExpectCleanNode(1, /*restarted=*/true);
 }
 
 // Registration, client side: one raw client connects and never sends its request, another
@@ -380,6 +424,56 @@ TEST(FaultEnforcement, CheckpointedFunctionKilled) {
   const nlohmann::json summary = node.arbiter().Stop();
   ASSERT_TRUE(summary.is_object());
   EXPECT_GE(summary["enforcements"].get<int>(), 1) << summary.dump();
+  EXPECT_EQ(summary["gpus"][0]["reserved_bytes"].get<uint64_t>(), 0u) << summary.dump();
+  const auto used = node.DeviceUsed();
+  ASSERT_TRUE(used.has_value());
+  EXPECT_EQ(*used, 0u);
+#endif
+}
+
+// Checkpoint, arbiter side: the arbiter is killed while it holds a function checkpointed (its
+// memory moved to host, the process locked), and restarted. The checkpointed function must not
+// stay frozen: it is restored (by the new arbiter) and runs on; the polite one finishes intact.
+// DISABLED: fails today (found session 4, reported to the lead with this reproducer): the
+// function re-registers with the new arbiter but stays CU_PROCESS_STATE_CHECKPOINTED forever;
+// nothing restores it (the new arbiter does not ask the driver for its checkpoint state).
+// Run it with --gtest_also_run_disabled_tests; enable it with the fix.
+TEST(FaultEnforcement, DISABLED_ArbiterKilledWhileAFunctionIsCheckpointed) {
+#ifndef ROGUE_FUNCTION_BIN
+  GTEST_SKIP() << "arbiter_cuda_function not built";
+#else
+  FaultNode node("1x512MiB", "0", {"--policy", "fifo", "--slice", "5ms", "--preempt-grace", "50ms"});
+  ASSERT_TRUE(node.arbiter().Start());
+  const pid_t rogue = SpawnRogue(node);
+  const Worker w = SpawnPolite(node, "128MiB", 8, 8, 8);
+  auto cp = node.WaitForEvent(0, [&](const Event& e) {
+    return e.type == EventType::kCheckpoint && e.args[0] == 0 &&
+           node.ClientPid(0, e.client_id) == rogue;
+  }, kEventTimeout);
+  ASSERT_TRUE(cp) << ReadFile(node.arbiter().log());
+  node.arbiter().Kill();
+  std::this_thread::sleep_for(milliseconds(200));
+  ASSERT_TRUE(node.arbiter().Start()) << ReadFile(node.arbiter().log());
+  int code = 0;
+  const nlohmann::json r = node.Finish(w, seconds(180), &code);
+  EXPECT_EQ(code, 0) << node.Describe(w) << ReadFile(node.arbiter().log());
+  EXPECT_TRUE(r.is_object() && r["errors"] == 0) << r.dump();
+  // The checkpointed function is not left frozen: within 30 s it runs again (restored).
+  std::optional<int> state;
+  const auto deadline = std::chrono::steady_clock::now() + seconds(30);
+  do {
+    state = node.ProcessState(rogue);
+    if (state == kProcessRunning) break;
+    std::this_thread::sleep_for(milliseconds(200));
+  } while (std::chrono::steady_clock::now() < deadline);
+  EXPECT_EQ(::kill(rogue, 0), 0) << "the checkpointed function died";
+  EXPECT_EQ(state, std::optional<int>(kProcessRunning))
+      << "the function checkpointed by the killed arbiter is still frozen\n"
+      << ReadFile(node.arbiter().log());
+  ::kill(rogue, SIGKILL);
+  (void)WaitFor(rogue, seconds(30));
+  const nlohmann::json summary = node.arbiter().Stop();
+  ASSERT_TRUE(summary.is_object());
   EXPECT_EQ(summary["gpus"][0]["reserved_bytes"].get<uint64_t>(), 0u) << summary.dump();
   const auto used = node.DeviceUsed();
   ASSERT_TRUE(used.has_value());

@@ -25,6 +25,9 @@
 //   fault_worker used
 //       (without the shim) prints "used=<bytes> total=<bytes>" of device 0 as the driver's
 //       registry accounts it for all processes
+//   fault_worker state PID
+//       (without the shim) prints "state=<CUprocessState>" of process PID (0 running,
+//       1 locked, 2 checkpointed, 3 failed) as the driver's process checkpoint API reports it
 #include <cuda.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -387,6 +390,15 @@ int Used() {
   return 0;
 }
 
+int State(const char* pid_text) {
+  CUprocessState state = CU_PROCESS_STATE_FAILED;
+  const int pid = pid_text != nullptr ? std::atoi(pid_text) : 0;
+  if (pid <= 0 || cuInit(0) != CUDA_SUCCESS || cuCheckpointProcessGetState(pid, &state) != CUDA_SUCCESS)
+    return 1;
+  std::printf("state=%d\n", static_cast<int>(state));
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -395,7 +407,8 @@ int main(int argc, char** argv) {
   if (mode == "run") return Run(flags);
   if (mode == "hog") return Hog(flags);
   if (mode == "used") return Used();
+  if (mode == "state") return State(argc > 2 ? argv[2] : nullptr);
   if (mode == "free-in-flight") return FreeInFlight();
-  std::fprintf(stderr, "usage: fault_worker run|hog|used [--flag value]...\n");
+  std::fprintf(stderr, "usage: fault_worker run|hog|used|state [--flag value]...\n");
   return 2;
 }
