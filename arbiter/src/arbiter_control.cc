@@ -179,7 +179,9 @@ json ArbiterImpl::StatusJson(uint64_t now) {
            {{"registrations", st.registrations}, {"grants", st.grants}, {"yields", st.yields},
             {"preemptions", st.preemptions}, {"swap_ins", st.swap_ins},
             {"swap_outs", st.swap_outs}, {"client_deaths", st.client_deaths},
-            {"enforcements", st.enforcements}, {"deep_evictions", st.deep_evictions}}}};
+            {"enforcements", st.enforcements}, {"deep_evictions", st.deep_evictions},
+            {"lease_offers", st.lease_offers}, {"lease_takes", st.lease_takes},
+            {"lease_revokes", st.lease_revokes}}}};
 }
 
 json ArbiterImpl::ClientsJson(uint64_t now) {

@@ -2,7 +2,8 @@
 //   arbiter_loop.cc      - epoll loop, timers, signals, shutdown;
 //   arbiter_clients.cc   - registration, validation, liveness (socket EOF), client removal;
 //   arbiter_schedule.cc  - channel reports -> policy events, policy actions -> grants,
-//                          preemptions and swap orders, memory reservations, enforcement.
+//                          preemptions and swap orders, memory reservations, enforcement;
+//   arbiter_lease.cc     - the sole tenant's lease: offers, takes, revocations.
 //
 // INVARIANTS (checked by CheckInvariants() in debug builds and by the tests through stats):
 //  1. gpus_[g].reserved == sum of quota over clients with reserved_on == g, and it never
@@ -97,6 +98,16 @@ struct Client {
   uint64_t deadline_ns = 0;  // current burst: start + SLO (for the next-in-line hint)
   bool hinted = false;       // told it is next in line
 
+  // The lease (arbiter_lease.cc). An offer outstanding is chan.lease_offered(); lease_gpu is
+  // its GPU (index). lease_unconfirmed: holding by a lease take the policy has not granted
+  // (yet); lease_done_gpu_ns: such a burst ended before the policy's grant, which is answered
+  // with its BurstEnd. lease_malformed: a revocation found a word nobody may write (the client
+  // is disconnected at its next poll).
+  uint32_t lease_gpu = 0;
+  bool lease_unconfirmed = false;
+  std::optional<uint64_t> lease_done_gpu_ns;
+  bool lease_malformed = false;
+
   uint32_t swapin_requests_seen = 0;
   uint32_t swapin_failures = 0;  // consecutive failed swap-ins (back-off of the retry)
   uint32_t bursts_seen = 0;
@@ -181,6 +192,27 @@ class ArbiterImpl final : public Arbiter {
   void Record(shm::EventType type, const Client* c, uint32_t gpu, uint64_t a0 = 0,
               uint64_t a1 = 0, uint64_t a2 = 0, uint64_t a3 = 0);
   uint64_t NextDeadlineNs() const;
+
+  // ---- the sole tenant's lease (arbiter_lease.cc; docs/arbiter.md, "The lease")
+  // After c released GPU g at the end of a burst with nobody else wanting g: offers c its next
+  // grant in advance if nothing is pending for it. True if offered.
+  bool MaybeOfferLease(Client& c, uint32_t g, const shm::ClientView& v, uint64_t now_ns);
+  // Top of PollClient: adopts a take of c's lease (re-reading `view`), disconnects a client
+  // that scribbled on it, preempts a lease holder the policy did not grant. False: c is gone.
+  bool PollLease(Client& c, shm::Result<shm::ClientView>& view, uint64_t now_ns);
+  // Withdraws c's offer; a take that won the race is adopted (c then holds its GPU).
+  void RevokeLease(Client& c, uint64_t now_ns);
+  // Withdraws every offer on GPU g except c's own (someone else may compete for g).
+  void RevokeLeasesOn(uint32_t g, const Client* except, uint64_t now_ns);
+  // Before c's burst starts with the policy (c asked the normal way): withdraws c's own stale
+  // offer and the offers on c's GPU. False if c took its lease meanwhile (it holds now).
+  bool LeaseBeforeBurst(Client& c, uint64_t now_ns);
+  // At the top of Grant(c, g): confirms a lease holder's grant, answers a lease burst that
+  // already ended, or refuses a grant on a GPU a lease holder took. True: handled.
+  bool LeaseBeforeGrant(Client& c, uint32_t g, policy::Duration slice_us, uint64_t now_ns);
+  // c released a grant it took by lease before the policy granted it: no policy event now.
+  void ReleaseUnconfirmedLease(Client& c, const shm::ClientView& v, uint64_t now_ns);
+  void AdoptLease(Client& c, uint64_t now_ns);
 
   // ---- telemetry hooks (arbiter_telemetry.cc), called where the events happen
   void OnBurstStart(Client& c, uint64_t start_ns);

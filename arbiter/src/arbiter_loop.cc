@@ -283,6 +283,11 @@ void ArbiterImpl::BeginShutdown(const char* why) {
   spdlog::info("{}: shutting down: no new grants or registrations; holders finish their slice",
                why);
   // Holders are asked to yield at the end of their slice (CheckSlices does it while stopping).
+  // No lease stands while stopping (a take that won is adopted and yields like a grant).
+  std::vector<uint32_t> ids;
+  for (const auto& [id, c] : clients_) ids.push_back(id);
+  for (uint32_t id : ids)
+    if (Client* c = ById(id)) RevokeLease(*c, now);
 }
 
 bool ArbiterImpl::ShutdownComplete(uint64_t now_ns) const {
@@ -407,6 +412,11 @@ shm::Status WriteSummary(const std::string& path, const ArbiterStats& s) {
   j["doorbell_mutes"] = s.doorbell_mutes;
   j["flood_disconnects"] = s.flood_disconnects;
   j["deep_evictions"] = s.deep_evictions;
+  j["lease_offers"] = s.lease_offers;
+  j["lease_takes"] = s.lease_takes;
+  j["lease_revokes"] = s.lease_revokes;
+  j["lease_revokes_lost"] = s.lease_revokes_lost;
+  j["lease_unconfirmed"] = s.lease_unconfirmed;
   for (const auto& g : s.gpus) {
     j["gpus"].push_back({{"ordinal", g.ordinal},
                          {"usable_bytes", g.usable_bytes},

@@ -211,6 +211,7 @@ bool ArbiterImpl::TryIssue(Client& c, uint64_t now_ns) {
   if (t.issued) return false;
   const uint32_t ordinal = gpus_[t.gpu].info.ordinal;
   if (t.op == shm::SwapOp::kSwapOut) {
+    RevokeLease(c, now_ns);  // no offer stands beside an order (a take is adopted: holding)
     if (c.holding) return false;  // swapped out once it yields
     if (c.where != Where::kResident) {  // nothing to move
       const Transfer done = t;
@@ -227,6 +228,7 @@ bool ArbiterImpl::TryIssue(Client& c, uint64_t now_ns) {
     return true;
   }
   // Swap-in to t.gpu.
+  RevokeLeasesOn(t.gpu, &c, now_ns);  // c will compete for t.gpu: no lease stands there
   if (gpus_[t.gpu].drained) return false;  // gshare-ctl drain: retried after undrain
   if (now_ns < t.not_before_ns) return false;  // back-off after a failed swap-in (timer armed)
   if (c.where == Where::kResident && c.gpu == t.gpu && c.reserved_on == t.gpu) {
@@ -331,6 +333,7 @@ void ArbiterImpl::CompleteTransfer(Client& c, const shm::ClientView& v, uint64_t
 }
 
 void ArbiterImpl::Grant(Client& c, uint32_t g, policy::Duration slice_us, uint64_t now_ns) {
+  if (LeaseBeforeGrant(c, g, slice_us, now_ns)) return;  // arbiter_lease.cc
   if (stopping_ || c.holding) return;
   if (gpus_[g].drained || c.where != Where::kResident || c.gpu != g || c.reserved_on != g ||
       (!c.transfers.empty() && c.transfers.front().issued)) {
@@ -462,6 +465,7 @@ void ArbiterImpl::PollClient(Client& c, uint64_t now_ns) {
     CompleteTransfer(c, *view, now_ns);
     if (ById(c.id) == nullptr) return;
   }
+  if (!PollLease(c, view, now_ns)) return;  // a lease take is adopted here (arbiter_lease.cc)
   if (c.holding && !view->released && view->state == shm::ClientTokenState::kDraining) {
     // The holder is about to release: prepare the next tenant and wait briefly for it.
     HintNext(c.hold_gpu);
@@ -479,7 +483,9 @@ void ArbiterImpl::PollClient(Client& c, uint64_t now_ns) {
     OnReleased(c, g, now_ns, !view->in_burst, view->burst_end_ns != 0 ? view->burst_end_ns : now_ns);
     Record(shm::EventType::kYield, &c, gpus_[g].info.ordinal, c.chan.grant_seq(), now_ns - c.grant_ns);
     const shm::ClientView& v = *view;
-    if (v.in_burst) {
+    if (c.lease_unconfirmed) {
+      ReleaseUnconfirmedLease(c, v, now_ns);  // the policy has not granted it: no event
+    } else if (v.in_burst) {
       Deliver(now_ns, policy::SliceExpired{c.fid, g});
     } else {
       uint64_t gpu_time = v.burst_gpu_time_ns;
@@ -492,8 +498,9 @@ void ArbiterImpl::PollClient(Client& c, uint64_t now_ns) {
     // The sole tenant of its GPU is granted again as soon as it asks: its next acquisition
     // spins for the grant (bounded) instead of sleeping in the futex, one wake-up less on the
     // round trip through the arbiter after every idle gap.
+    // Better still, it is offered its next grant in advance (a lease, arbiter_lease.cc).
     if (!c.holding && !c.hinted && c.where == Where::kResident && c.gpu == g &&
-        SoleTenant(clients_, c)) {
+        SoleTenant(clients_, c) && !MaybeOfferLease(c, g, *view, now_ns)) {
       c.chan.SetNextHint(true, kNextSpinNs);
       c.hinted = true;
     }
@@ -503,7 +510,7 @@ void ArbiterImpl::PollClient(Client& c, uint64_t now_ns) {
                      v.swapin_requests != c.swapin_requests_seen;
   c.swapin_requests_seen = v.swapin_requests;
   c.bursts_seen = v.bursts_started;
-  if (!c.holding && !c.burst_outstanding && wants) {
+  if (!c.holding && !c.burst_outstanding && wants && LeaseBeforeBurst(c, now_ns)) {
     c.burst_outstanding = true;
     c.last_use_ns = now_ns;
     c.deadline_ns = now_ns + uint64_t{c.slo_ms} * 1'000'000;
@@ -569,6 +576,8 @@ void ArbiterImpl::DeepEvictIdle(uint64_t now_ns) {
   for (auto& [id, cp] : clients_) {
     Client& c = *cp;
     if (!DeepEvictable(c) || now_ns < c.last_use_ns + after) continue;
+    RevokeLease(c, now_ns);  // a take that won is adopted: not idle after all
+    if (c.holding) continue;
     const uint32_t ordinal = gpus_[c.gpu].info.ordinal;
     auto s = driver_->LockAndCheckpoint(c.pid, 1000);
     if (!s.ok()) {

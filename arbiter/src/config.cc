@@ -182,6 +182,14 @@ const std::map<std::string, Key>& Keys() {
         "DURATION",
         "after a preemption, how long a holder may take before it is locked and checkpointed "
         "(default 200ms)"}},
+      {"lease",
+       {[](ArbiterConfig& c, const std::string& v) -> std::string {
+           if (v != "on" && v != "off") return "'" + v + "' is neither 'on' nor 'off'";
+           c.lease = v == "on";
+           return {};
+         },
+        "on|off",
+        "offer a sole tenant its next grant in advance, taken without a round trip (default on)"}},
       {"deep_evict_after",
        {[](ArbiterConfig& c, const std::string& v) {
            return SetDuration(c.deep_evict_after, v, true);

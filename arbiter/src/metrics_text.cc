@@ -93,6 +93,13 @@ std::string PrometheusText(const MetricsInput& in) {
       {"doorbell_mutes_total", "Doorbells muted for ringing over doorbell_rate.", s.doorbell_mutes},
       {"flood_disconnects_total", "Clients disconnected for flooding their doorbell.",
        s.flood_disconnects},
+      {"lease_offers_total", "Sole-tenant leases offered (next grant in advance).", s.lease_offers},
+      {"lease_takes_total", "Leases taken: grants without a round trip (also in grants_total).",
+       s.lease_takes},
+      {"lease_revokes_total", "Leases withdrawn before a take.", s.lease_revokes},
+      {"lease_revokes_lost_total", "Revocations that found the lease taken.", s.lease_revokes_lost},
+      {"lease_unconfirmed_total", "Lease takes the policy did not grant at once.",
+       s.lease_unconfirmed},
   };
   for (const Counter& c : counters) {
     w.Family(c.name, "counter", c.help);

@@ -5,6 +5,10 @@
 //    (SOCK_SEQPACKET) round trip between two processes measured in the same run as the
 //    reference (socket_rtt_*), and their ratio.
 //  - BM_Registration: connect, register, receive the channel fds, attach, disconnect.
+//  - BM_SoleTenantReacquire: a sole tenant's request after an idle gap (its token released):
+//    how long its first submission waits, with the lease (taken with one CAS) and without it
+//    (doorbell -> arbiter -> policy -> grant), each against its own arbiter in the same run,
+//    and their ratio (p50 and p99).
 // The arbiter runs in-process on its own thread (the real gshare_arbiter_core), tenants are
 // threads with their own connections. Run:
 //   bench/arbiter/arbiter_bench --benchmark_format=json
@@ -70,10 +74,10 @@ struct ArbiterThread {
   std::thread thread;
   std::string socket;
 
-  bool Start(const std::string& policy) {
+  bool Start(const std::string& policy, const std::string& tag = "") {
     spdlog::set_level(spdlog::level::err);  // keep the JSON on stdout clean
     gshare::arbiter::ArbiterConfig c;
-    socket = "/tmp/gshare-arbiter-bench-" + std::to_string(::getpid()) + ".sock";
+    socket = "/tmp/gshare-arbiter-bench-" + std::to_string(::getpid()) + tag + ".sock";
     c.socket_path = socket;
     c.policy = policy;
     c.libcuda = "/nonexistent/libcuda.so.1";
@@ -209,6 +213,77 @@ void BM_Registration(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_Registration)->Unit(benchmark::kMicrosecond)->UseRealTime()->Iterations(2000);
+
+struct ReacquireResult {
+  std::vector<uint64_t> wait_ns;  // per request: from the submission attempt to admission
+  uint64_t lease_takes = 0;
+  std::string error;
+};
+
+// `requests` requests of one sole tenant, each after its token went back (idle release) and a
+// further gap, against a fresh arbiter.
+ReacquireResult SoleTenantRequests(bool use_lease, int requests) {
+  ReacquireResult r;
+  ArbiterThread arb;
+  if (!arb.Start("aggressive", use_lease ? "-lease" : "-nolease")) {
+    r.error = "arbiter did not start";
+    return r;
+  }
+  std::atomic<uint64_t> yield_ns{0};
+  BenchHost host;
+  host.yield_ns = &yield_ns;
+  gshare::preload::ArbiterClientOptions o;
+  o.socket_path = arb.socket;
+  o.quota_bytes = 1ull << 30;
+  o.slo_ms = 5;
+  o.function_name = "sole";
+  o.idle_release = std::chrono::microseconds(100);
+  o.use_lease = use_lease;
+  auto c = gshare::preload::ArbiterClient::Start(o, &host);
+  if (!c.ok()) {
+    r.error = c.status().ToString();
+    return r;
+  }
+  for (int i = 0; i < requests; ++i) {
+    const uint64_t t0 = MonotonicNowNs();
+    while (!host.TryEnter()) (*c)->Acquire();
+    const uint64_t t1 = MonotonicNowNs();
+    host.Exit();
+    if (i > 0) r.wait_ns.push_back(t1 - t0);  // the first one registers the burst history
+    // Idle until the token went back, then a gap (the arbiter sees the release meanwhile).
+    while ((*c)->holding()) std::this_thread::sleep_for(std::chrono::microseconds(50));
+    std::this_thread::sleep_for(std::chrono::microseconds(500));
+  }
+  r.lease_takes = (*c)->lease_takes();
+  return r;
+}
+
+void BM_SoleTenantReacquire(benchmark::State& state) {
+  const int requests = std::max(10, Handoffs() / 5);
+  ReacquireResult with;
+  ReacquireResult without;
+  for (auto _ : state) {
+    with = SoleTenantRequests(true, requests);
+    without = SoleTenantRequests(false, requests);
+  }
+  if (!with.error.empty() || !without.error.empty()) {
+    state.SkipWithError((with.error + without.error).c_str());
+    return;
+  }
+  const double w50 = Percentile(with.wait_ns, 0.50);
+  const double w99 = Percentile(with.wait_ns, 0.99);
+  const double n50 = Percentile(without.wait_ns, 0.50);
+  const double n99 = Percentile(without.wait_ns, 0.99);
+  state.counters["requests"] = static_cast<double>(with.wait_ns.size());
+  state.counters["lease_takes"] = static_cast<double>(with.lease_takes);
+  state.counters["lease_p50_us"] = w50 / 1000;
+  state.counters["lease_p99_us"] = w99 / 1000;
+  state.counters["no_lease_p50_us"] = n50 / 1000;
+  state.counters["no_lease_p99_us"] = n99 / 1000;
+  state.counters["p50_lease_over_no_lease"] = w50 / std::max(1.0, n50);
+  state.counters["p99_lease_over_no_lease"] = w99 / std::max(1.0, n99);
+}
+BENCHMARK(BM_SoleTenantReacquire)->Iterations(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 

@@ -67,6 +67,55 @@ void ArbiterChannel::SetNextHint(bool next, uint32_t spin_budget_ns) {
   if (next) WakeIfWaiting(&l->grant.token, &l->client_token.token_waiters);
 }
 
+uint32_t ArbiterChannel::OfferLease(uint32_t gpu, uint64_t slice_ns, uint64_t now_ns) {
+  ChannelLayout* l = layout();
+  uint32_t seq = (grant_seq_ + 1) & kTokenSeqMask;
+  if (seq == 0) seq = 1;
+  lease_seq_ = seq;
+  lease_gpu_ = gpu;
+  lease_offered_ = true;
+  StoreRelaxed(&l->lease.gpu, gpu);
+  StoreRelaxed(&l->lease.slice_ns, slice_ns);
+  StoreRelaxed(&l->lease.offered_ns, now_ns);
+  StoreSeqCst(&l->lease.word, MakeLease(seq, LeaseState::kOffered));
+  return seq;
+}
+
+LeaseStatus ArbiterChannel::PollLease() const {
+  if (!lease_offered_) return LeaseStatus::kNone;
+  const uint64_t word = LoadAcquire(&layout()->lease.word);
+  if (word == MakeLease(lease_seq_, LeaseState::kOffered)) return LeaseStatus::kOffered;
+  if (word == MakeLease(lease_seq_, LeaseState::kTaken)) return LeaseStatus::kTaken;
+  return LeaseStatus::kMalformed;
+}
+
+LeaseStatus ArbiterChannel::RevokeLease() {
+  if (!lease_offered_) return LeaseStatus::kNone;
+  uint64_t expected = MakeLease(lease_seq_, LeaseState::kOffered);
+  if (CompareExchange(&layout()->lease.word, &expected, MakeLease(lease_seq_, LeaseState::kRevoked))) {
+    lease_offered_ = false;
+    return LeaseStatus::kRevoked;
+  }
+  if (expected == MakeLease(lease_seq_, LeaseState::kTaken)) return LeaseStatus::kTaken;
+  return LeaseStatus::kMalformed;
+}
+
+uint32_t ArbiterChannel::AdoptLease(uint64_t slice_deadline_ns) {
+  ChannelLayout* l = layout();
+  lease_offered_ = false;
+  grant_seq_ = lease_seq_;
+  granted_ = true;
+  // The client reads its grant from the lease line; the grant line is brought up to date so
+  // that both sides name the same grant in preemptions and releases.
+  StoreRelaxed(&l->grant.gpu, lease_gpu_);
+  StoreRelaxed(&l->grant.slice_deadline_ns, slice_deadline_ns);
+  StoreRelaxed(&l->grant.grant_time_ns, MonotonicNowNs());
+  StoreRelaxed(&l->control.preempt_seq, 0U);
+  StoreSeqCst(&l->grant.token, MakeToken(grant_seq_, true));
+  StoreRelaxed(&l->control.next_hint, 0U);
+  return grant_seq_;
+}
+
 void ArbiterChannel::RequestPreempt() {
   if (granted_) StoreRelease(&layout()->control.preempt_seq, grant_seq_);
 }

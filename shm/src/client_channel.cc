@@ -104,6 +104,24 @@ Result<GrantInfo> ClientChannel::WaitForGrant(std::chrono::nanoseconds timeout) 
   }
 }
 
+std::optional<GrantInfo> ClientChannel::TryTakeLease() {
+  ChannelLayout* l = layout();
+  uint64_t word = LoadAcquire(&l->lease.word);
+  if (LeaseStateOf(word) != static_cast<uint32_t>(LeaseState::kOffered)) return std::nullopt;
+  const uint32_t seq = LeaseSeq(word);
+  if (!CompareExchange(&l->lease.word, &word, MakeLease(seq, LeaseState::kTaken))) return std::nullopt;
+  // The CAS read the arbiter's publishing store: the payload of this very offer is visible.
+  GrantInfo g;
+  g.token = MakeToken(seq, true);
+  g.seq = seq;
+  g.gpu = LoadRelaxed(&l->lease.gpu);
+  const uint64_t now = MonotonicNowNs();
+  g.slice_deadline_ns = now + LoadRelaxed(&l->lease.slice_ns);
+  StoreRelaxed(&l->client_token.state_time_ns, now);
+  StoreRelease(&l->client_token.state, static_cast<uint32_t>(ClientTokenState::kHolding));
+  return g;
+}
+
 Status ClientChannel::BeginDraining() {
   SetState(ClientTokenState::kDraining);
   return NotifyArbiter();
@@ -118,7 +136,7 @@ Status ClientChannel::Release(uint32_t seq, bool want_again) {
   return NotifyArbiter();
 }
 
-Status ClientChannel::ReportBurstStart(uint64_t now_ns) {
+Status ClientChannel::ReportBurstStart(uint64_t now_ns, bool notify) {
   BurstLine& b = layout()->burst;
   const uint32_t v = LoadRelaxed(&b.version);
   StoreRelaxed(&b.version, v + 1);
@@ -127,7 +145,7 @@ Status ClientChannel::ReportBurstStart(uint64_t now_ns) {
   StoreRelaxed(&b.in_burst, 1U);
   StoreRelaxed(&b.bursts_started, LoadRelaxed(&b.bursts_started) + 1);
   StoreRelease(&b.version, v + 2);
-  return NotifyArbiter();
+  return notify ? NotifyArbiter() : Status{};
 }
 
 Status ClientChannel::ReportBurstEnd(uint64_t now_ns, uint64_t gpu_time_ns) {

@@ -1,7 +1,10 @@
 // Contexts and the per-thread current-context stack (see context.h).
 #include "context.h"
 
+#include <algorithm>
 #include <atomic>
+#include <cstddef>
+#include <type_traits>
 
 #include "allocations.h"
 #include "driver.h"
@@ -13,8 +16,34 @@ namespace {
 
 std::atomic<unsigned long long> g_next_ctx_id{1};
 
-std::vector<CUctx_st*>& Stack() {
-  thread_local std::vector<CUctx_st*> stack;
+// The per-thread current-context stack. Trivially destructible on purpose: a std::vector here
+// was destroyed with the main thread's thread_locals at exit(), before the atexit handlers ran,
+// and a handler that pushed a context (the shim draining its work while saying goodbye) then
+// wrote into freed memory ("double free detected"). Deeper pushes than kDepth drop the
+// bottom-most entry (the top, which is all the driver reads, stays right).
+class ContextStack {
+ public:
+  static constexpr size_t kDepth = 64;
+  bool empty() const { return size_ == 0; }
+  CUctx_st*& back() { return items_[size_ - 1]; }
+  void push_back(CUctx_st* ctx) {
+    if (size_ == kDepth) {
+      std::copy(items_ + 1, items_ + kDepth, items_);
+      --size_;
+    }
+    items_[size_++] = ctx;
+  }
+  void pop_back() { --size_; }
+  void erase(CUctx_st* ctx) { size_ = static_cast<size_t>(std::remove(items_, items_ + size_, ctx) - items_); }
+
+ private:
+  CUctx_st* items_[kDepth];
+  size_t size_;
+};
+static_assert(std::is_trivially_destructible_v<ContextStack>);
+
+ContextStack& Stack() {
+  thread_local ContextStack stack{};
   return stack;
 }
 
@@ -66,8 +95,7 @@ void TeardownContext(CUctx_st* ctx) {
 bool IsLiveContext(CUctx_st* ctx) { return HandleSet<CUctx_st>::Instance().Contains(ctx); }
 
 void ForgetContextOnThisThread(CUctx_st* ctx) {
-  auto& stack = Stack();
-  std::erase(stack, ctx);
+  Stack().erase(ctx);
 }
 
 CUctx_st* CurrentContext() {

@@ -130,6 +130,7 @@ int main(int argc, char** argv) {
     else if (k == "--drain-us") drain_us = std::stoull(v);
     else if (k == "--shared") shared = v;
     else if (k == "--fail-closed") opt.fail_closed = v == "1";
+    else if (k == "--lease") opt.use_lease = v == "1";
     else {
       std::fprintf(stderr, "unknown option %s\n", k.c_str());
       return 2;
@@ -174,11 +175,14 @@ int main(int argc, char** argv) {
   if (exit_delay_us != 0) std::this_thread::sleep_for(std::chrono::microseconds(exit_delay_us));
   std::printf(
       "{\"requests\":%d,\"overlaps\":%d,\"not_resident\":%d,\"corrupt\":%d,\"registrations\":%llu,"
-      "\"swap_outs\":%llu,\"swap_ins\":%llu,\"max_wait_us\":%llu}\n",
+      "\"swap_outs\":%llu,\"swap_ins\":%llu,\"max_wait_us\":%llu,\"lease_takes\":%llu,"
+      "\"waited_grants\":%llu}\n",
       requests, overlaps, not_resident, corrupt,
       static_cast<unsigned long long>((*client)->registrations()),
       static_cast<unsigned long long>(host.swap_outs_), static_cast<unsigned long long>(host.swap_ins_),
-      static_cast<unsigned long long>(max_wait_ns / 1000));
+      static_cast<unsigned long long>(max_wait_ns / 1000),
+      static_cast<unsigned long long>((*client)->lease_takes()),
+      static_cast<unsigned long long>((*client)->waited_grants()));
   std::fflush(stdout);
   return overlaps == 0 && not_resident == 0 && corrupt == 0 ? 0 : 1;
 }

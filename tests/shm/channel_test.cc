@@ -7,9 +7,13 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <cstdio>
 #include <thread>
+#include <vector>
 
 #include "gshare/shm/futex.h"
+#include "gshare/shm/spin.h"
 #include "gshare/shm/wire.h"
 #include "test_util.h"
 
@@ -96,7 +100,8 @@ TEST(ChannelTest, AttachChecks) {
             StatusCode::kMalformed);
   auto version = ChannelSegment::Attach(MemfdWith(4096, true, kChannelMagic, kChannelAbiVersion + 1));
   EXPECT_EQ(version.status().code(), StatusCode::kVersionMismatch);
-  EXPECT_NE(version.status().message().find("ABI version 2"), std::string::npos) << version.status().ToString();
+  const std::string theirs = "ABI version " + std::to_string(kChannelAbiVersion + 1);
+  EXPECT_NE(version.status().message().find(theirs), std::string::npos) << version.status().ToString();
   // A pipe is not a memfd.
   int pipefd[2];
   ASSERT_EQ(::pipe(pipefd), 0);
@@ -269,6 +274,106 @@ TEST(ChannelTest, ArbiterValidatesEveryClientField) {
   p.client.layout()->client_token.released_seq = seq + 5;
   EXPECT_FALSE(p.arbiter.Released());
   EXPECT_EQ(p.arbiter.grant_seq(), seq);
+}
+
+
+// ---- The lease (docs/protocol.md, "The lease").
+
+TEST(ChannelTest, LeaseOfferedTakenAndAdoptedBecomesTheGrant) {
+  Pair p = MakePair();
+  EXPECT_FALSE(p.client.TryTakeLease().has_value());  // nothing offered
+  const uint32_t g1 = p.arbiter.Grant(2, 1);
+  ASSERT_TRUE(p.client.WaitForGrant(1s).ok());
+  ASSERT_TRUE(p.client.Release(g1, false).ok());
+  const uint32_t seq = p.arbiter.OfferLease(2, 5'000'000, MonotonicNowNs());
+  EXPECT_EQ(seq, g1 + 1);
+  EXPECT_EQ(p.arbiter.PollLease(), LeaseStatus::kOffered);
+  auto taken = p.client.TryTakeLease();
+  ASSERT_TRUE(taken.has_value());
+  EXPECT_EQ(taken->seq, seq);
+  EXPECT_EQ(taken->gpu, 2U);
+  EXPECT_EQ(LoadRelaxed(&p.client.layout()->client_token.state),
+            static_cast<uint32_t>(ClientTokenState::kHolding));
+  EXPECT_FALSE(p.client.TryTakeLease().has_value());  // taken once only
+  EXPECT_EQ(p.arbiter.PollLease(), LeaseStatus::kTaken);
+  EXPECT_EQ(p.arbiter.AdoptLease(MonotonicNowNs() + 1'000'000), seq);
+  EXPECT_EQ(p.arbiter.PollLease(), LeaseStatus::kNone);
+  EXPECT_EQ(p.arbiter.grant_seq(), seq);
+  EXPECT_TRUE(p.client.HoldsToken());
+  EXPECT_FALSE(p.arbiter.Released());
+  p.arbiter.RequestPreempt();
+  EXPECT_EQ(p.client.PreemptSeq(), seq);  // preemption names the leased grant
+  ASSERT_TRUE(p.client.Release(seq, false).ok());
+  EXPECT_TRUE(p.arbiter.Released());
+  EXPECT_EQ(p.arbiter.Grant(2, 1), seq + 1);  // the sequence goes on
+}
+
+TEST(ChannelTest, RevokedLeaseCannotBeTakenAndTheNextGrantIsNormal) {
+  Pair p = MakePair();
+  const uint32_t seq = p.arbiter.OfferLease(0, 5'000'000, 1);
+  EXPECT_EQ(p.arbiter.RevokeLease(), LeaseStatus::kRevoked);
+  EXPECT_EQ(p.arbiter.RevokeLease(), LeaseStatus::kNone);
+  EXPECT_FALSE(p.client.TryTakeLease().has_value());
+  EXPECT_EQ(p.arbiter.Grant(0, 1), seq);
+  auto g = p.client.WaitForGrant(1s);
+  ASSERT_TRUE(g.ok());
+  EXPECT_EQ(g->seq, seq);
+}
+
+TEST(ChannelTest, RevocationThatLosesToATakeReportsTaken) {
+  Pair p = MakePair();
+  const uint32_t seq = p.arbiter.OfferLease(0, 5'000'000, 1);
+  ASSERT_TRUE(p.client.TryTakeLease().has_value());
+  EXPECT_EQ(p.arbiter.RevokeLease(), LeaseStatus::kTaken);
+  EXPECT_EQ(p.arbiter.AdoptLease(2), seq);
+  EXPECT_TRUE(p.arbiter.granted());
+}
+
+TEST(ChannelTest, ScribbledLeaseWordIsMalformed) {
+  Pair p = MakePair();
+  const uint32_t seq = p.arbiter.OfferLease(0, 5'000'000, 1);
+  StoreRelaxed(&p.client.layout()->lease.word, MakeLease(seq + 7, LeaseState::kTaken));
+  EXPECT_EQ(p.arbiter.PollLease(), LeaseStatus::kMalformed);
+  EXPECT_EQ(p.arbiter.RevokeLease(), LeaseStatus::kMalformed);
+}
+
+// Take against revoke in a loop: every offer ends exactly one way, and the takes the client
+// saw are exactly the ones the arbiter adopted (never a grant both sides believe they gave up,
+// never one taken twice).
+TEST(ChannelTest, LeaseTakeVsRevokeRaceHasExactlyOneWinner) {
+  Pair p = MakePair();
+  std::atomic<bool> done{false};
+  std::vector<uint32_t> client_seqs;
+  std::thread client([&] {
+    while (!done.load(std::memory_order_relaxed)) {
+      if (auto g = p.client.TryTakeLease()) client_seqs.push_back(g->seq);
+    }
+  });
+  std::vector<uint32_t> adopted;
+  int revoked = 0;
+  constexpr int kRounds = 20000;
+  for (int i = 0; i < kRounds; ++i) {
+    (void)p.arbiter.OfferLease(0, 5'000'000, 1);
+    if (i % 2 == 0) {
+      // Give the client a chance (bounded) so both outcomes occur, even on a loaded machine.
+      (void)SpinUntil([&] { return p.arbiter.PollLease() == LeaseStatus::kTaken; }, 20'000);
+    } else {
+      for (int k = i % 256; k > 0; --k) CpuRelax();
+    }
+    const LeaseStatus s = p.arbiter.RevokeLease();
+    if (s == LeaseStatus::kTaken) {
+      adopted.push_back(p.arbiter.AdoptLease(2));
+    } else {
+      ASSERT_EQ(s, LeaseStatus::kRevoked) << "round " << i;
+      ++revoked;
+    }
+    ASSERT_FALSE(p.arbiter.lease_offered());
+  }
+  done = true;
+  client.join();
+  EXPECT_EQ(client_seqs, adopted);
+  EXPECT_EQ(static_cast<int>(adopted.size()) + revoked, kRounds);
+  std::printf("lease race: %zu taken, %d revoked of %d offers\n", adopted.size(), revoked, kRounds);
 }
 
 }  // namespace

@@ -5,6 +5,8 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <optional>
+#include <utility>
 
 #include "gshare/shm/futex.h"
 
@@ -128,13 +130,28 @@ bool ArbiterClient::Acquire() {
       continue;
     }
     state_ = TokenState::kAcquiring;
-    cv_.notify_all();  // the service thread switches to watching for swap orders
     const std::shared_ptr<shm::ClientChannel> ch = channel_;
+    // The lease: a resident sole tenant may find its next grant waiting in the channel. Taking
+    // it is one CAS; nothing here may make a system call (no doorbell, no notify: the service
+    // thread sees kHeld at its next tick and tells the arbiter then).
+    const bool try_lease = options_.use_lease && host_->Resident();
     if (!in_burst_) {
       in_burst_ = true;
       burst_gpu_ns_ = 0;
-      (void)ch->ReportBurstStart(Now());
+      (void)ch->ReportBurstStart(Now(), /*notify=*/!try_lease);  // else RequestToken rings
     }
+    if (try_lease) {
+      if (const std::optional<shm::GrantInfo> lease = ch->TryTakeLease()) {
+        grant_ = *lease;
+        state_ = TokenState::kHeld;
+        held_since_ns_ = Now();
+        last_activity_ns_ = held_since_ns_;
+        announce_take_ = true;
+        ++lease_takes_;
+        continue;  // the kHeld branch opens the gate
+      }
+    }
+    cv_.notify_all();  // the service thread switches to watching for swap orders
     // Residency first: ask the arbiter (it may have to make room), never swap in on our own.
     bool ok = true;
     if (!host_->Resident()) {
@@ -157,6 +174,7 @@ bool ArbiterClient::Acquire() {
       lock.lock();
     }
     if (grant && connected_ && channel_ == ch && state_ == TokenState::kAcquiring) {
+      ++waited_grants_;
       grant_ = *grant;
       state_ = TokenState::kHeld;
       held_since_ns_ = Now();
@@ -287,6 +305,7 @@ void ArbiterClient::ServiceLoop() {
     int conn_fd = -1;
     bool connected = false;
     TokenState state = TokenState::kNone;
+    bool announce = false;
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (stop_) return;
@@ -294,7 +313,11 @@ void ArbiterClient::ServiceLoop() {
       conn_fd = connection_.get();
       connected = connected_;
       state = state_;
+      announce = std::exchange(announce_take_, false);
     }
+    // A lease taken by Acquire: ring the doorbell now (if the arbiter sleeps), off the
+    // submitting thread's path, so the arbiter accounts the grant promptly.
+    if (announce && connected) (void)ch->NotifyArbiter();
     const uint64_t now = Now();
     if (!connected) {
       if (now - last_reconnect >= static_cast<uint64_t>(options_.reconnect_interval.count())) {
@@ -473,6 +496,14 @@ uint64_t ArbiterClient::registrations() const {
 bool ArbiterClient::holding() const {
   std::lock_guard<std::mutex> lock(mu_);
   return state_ == TokenState::kHeld;
+}
+uint64_t ArbiterClient::lease_takes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return lease_takes_;
+}
+uint64_t ArbiterClient::waited_grants() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return waited_grants_;
 }
 
 }  // namespace gshare::preload

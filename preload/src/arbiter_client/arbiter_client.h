@@ -3,7 +3,9 @@
 // token and the vGPU's residency in step with the arbiter:
 //   - Acquire() (the submission gate's slow path) makes the vGPU resident (by *requesting* a
 //     swap-in, never doing one on its own) and waits for the token (bounded spinning when the
-//     arbiter says "you are next", futex otherwise), then opens the gate;
+//     arbiter says "you are next", futex otherwise), then opens the gate. A sole tenant whose
+//     arbiter left it a lease (its next grant in advance) takes it with one CAS instead: no
+//     doorbell, no wait, no system call; the service thread tells the arbiter afterwards;
 //   - a service thread releases the token when the arbiter preempts (end of slice while others
 //     wait) or after `idle_release` without submissions, draining the process's in-flight work
 //     first; it reports burst starts/ends with GPU time; it obeys swap orders and acknowledges
@@ -84,6 +86,7 @@ struct ArbiterClientOptions {
   std::chrono::nanoseconds idle_release{std::chrono::microseconds(300)};  // GSHARE_IDLE_RELEASE_US
   bool fail_closed = false;    // GSHARE_ARBITER_FAIL=closed
   bool prepare_swap_out = true;  // GSHARE_PREPIN: ShimHost::PrepareSwapOut while idle
+  bool use_lease = true;         // GSHARE_LEASE: take the sole-tenant lease when offered
   std::chrono::nanoseconds reconnect_interval{std::chrono::milliseconds(50)};
   std::chrono::nanoseconds register_timeout{std::chrono::seconds(2)};
   spdlog::logger* log = nullptr;  // null: silent
@@ -119,6 +122,9 @@ class ArbiterClient {
   uint32_t client_id() const;
   uint64_t registrations() const;
   bool holding() const;
+  // Acquisitions that took the arbiter's lease (no round trip) / that waited for a grant.
+  uint64_t lease_takes() const;
+  uint64_t waited_grants() const;
 
  private:
   enum class TokenState { kNone, kAcquiring, kHeld, kReleasing, kStandalone };
@@ -155,6 +161,9 @@ class ArbiterClient {
   uint64_t burst_gpu_ns_ = 0;                      // guarded by mu_
   uint64_t held_since_ns_ = 0;                     // guarded by mu_
   uint64_t last_activity_ns_ = 0;                  // guarded by mu_
+  bool announce_take_ = false;  // guarded by mu_: a lease take the arbiter was not told of yet
+  uint64_t lease_takes_ = 0;                       // guarded by mu_
+  uint64_t waited_grants_ = 0;                     // guarded by mu_
   std::thread thread_;
 };
 

@@ -88,6 +88,12 @@ Config ParseConfig(const char* (*getenv_fn)(const char*, void*), void* ctx, int 
   } else if (!prepin.empty() && prepin != "1") {
     AddError(&config.error, "GSHARE_PREPIN='" + prepin + "' must be 0 or 1");
   }
+  const std::string lease = Get(getenv_fn, ctx, "GSHARE_LEASE");
+  if (lease == "0") {
+    config.lease = false;
+  } else if (!lease.empty() && lease != "1") {
+    AddError(&config.error, "GSHARE_LEASE='" + lease + "' must be 0 or 1");
+  }
   return config;
 }
 

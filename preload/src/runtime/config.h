@@ -26,6 +26,9 @@ struct Config {
   // when a swap-out needs it (0: no pinned host memory until the first swap-out, which then
   // pins on its critical path).
   bool prepin = true;
+  // GSHARE_LEASE: take the sole-tenant lease the arbiter offers (1, default: a request after an
+  // idle gap holds the token with one CAS, no round trip) or always ask (0).
+  bool lease = true;
   // Empty when every variable parsed; otherwise one message per malformed variable, naming it.
   std::string error;
 };

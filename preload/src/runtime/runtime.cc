@@ -197,6 +197,7 @@ void Runtime::StartArbiterClient() {
   options.idle_release = std::chrono::microseconds(config_.idle_release_us);
   options.fail_closed = config_.arbiter_fail_closed;
   options.prepare_swap_out = config_.prepin;
+  options.use_lease = config_.lease;
   options.log = &Log();
   arbiter_host_ = new ArbiterHost(this);
   auto client = ArbiterClient::Start(options, arbiter_host_);

@@ -38,7 +38,12 @@ std::string RenderFrame(const json& status, const json& clients, const FrameStyl
   std::ostringstream o;
   o << bold << "gshare-top" << reset << "  policy " << S(status.value("policy", json()))
     << ", up " << Fixed(status.value("uptime_s", 0.0), 1) << " s, " << S(status.value("clients", json()))
-    << " client(s); utilisation over the last " << Fixed(status.value("window_s", 0.0), 1) << " s\n\n";
+    << " client(s); utilisation over the last " << Fixed(status.value("window_s", 0.0), 1) << " s\n";
+  // Grants, and how many of them were sole-tenant leases taken without a round trip.
+  const json counters = status.value("counters", json::object());
+  o << "grants " << S(counters.value("grants", json(0))) << " (" << S(counters.value("lease_takes", json(0)))
+    << " by lease), preemptions " << S(counters.value("preemptions", json(0))) << ", swaps in/out "
+    << S(counters.value("swap_ins", json(0))) << "/" << S(counters.value("swap_outs", json(0))) << "\n\n";
   for (const json& g : status.value("gpus", json::array())) {
     const double busy = g.value("busy", 0.0);
     o << bold << "GPU " << S(g["gpu"]) << reset << "  " << Bar(busy, 20) << " " << Fixed(busy * 100, 1)

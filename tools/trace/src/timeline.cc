@@ -157,6 +157,8 @@ void Builder::Apply(const shm::Event& e) {
     case EventType::kSloChange:
       s.slo_ms = static_cast<uint32_t>(e.args[0]);
       break;
+    case EventType::kLease:  // a take is also a grant record (args[2] = 1): shown as a hold
+      break;
     case EventType::kUnregister:
       Close(s.wait, SliceKind::kWait, id, ts);
       Close(s.hold, SliceKind::kHold, id, ts);

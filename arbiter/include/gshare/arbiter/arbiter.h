@@ -51,6 +51,12 @@ struct ArbiterStats {
   uint64_t restores = 0;
   uint64_t doorbell_mutes = 0;     // a client's doorbell muted for exceeding doorbell_rate
   uint64_t flood_disconnects = 0;  // clients disconnected for flooding (doorbell_flood_disconnect)
+  // Sole-tenant leases (docs/arbiter.md, "The lease"). A take is also counted in `grants`.
+  uint64_t lease_offers = 0;
+  uint64_t lease_takes = 0;         // offers the client took (a grant without a round trip)
+  uint64_t lease_revokes = 0;       // offers withdrawn before a take
+  uint64_t lease_revokes_lost = 0;  // revocations that found the lease taken (the client held)
+  uint64_t lease_unconfirmed = 0;   // takes the policy did not grant at once (holder preempted)
 };
 
 // The GPUs to manage: from config.gpu_memory (gpu_count identical GPUs, no driver needed) or

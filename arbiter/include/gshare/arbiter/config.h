@@ -38,6 +38,10 @@ struct ArbiterConfig {
   // After a preemption request, how long a holder may take to yield before it is enforced on
   // (locked and checkpointed) (`preempt_grace`, --preempt-grace), default 200 ms.
   std::chrono::nanoseconds preempt_grace{std::chrono::milliseconds(200)};
+  // Sole-tenant leases (`lease`, --lease on|off), default on: a client that releases at the end
+  // of a burst while nobody else wants its GPU is offered its next grant in advance, which its
+  // next request takes with one CAS, without a round trip (docs/arbiter.md, "The lease").
+  bool lease = true;
   // Idle vGPUs are deep-evicted (checkpointed) after this long; 0 = never (`deep_evict_after`).
   std::chrono::nanoseconds deep_evict_after{0};
   // Scheduling policy (`policy`, --policy), default "aggressive".

@@ -30,6 +30,12 @@ template <SharedWord T>
 inline void StoreSeqCst(T* p, T v) { __atomic_store_n(p, v, __ATOMIC_SEQ_CST); }
 template <SharedWord T>
 inline T FetchAdd(T* p, T v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
+// Compare-and-swap (seq_cst on success and failure). On failure `*expected` gets the value seen.
+template <SharedWord T>
+inline bool CompareExchange(T* p, T* expected, T desired) {
+  return __atomic_compare_exchange_n(p, expected, desired, /*weak=*/false, __ATOMIC_SEQ_CST,
+                                     __ATOMIC_SEQ_CST);
+}
 template <SharedWord T>
 inline T FetchSub(T* p, T v) { return __atomic_fetch_sub(p, v, __ATOMIC_SEQ_CST); }
 #if defined(__SANITIZE_THREAD__)

@@ -6,13 +6,14 @@
 //    ReadClient(), which validates every field (the client may write anything). Its own state
 //    (current grant, order sequence) is kept in the object, never read back from shared memory.
 //    Thread-safety: one arbiter thread per channel (the event loop).
+//    Offers the sole-tenant lease and revokes it (LeaseLine: the only word both sides CAS).
 //
 //  ClientChannel - the shim's side. Waits for grants (bounded spinning when told it is next,
 //    then futex), releases, reports bursts, acknowledges swap orders, rings the doorbell only
 //    when the arbiter is asleep. Trusts the arbiter. Thread-safety: LoadToken, ReadGrant,
 //    HoldsToken, PreemptSeq, ReadSwapOrder, WaitForGrant, WaitForSwapOrder, RequestSwapIn,
 //    Heartbeat and NotifyArbiter may be called from any thread concurrently. The reporting
-//    methods (RequestToken, BeginDraining, Release, ReportBurst*, AckSwap, SetResidency,
+//    methods (TryTakeLease, RequestToken, BeginDraining, Release, ReportBurst*, AckSwap, SetResidency,
 //    BumpGeneration) REQUIRE one caller at a time: the shim serialises its token protocol.
 //    After fork() the child must not use the parent's ClientChannel (it would write into the
 //    parent's channel): destroy it (that writes nothing) and register anew.
@@ -22,6 +23,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 
 #include "gshare/shm/atomic_word.h"
 #include "gshare/shm/channel_layout.h"
@@ -56,6 +58,15 @@ struct SwapOrder {
   uint32_t seq = 0;  // 0: no order yet
   SwapOp op = SwapOp::kNone;
   uint32_t target_gpu = 0;
+};
+
+// The arbiter's view of the lease it offered (ArbiterChannel::PollLease / RevokeLease).
+enum class LeaseStatus {
+  kNone,       // no offer outstanding
+  kOffered,    // offered and not taken yet
+  kRevoked,    // RevokeLease withdrew it before a take
+  kTaken,      // the client took it: call AdoptLease (it holds the grant since the take)
+  kMalformed,  // the word holds a value neither side may write: a misbehaving client
 };
 
 // What the arbiter learns from a client's lines, every field validated.
@@ -123,6 +134,23 @@ class ArbiterChannel {
   void SetNextHint(bool next, uint32_t spin_budget_ns);
   // Asks the client to release the current grant as soon as it can.
   void RequestPreempt();
+
+  // The lease (docs/protocol.md, "The lease"): a grant offered in advance to a sole tenant
+  // that released at the end of a burst, which its next acquisition takes with one CAS and no
+  // round trip. REQUIRES for OfferLease: no lease outstanding, and the client holds no grant.
+  // Returns the offered sequence (the one the next Grant would use).
+  uint32_t OfferLease(uint32_t gpu, uint64_t slice_ns, uint64_t now_ns);
+  // Looks at the outstanding offer without changing it: kNone, kOffered, kTaken or kMalformed.
+  LeaseStatus PollLease() const;
+  // Withdraws the outstanding offer with a CAS: kNone (none outstanding), kRevoked, or - the
+  // client won the race - kTaken (call AdoptLease) or kMalformed.
+  LeaseStatus RevokeLease();
+  // Turns the taken lease into the current grant (sequence, granted, `slice_deadline_ns`)
+  // exactly as Grant() would have issued it, without waking anyone. REQUIRES: PollLease() or
+  // RevokeLease() returned kTaken. Returns the grant's sequence.
+  uint32_t AdoptLease(uint64_t slice_deadline_ns);
+  bool lease_offered() const { return lease_offered_; }
+  uint32_t lease_seq() const { return lease_seq_; }
   // Publishes a swap order and wakes a client thread waiting for orders. Returns its sequence.
   uint32_t IssueSwapOrder(SwapOp op, uint32_t target_gpu, uint64_t now_ns);
   uint32_t order_seq() const { return order_seq_; }
@@ -151,6 +179,9 @@ class ArbiterChannel {
   uint32_t grant_seq_ = 0;
   bool granted_ = false;
   uint32_t order_seq_ = 0;
+  bool lease_offered_ = false;  // an offer is outstanding (or taken and not adopted yet)
+  uint32_t lease_seq_ = 0;
+  uint32_t lease_gpu_ = 0;
 };
 
 class ClientChannel {
@@ -174,6 +205,11 @@ class ClientChannel {
   // next hint is set (bounded by the hint's budget and kMaxSpinBudgetNs), otherwise sleeps in
   // FUTEX_WAIT. Marks the state kHolding on success. kTimeout after `timeout`.
   Result<GrantInfo> WaitForGrant(std::chrono::nanoseconds timeout);
+  // Takes the lease the arbiter left, if any, with one CAS: on success the client holds that
+  // grant at once (state kHolding) and no system call was made - the doorbell is NOT rung:
+  // call NotifyArbiter() later, off the critical path. nullopt: no lease (request the token).
+  // REQUIRES: the client holds no grant.
+  std::optional<GrantInfo> TryTakeLease();
   // Announces that the client will release soon and is draining its work (the arbiter may
   // start spinning for the release and tell the next client to spin).
   Status BeginDraining();
@@ -182,7 +218,9 @@ class ClientChannel {
   // The grant sequence the arbiter asks us to release (compare with the held one); 0: none.
   uint32_t PreemptSeq() const { return LoadAcquire(&segment_.layout()->control.preempt_seq); }
 
-  Status ReportBurstStart(uint64_t now_ns);
+  // `notify`: ring the doorbell if the arbiter sleeps (false on the lease path, which rings
+  // later from the service thread).
+  Status ReportBurstStart(uint64_t now_ns, bool notify = true);
   Status ReportBurstEnd(uint64_t now_ns, uint64_t gpu_time_ns);
 
   SwapOrder ReadSwapOrder() const;

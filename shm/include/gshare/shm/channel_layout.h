@@ -4,7 +4,9 @@
 //
 // INVARIANTS
 //  1. Every 64-byte line has exactly one writer: the arbiter (A) or the client (C), as marked.
-//     Nobody ever writes a line it does not own. Lines are cache-line separated.
+//     Nobody ever writes a line it does not own. Lines are cache-line separated. The one
+//     exception is LeaseLine::word (A+C): both sides change it only by compare-and-swap, and
+//     its other fields are written by the arbiter only, before it publishes an offer.
 //  2. Fields another process reads concurrently are accessed only through atomic_word.h.
 //  3. The arbiter never trusts anything in the segment: it keeps its own copy of what it wrote
 //     (a client may scribble over arbiter lines; that only confuses its own shim) and validates
@@ -12,13 +14,14 @@
 //  4. Multi-word values are published by a final release store of a sequence/version word
 //     after the payload (grant: `token`; swap order: `order_seq`; swap ack: `ack_seq`); the
 //     burst report is a single-writer seqlock (`version` odd while being written).
-//  5. Futex words are 32-bit and 4-byte aligned: GrantLine::token, SwapOrderLine::order_seq.
+//  5. LeaseLine::word is a naturally aligned 64-bit word (lock-free CAS).
+//  6. Futex words are 32-bit and 4-byte aligned: GrantLine::token, SwapOrderLine::order_seq.
 //     A waker issues FUTEX_WAKE only when the waiter count the other side publishes is
 //     non-zero (Dekker pattern with seq_cst on both sides), so a grant costs no system call
 //     when nobody sleeps.
-//  6. The segment is sealed (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) before the fd leaves
+//  7. The segment is sealed (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) before the fd leaves
 //     the arbiter, so a client cannot truncate it under the arbiter's mapping (SIGBUS).
-//  7. All times are CLOCK_MONOTONIC nanoseconds.
+//  8. All times are CLOCK_MONOTONIC nanoseconds.
 #pragma once
 
 #include <cstddef>
@@ -28,9 +31,9 @@
 namespace gshare::shm {
 
 inline constexpr uint64_t kChannelMagic = 0x314E484352485347ULL;  // "GSHRCHN1" (little-endian)
-inline constexpr uint32_t kChannelAbiVersion = 1;
+inline constexpr uint32_t kChannelAbiVersion = 2;  // 2: the lease line
 inline constexpr size_t kCacheLine = 64;
-inline constexpr size_t kChannelSegmentSize = 4096;  // one page; layout uses the first 512 bytes
+inline constexpr size_t kChannelSegmentSize = 4096;  // one page; layout uses the first 576 bytes
 
 // GrantLine::token = (sequence << 1) | granted. The sequence counts grants to this client
 // (31 bits, wraps); granted == 0 means revoked / none.
@@ -49,6 +52,21 @@ enum class ClientTokenState : uint32_t {
   kDraining = 3,  // decided to release; draining its in-flight work (release follows soon)
 };
 inline constexpr uint32_t kClientTokenStateCount = 4;
+
+// LeaseLine::word = (sequence << 32) | LeaseState. The sequence is the grant sequence the
+// arbiter pre-issues with the offer (the next one after its last grant).
+enum class LeaseState : uint32_t {
+  kNone = 0,     // nothing offered
+  kOffered = 1,  // the arbiter offers grant `sequence`: the client may take it with one CAS
+  kTaken = 2,    // the client took it (CAS kOffered -> kTaken): it holds grant `sequence`
+  kRevoked = 3,  // the arbiter withdrew the offer (CAS kOffered -> kRevoked) before a take
+};
+inline constexpr uint32_t kLeaseStateCount = 4;
+inline constexpr uint64_t MakeLease(uint32_t seq, LeaseState state) {
+  return (uint64_t{seq} << 32) | static_cast<uint32_t>(state);
+}
+inline constexpr uint32_t LeaseSeq(uint64_t word) { return static_cast<uint32_t>(word >> 32); }
+inline constexpr uint32_t LeaseStateOf(uint64_t word) { return static_cast<uint32_t>(word); }
 
 enum class SwapOp : uint32_t { kNone = 0, kSwapOut = 1, kSwapIn = 2 };
 inline constexpr uint32_t kSwapOpCount = 3;
@@ -138,6 +156,20 @@ struct alignas(kCacheLine) HeartbeatLine {
   uint32_t reserved;
 };
 
+// Line 8 (A+C, `word` by CAS only): the sole tenant's lease, a grant offered in advance. The
+// arbiter writes gpu, slice_ns and offered_ns, then publishes `word` = MakeLease(seq, kOffered)
+// (seq_cst); it never writes the line again while the offer stands or is taken. The client
+// takes it with CAS(kOffered -> kTaken) and then reads the payload (the CAS synchronises with
+// the publishing store). The arbiter withdraws it with CAS(kOffered -> kRevoked); if that CAS
+// fails because the word says kTaken with the same sequence, the client holds that grant.
+struct alignas(kCacheLine) LeaseLine {
+  uint64_t word;         // MakeLease(seq, state)
+  uint32_t gpu;          // GPU the offered grant is for
+  uint32_t reserved;
+  uint64_t slice_ns;     // the grant's slice, counted from the take
+  uint64_t offered_ns;   // when the arbiter offered it
+};
+
 struct ChannelLayout {
   ChannelHeader header;
   GrantLine grant;
@@ -147,6 +179,7 @@ struct ChannelLayout {
   BurstLine burst;
   SwapAckLine ack;
   HeartbeatLine heartbeat;
+  LeaseLine lease;
 };
 
 static_assert(std::is_standard_layout_v<ChannelLayout>);
@@ -159,7 +192,8 @@ static_assert(sizeof(ClientTokenLine) == kCacheLine);
 static_assert(sizeof(BurstLine) == kCacheLine);
 static_assert(sizeof(SwapAckLine) == kCacheLine);
 static_assert(sizeof(HeartbeatLine) == kCacheLine);
-static_assert(sizeof(ChannelLayout) == 8 * kCacheLine);
+static_assert(sizeof(LeaseLine) == kCacheLine);
+static_assert(sizeof(ChannelLayout) == 9 * kCacheLine);
 static_assert(alignof(ChannelLayout) == kCacheLine);
 static_assert(sizeof(ChannelLayout) <= kChannelSegmentSize);
 static_assert(offsetof(ChannelLayout, header) == 0);
@@ -170,6 +204,9 @@ static_assert(offsetof(ChannelLayout, client_token) == 256);
 static_assert(offsetof(ChannelLayout, burst) == 320);
 static_assert(offsetof(ChannelLayout, ack) == 384);
 static_assert(offsetof(ChannelLayout, heartbeat) == 448);
+static_assert(offsetof(ChannelLayout, lease) == 512);
+static_assert(offsetof(LeaseLine, word) == 0 && offsetof(LeaseLine, gpu) == 8 &&
+              offsetof(LeaseLine, slice_ns) == 16 && offsetof(LeaseLine, offered_ns) == 24);
 static_assert(offsetof(GrantLine, token) == 0 && offsetof(GrantLine, slice_deadline_ns) == 8);
 static_assert(offsetof(SwapOrderLine, order_seq) == 0 && offsetof(SwapOrderLine, issued_ns) == 16);
 static_assert(offsetof(BurstLine, start_ns) == 16 && offsetof(BurstLine, gpu_time_ns) == 32);

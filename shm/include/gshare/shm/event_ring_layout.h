@@ -46,8 +46,9 @@ enum class EventType : uint32_t {
   kClientName = 14,   // args: the function name, up to 32 bytes, NUL-padded (PackEventName)
   kReservation = 15,  // args: GPU reserved bytes after the change, this client's reservation (0: released)
   kSloChange = 16,    // args: new slo_ms
+  kLease = 17,        // args: what (0 offered, 1 taken, 2 revoked, 3 revoke lost to a take), lease seq
 };
-inline constexpr uint32_t kMaxEventType = 16;
+inline constexpr uint32_t kMaxEventType = 17;
 
 struct alignas(kCacheLine) EventRingHeader {
   uint64_t magic;          // kEventRingMagic

@@ -1,0 +1,207 @@
+// The sole tenant's lease (docs/arbiter.md, "The lease"). When a client releases its GPU at
+// the end of a burst and nobody else wants that GPU, the arbiter offers it its next grant in
+// advance (ArbiterChannel::OfferLease); the client's next request takes it with one CAS and
+// runs at once, without a round trip. The arbiter adopts the take as a grant when it next
+// looks (burst start, grant, the policy's BurstStart, the event ring). Whatever could compete
+// for the GPU withdraws the offer first with a CAS (RevokeLease); a revocation that loses to a
+// take adopts it, so a GPU never has two holders: every grant on a GPU revokes the offers on
+// it before it is issued.
+//
+// The policy learns of a take as a BurstStart and normally grants the function at once (its
+// GPU is active, it is resident and the GPU is free): that grant confirms the lease holder. If
+// the policy decides otherwise, the holder is asked to yield; its release then produces no
+// policy event (the policy still has its burst queued), and a burst that ended meanwhile is
+// answered with its BurstEnd when the policy grants it.
+#include <algorithm>
+
+#include <spdlog/spdlog.h>
+
+#include "arbiter_impl.h"
+
+namespace gshare::arbiter {
+namespace {
+
+// args[0] of kLease records.
+constexpr uint64_t kLeaseOffered = 0;
+constexpr uint64_t kLeaseTaken = 1;
+constexpr uint64_t kLeaseRevoked = 2;
+constexpr uint64_t kLeaseRevokeLost = 3;
+
+}  // namespace
+
+bool ArbiterImpl::MaybeOfferLease(Client& c, uint32_t g, const shm::ClientView& v, uint64_t now_ns) {
+  if (!config_.lease || stopping_ || c.chan.lease_offered() || c.holding || c.lease_malformed)
+    return false;
+  if (v.in_burst || v.state != shm::ClientTokenState::kIdle) return false;
+  if (c.burst_outstanding || c.lease_done_gpu_ns || c.pending_grant || !c.transfers.empty())
+    return false;
+  if (c.where != Where::kResident || c.gpu != g || c.reserved_on != g) return false;
+  if (gpus_[g].drained || gpus_[g].holder != 0) return false;
+  const uint32_t ordinal = gpus_[g].info.ordinal;
+  const uint32_t seq =
+      c.chan.OfferLease(ordinal, static_cast<uint64_t>(config_.slice.count()), now_ns);
+  c.lease_gpu = g;
+  ++stats_.lease_offers;
+  Record(shm::EventType::kLease, &c, ordinal, kLeaseOffered, seq);
+  return true;
+}
+
+void ArbiterImpl::AdoptLease(Client& c, uint64_t now_ns) {
+  const uint32_t g = c.lease_gpu;
+  GpuState& gpu = gpus_[g];
+  const uint32_t ordinal = gpu.info.ordinal;
+  if (gpu.holder != 0 && gpu.holder != c.id)  // every grant on g revokes first: a bug if seen
+    spdlog::error("client {} took its lease on GPU {} while client {} holds it", c.id, ordinal,
+                  gpu.holder);
+  // The take came right after the client's burst-start report: count the grant from there
+  // (bounded by its last release and now).
+  uint64_t taken_ns = now_ns;
+  if (auto v = c.chan.ReadClient(std::max(now_ns, NowNs())); v.ok() && v->burst_start_ns != 0)
+    taken_ns = std::clamp(v->burst_start_ns, std::min(c.last_use_ns, now_ns), now_ns);
+  const uint64_t deadline = taken_ns + static_cast<uint64_t>(config_.slice.count());
+  const uint32_t seq = c.chan.AdoptLease(deadline);
+  c.holding = true;
+  c.hold_gpu = g;
+  c.grant_ns = taken_ns;
+  c.slice_deadline_ns = deadline;
+  c.preempt_sent = false;
+  c.last_use_ns = now_ns;
+  c.hinted = false;
+  c.lease_unconfirmed = true;
+  gpu.holder = c.id;
+  ++stats_.grants;
+  ++stats_.lease_takes;
+  const bool new_burst = !c.burst_outstanding;
+  if (new_burst) {
+    c.burst_outstanding = true;
+    c.deadline_ns = taken_ns + uint64_t{c.slo_ms} * 1'000'000;
+    Record(shm::EventType::kBurstStart, &c, shm::kNoGpu, taken_ns);
+    OnBurstStart(c, taken_ns);
+  }
+  OnGranted(c, g, taken_ns);
+  Record(shm::EventType::kGrant, &c, ordinal, seq, deadline, /*by lease*/ 1);
+  Record(shm::EventType::kLease, &c, ordinal, kLeaseTaken, seq);
+  spdlog::debug("client {}: took its lease (grant {}) on GPU {}", c.id, seq, ordinal);
+  if (new_burst) Deliver(now_ns, policy::BurstStart{c.fid});  // the policy's grant confirms it
+}
+
+bool ArbiterImpl::PollLease(Client& c, shm::Result<shm::ClientView>& view, uint64_t now_ns) {
+  const shm::LeaseStatus s = c.chan.PollLease();
+  if (c.lease_malformed || s == shm::LeaseStatus::kMalformed) {
+    ++stats_.malformed_channels;
+    spdlog::warn("client {} '{}' wrote a value nobody may write into its lease word; "
+                 "disconnecting it",
+                 c.id, c.name);
+    RemoveClient(c.id, 2, now_ns);
+    return false;
+  }
+  if (s == shm::LeaseStatus::kTaken) {
+    const uint32_t id = c.id;
+    AdoptLease(c, now_ns);
+    if (ById(id) == nullptr) return false;
+    // The view's `released` referred to the previous grant: read it again for the adopted one
+    // (a client that took, ran and released before we looked is seen releasing now).
+    auto again = c.chan.ReadClient(std::max(now_ns, NowNs()));
+    if (again.ok()) {
+      view = std::move(again);
+    } else {
+      view->released = false;  // looked at again next iteration
+    }
+  }
+  if (c.holding && c.lease_unconfirmed && !c.preempt_sent && !delivering_) {
+    // The policy did not grant the take at once: it wants the function to wait (or elsewhere).
+    ++stats_.lease_unconfirmed;
+    spdlog::debug("client {}: the policy did not grant its lease take; asking it to yield", c.id);
+    Preempt(c, now_ns);
+  }
+  return true;
+}
+
+void ArbiterImpl::RevokeLease(Client& c, uint64_t now_ns) {
+  if (!c.chan.lease_offered()) return;
+  const uint32_t ordinal = gpus_[c.lease_gpu].info.ordinal;
+  const uint32_t seq = c.chan.lease_seq();
+  switch (c.chan.RevokeLease()) {
+    case shm::LeaseStatus::kNone:
+    case shm::LeaseStatus::kOffered:
+      return;
+    case shm::LeaseStatus::kRevoked:
+      ++stats_.lease_revokes;
+      Record(shm::EventType::kLease, &c, ordinal, kLeaseRevoked, seq);
+      return;
+    case shm::LeaseStatus::kTaken:
+      ++stats_.lease_revokes_lost;
+      Record(shm::EventType::kLease, &c, ordinal, kLeaseRevokeLost, seq);
+      AdoptLease(c, now_ns);
+      return;
+    case shm::LeaseStatus::kMalformed:
+      c.lease_malformed = true;  // disconnected at its next poll (not here: callers hold it)
+      return;
+  }
+}
+
+void ArbiterImpl::RevokeLeasesOn(uint32_t g, const Client* except, uint64_t now_ns) {
+  std::vector<uint32_t> ids;
+  for (const auto& [id, o] : clients_)
+    if (o.get() != except && o->chan.lease_offered() && o->lease_gpu == g) ids.push_back(id);
+  for (uint32_t id : ids)
+    if (Client* o = ById(id)) RevokeLease(*o, now_ns);
+}
+
+bool ArbiterImpl::LeaseBeforeBurst(Client& c, uint64_t now_ns) {
+  RevokeLease(c, now_ns);  // it asked the normal way: its offer is stale
+  if (c.holding) return false;  // it took the lease first: adopted, its burst is started
+  if (c.where == Where::kResident) RevokeLeasesOn(c.gpu, &c, now_ns);
+  return true;
+}
+
+bool ArbiterImpl::LeaseBeforeGrant(Client& c, uint32_t g, policy::Duration slice_us,
+                                   uint64_t now_ns) {
+  RevokeLease(c, now_ns);  // an offer never stands beside a grant
+  if (c.holding && c.lease_unconfirmed) {
+    // The policy grants the burst the client already runs by its lease: confirmed.
+    c.lease_unconfirmed = false;
+    if (g != c.hold_gpu)
+      spdlog::error("policy granted GPU {} to client {} which holds GPU {} by its lease",
+                    gpus_[g].info.ordinal, c.id, gpus_[c.hold_gpu].info.ordinal);
+    const uint64_t slice_ns = slice_us > 0 ? static_cast<uint64_t>(slice_us) * 1000
+                                           : static_cast<uint64_t>(config_.slice.count());
+    c.slice_deadline_ns = now_ns + slice_ns;
+    return true;
+  }
+  if (!c.holding && c.lease_done_gpu_ns) {
+    // The burst ran by lease and ended before the policy granted it: answer the grant.
+    const uint64_t gpu_ns = *c.lease_done_gpu_ns;
+    c.lease_done_gpu_ns.reset();
+    c.burst_outstanding = false;
+    Deliver(now_ns, policy::BurstEnd{c.fid, g, std::max<policy::Duration>(
+                                                    1, static_cast<policy::Duration>(gpu_ns / 1000))});
+    return true;
+  }
+  if (c.holding) return false;
+  RevokeLeasesOn(g, &c, now_ns);
+  const uint32_t h = gpus_[g].holder;
+  if (h != 0 && h != c.id) {
+    const Client* o = ById(h);
+    if (o != nullptr && o->lease_unconfirmed) {
+      // A lease take won the race with this grant (the policy learns of it in the BurstStart
+      // queued just now): the grant is answered as a slice that ended, and is asked again.
+      spdlog::debug("client {}: grant on GPU {} deferred: client {} took its lease", c.id,
+                    gpus_[g].info.ordinal, h);
+      Deliver(now_ns, policy::SliceExpired{c.fid, g});
+      return true;
+    }
+  }
+  return false;
+}
+
+void ArbiterImpl::ReleaseUnconfirmedLease(Client& c, const shm::ClientView& v, uint64_t now_ns) {
+  c.lease_unconfirmed = false;
+  if (v.in_burst) return;  // it wants the GPU again: the policy's pending grant serves it
+  const uint64_t gpu_ns = v.burst_gpu_time_ns != 0 ? v.burst_gpu_time_ns : now_ns - c.grant_ns;
+  c.lease_done_gpu_ns = gpu_ns;
+  if (v.burst_end_ns != 0)
+    Record(shm::EventType::kBurstEnd, &c, gpus_[c.hold_gpu].info.ordinal, v.burst_end_ns, gpu_ns);
+}
+
+}  // namespace gshare::arbiter
