@@ -106,6 +106,18 @@ class FaultTest : public ::testing::Test {
     return 0;
   }
 
+  // kill -9 of the arbiter, a new one 200 ms later (its events are the ring of run 1, 2, ...).
+  bool KillAndRestartArbiter() {
+    all_pids_.push_back(node_.arbiter().pid());
+    node_.arbiter().Kill();
+    std::this_thread::sleep_for(milliseconds(200));
+    return node_.arbiter().Start();
+  }
+
+  // A swap-in, still copying 10 ms after its begin record, of a function that was swapped out
+  // with more than 64 MiB (MidSwap below).
+  std::optional<Event> MidSwapInWithData();
+
   // After the fault: the arbiter still serves (a new function registers, runs, verifies), then
   // it stops with no reservation left, simcuda holds no device memory, no segment is left.
   // `restarted`: the arbiter was restarted while functions were resident; they re-register
@@ -169,6 +181,16 @@ std::optional<Event> MidSwap(FaultNode& node, EventType begin, EventType end,
   return std::nullopt;
 }
 
+std::optional<Event> FaultTest::MidSwapInWithData() {
+  return MidSwap(node_, EventType::kSwapInBegin, EventType::kSwapInEnd,
+      [&](uint32_t c) {
+        for (const Event& e : node_.Events(0))
+          if (e.type == EventType::kSwapOutEnd && e.client_id == c && e.args[1] > (64u << 20)) return true;
+        return false;
+      },
+      milliseconds(10));
+}
+
 // Client side, swap-out mid-copy: a function is killed while the arbiter waits for its swap-out
 // acknowledgement (its 192 MiB are being copied to host). The other function gets the GPU.
 TEST_F(FaultTest, FunctionKilledMidSwapOut) {
@@ -189,15 +211,7 @@ TEST_F(FaultTest, FunctionKilledMidSwapOut) {
 TEST_F(FaultTest, FunctionKilledMidSwapIn) {
   const Worker a = SpawnPairMember("a", 3);
   const Worker b = SpawnPairMember("b", 4);
-  // A swap-in of a function that was swapped out with data (bytes moved > 0).
-  std::set<uint32_t> had_data;
-  std::optional<Event> swap = MidSwap(node_, EventType::kSwapInBegin, EventType::kSwapInEnd,
-      [&](uint32_t c) {
-        for (const Event& e : node_.Events(0))
-          if (e.type == EventType::kSwapOutEnd && e.client_id == c && e.args[1] > (64u << 20)) return true;
-        return false;
-      },
-      milliseconds(10));
+  std::optional<Event> swap = MidSwapInWithData();
   ASSERT_TRUE(swap) << "no swap-in of a function with data seen" << Log();
   const bool victim_a = swap->client_id == ClientOf(a.pid);
   Kill(victim_a ? a : b);
@@ -214,10 +228,7 @@ TEST_F(FaultTest, ArbiterKilledMidSwapAndRestarted) {
       [&](uint32_t c) { return (c == ClientOf(a.pid) && Ready(a)) || (c == ClientOf(b.pid) && Ready(b)); },
       milliseconds(20));
   ASSERT_TRUE(swap) << Log();
-  all_pids_.push_back(node_.arbiter().pid());
-  node_.arbiter().Kill();
-  std::this_thread::sleep_for(milliseconds(200));
-  ASSERT_TRUE(node_.arbiter().Start()) << Log();
+  ASSERT_TRUE(KillAndRestartArbiter()) << Log();
   ExpectIntact(a);
   ExpectIntact(b);
   ExpectCleanNode(1, /*restarted=*/true);
@@ -231,18 +242,9 @@ TEST_F(FaultTest, ArbiterKilledMidSwapAndRestarted) {
 TEST_F(FaultTest, ArbiterKilledMidSwapInAndRestarted) {
   const Worker a = SpawnPairMember("a", 31);
   const Worker b = SpawnPairMember("b", 32);
-  std::optional<Event> swap = MidSwap(node_, EventType::kSwapInBegin, EventType::kSwapInEnd,
-      [&](uint32_t c) {
-        for (const Event& e : node_.Events(0))
-          if (e.type == EventType::kSwapOutEnd && e.client_id == c && e.args[1] > (64u << 20)) return true;
-        return false;
-      },
-      milliseconds(10));
+  std::optional<Event> swap = MidSwapInWithData();
   ASSERT_TRUE(swap) << "no swap-in of a function with data seen" << Log();
-  all_pids_.push_back(node_.arbiter().pid());
-  node_.arbiter().Kill();
-  std::this_thread::sleep_for(milliseconds(200));
-  ASSERT_TRUE(node_.arbiter().Start()) << Log();
+  ASSERT_TRUE(KillAndRestartArbiter()) << Log();
   ExpectIntact(a);
   ExpectIntact(b);
   ExpectCleanNode(1, /*restarted=*/true);
@@ -322,10 +324,7 @@ TEST_F(FaultTest, ArbiterKilledWhileAHolderYields) {
     return e.type == EventType::kPreempt && (e.client_id == ClientOf(a.pid) || e.client_id == ClientOf(b.pid));
   }, kEventTimeout);
   ASSERT_TRUE(preempt) << Log();
-  all_pids_.push_back(node_.arbiter().pid());
-  node_.arbiter().Kill();
-  std::this_thread::sleep_for(milliseconds(200));
-  ASSERT_TRUE(node_.arbiter().Start()) << Log();
+  ASSERT_TRUE(KillAndRestartArbiter()) << Log();
   ExpectIntact(a);
   ExpectIntact(b);
   ExpectCleanNode(1, /*restarted=*/true);
@@ -396,6 +395,32 @@ Worker SpawnPolite(FaultNode& node, const std::string& quota, int big_mib, int b
   spec.ops = 4;
   return node.Spawn(spec);
 }
+
+// Waits until the arbiter of `node` has checkpointed `rogue` (enforcement). The polite function
+// may be checkpointed too if a kernel of its outlasts the grace on a loaded machine; it is
+// restored and carries on.
+bool RogueCheckpointed(FaultNode& node, pid_t rogue) {
+  return node.WaitForEvent(0, [&](const Event& e) {
+    return e.type == EventType::kCheckpoint && e.args[0] == 0 &&
+           node.ClientPid(0, e.client_id) == rogue;
+  }, kEventTimeout).has_value();
+}
+
+// The polite function finishes intact; then the arbiter stops with no reservation and simcuda
+// holds no device memory. Returns the arbiter's summary.
+nlohmann::json ExpectPoliteIntactAndNodeClean(FaultNode& node, const Worker& polite) {
+  int code = 0;
+  const nlohmann::json r = node.Finish(polite, seconds(180), &code);
+  EXPECT_EQ(code, 0) << node.Describe(polite) << ReadFile(node.arbiter().log());
+  EXPECT_TRUE(r.is_object() && r["errors"] == 0) << r.dump();
+  const nlohmann::json summary = node.arbiter().Stop();
+  EXPECT_TRUE(summary.is_object());
+  if (!summary.is_object()) return summary;
+  EXPECT_EQ(summary["gpus"][0]["reserved_bytes"].get<uint64_t>(), 0u) << summary.dump();
+  const auto used = node.DeviceUsed();
+  EXPECT_EQ(used, std::optional<uint64_t>(0)) << "device memory still accounted to someone";
+  return summary;
+}
 #endif
 
 // Yield refused: a holder that never yields is checkpointed by the arbiter after the grace
@@ -408,26 +433,11 @@ TEST(FaultEnforcement, CheckpointedFunctionKilled) {
   ASSERT_TRUE(node.arbiter().Start());
   const pid_t rogue = SpawnRogue(node);
   const Worker w = SpawnPolite(node, "128MiB", 8, 8, 8);
-  // (The polite function may be checkpointed too if a kernel of its outlasts the grace on a
-  // loaded machine; it is restored and carries on. Wait for the rogue's checkpoint.)
-  auto cp = node.WaitForEvent(0, [&](const Event& e) {
-    return e.type == EventType::kCheckpoint && e.args[0] == 0 &&
-           node.ClientPid(0, e.client_id) == rogue;
-  }, kEventTimeout);
-  ASSERT_TRUE(cp) << ReadFile(node.arbiter().log());
+  ASSERT_TRUE(RogueCheckpointed(node, rogue)) << ReadFile(node.arbiter().log());
   ::kill(rogue, SIGKILL);
   (void)WaitFor(rogue, seconds(30));
-  int code = 0;
-  const nlohmann::json r = node.Finish(w, seconds(180), &code);
-  EXPECT_EQ(code, 0) << node.Describe(w);
-  EXPECT_TRUE(r.is_object() && r["errors"] == 0) << r.dump();
-  const nlohmann::json summary = node.arbiter().Stop();
-  ASSERT_TRUE(summary.is_object());
-  EXPECT_GE(summary["enforcements"].get<int>(), 1) << summary.dump();
-  EXPECT_EQ(summary["gpus"][0]["reserved_bytes"].get<uint64_t>(), 0u) << summary.dump();
-  const auto used = node.DeviceUsed();
-  ASSERT_TRUE(used.has_value());
-  EXPECT_EQ(*used, 0u);
+  const nlohmann::json summary = ExpectPoliteIntactAndNodeClean(node, w);
+  EXPECT_GE(summary.value("enforcements", 0), 1) << summary.dump();
 #endif
 }
 
@@ -446,18 +456,10 @@ TEST(FaultEnforcement, DISABLED_ArbiterKilledWhileAFunctionIsCheckpointed) {
   ASSERT_TRUE(node.arbiter().Start());
   const pid_t rogue = SpawnRogue(node);
   const Worker w = SpawnPolite(node, "128MiB", 8, 8, 8);
-  auto cp = node.WaitForEvent(0, [&](const Event& e) {
-    return e.type == EventType::kCheckpoint && e.args[0] == 0 &&
-           node.ClientPid(0, e.client_id) == rogue;
-  }, kEventTimeout);
-  ASSERT_TRUE(cp) << ReadFile(node.arbiter().log());
+  ASSERT_TRUE(RogueCheckpointed(node, rogue)) << ReadFile(node.arbiter().log());
   node.arbiter().Kill();
   std::this_thread::sleep_for(milliseconds(200));
   ASSERT_TRUE(node.arbiter().Start()) << ReadFile(node.arbiter().log());
-  int code = 0;
-  const nlohmann::json r = node.Finish(w, seconds(180), &code);
-  EXPECT_EQ(code, 0) << node.Describe(w) << ReadFile(node.arbiter().log());
-  EXPECT_TRUE(r.is_object() && r["errors"] == 0) << r.dump();
   // The checkpointed function is not left frozen: within 30 s it runs again (restored).
   std::optional<int> state;
   const auto deadline = std::chrono::steady_clock::now() + seconds(30);
@@ -472,12 +474,7 @@ TEST(FaultEnforcement, DISABLED_ArbiterKilledWhileAFunctionIsCheckpointed) {
       << ReadFile(node.arbiter().log());
   ::kill(rogue, SIGKILL);
   (void)WaitFor(rogue, seconds(30));
-  const nlohmann::json summary = node.arbiter().Stop();
-  ASSERT_TRUE(summary.is_object());
-  EXPECT_EQ(summary["gpus"][0]["reserved_bytes"].get<uint64_t>(), 0u) << summary.dump();
-  const auto used = node.DeviceUsed();
-  ASSERT_TRUE(used.has_value());
-  EXPECT_EQ(*used, 0u);
+  (void)ExpectPoliteIntactAndNodeClean(node, w);
 #endif
 }
 
