@@ -268,7 +268,10 @@ class SlackScheduler final : public PolicyBase {
     if (g == kNoGpu) {  // every GPU's memory is held by work: back off and retry
       fns_[f].waiting = true;
       const int shift = std::min<int>(fns_[f].retries++, 10);
-      WakeAt(std::min(now + (kRetry << shift), std::max(now + kRetry, latest)), f, kTagSlack);
+      // Never past its latest safe start (from then on a pinned victim may go); once that
+      // has passed, the plain backoff (a blocked late function must not spin every kRetry).
+      const Time retry = now + (kRetry << shift);
+      WakeAt(latest > now ? std::min(retry, latest) : retry, f, kTagSlack);
       blocked_.push_back(f);  // and at the next burst end, when memory may have become free
       return;
     }

@@ -58,6 +58,15 @@ for seed in 1 2 3 4 5; do
   run "low-synthetic-$seed" "${syn_args[@]}" --policy "$policies"
   proxy "low-synthetic-$seed" "${syn_args[@]}"
 done
+# The default demo (docs/demo.md) as a scenario: its requests, 2 GPUs of 2 GiB and of 1.5 GiB
+# (1.35x overcommit), simcuda's swap bandwidth, what the arbiter tells the policy.
+scenario=$(dirname "$0")/../scenarios/demo
+demo_args=(--format csv --trace "$scenario/requests.csv" --catalog "$scenario/catalog.toml"
+           --models-by-name --gpus 2 --link-gbps 2.2 --policy-link-gbps 24 --slice-ms 100)
+run demo-scenario "${demo_args[@]}" --gpu-memory 2GiB \
+  --policy aggressive-no-scale-no-deep-evict,aggressive,dual-queue,fifo,aggressive-no-residency-no-scale-no-deep-evict
+run demo-scenario-1.35x "${demo_args[@]}" --gpu-memory 1536MiB \
+  --policy aggressive-no-scale-no-deep-evict,aggressive,dual-queue,fifo,aggressive-no-residency-no-scale-no-deep-evict
 run ablation-trace "${trace_args[@]}" --policy "$ablations"
 run ablation-synthetic-1 --synthetic --functions 300 --duration 3600 --gpus 400 --seed 1 --policy "$ablations"
 run exact-synthetic --synthetic --functions 300 --duration 3600 --gpus 400 --seed 1 \
