@@ -5,6 +5,7 @@
 #       registration, channel, futex, event ring, security), the arbiter daemon (its config and
 #       multi-process tests), the isolation tests that need no shim and the doorbell guard.
 # Environment: GSHARE_SANITIZE_JOBS (build and ctest parallelism, default: nproc),
+#              GSHARE_SANITIZE_BUILD_JOBS (build parallelism only, default: GSHARE_SANITIZE_JOBS),
 #              GSHARE_SANITIZE_BUILD_ROOT (where build-asan/build-tsan go, default: the source tree),
 #              GSHARE_SANITIZE_TARGETS (build only these targets, space-separated; then pass a
 #              matching ctest -R REGEX, e.g. the CI subset in docs/security.md),
@@ -21,6 +22,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 MODE=${1:-both}
 shift || true
 JOBS=${GSHARE_SANITIZE_JOBS:-$(nproc)}
+BUILD_JOBS=${GSHARE_SANITIZE_BUILD_JOBS:-$JOBS}
 BUILD_ROOT=${GSHARE_SANITIZE_BUILD_ROOT:-$ROOT}
 
 # Tests excluded per mode (a ctest -E regex; empty = none). Every entry needs a reason here.
@@ -53,7 +55,7 @@ run_mode() {
   local targets=()
   for t in ${GSHARE_SANITIZE_TARGETS:-}; do targets+=(--target "$t"); done
   local build_ok=1
-  if ! cmake --build "$dir" -j"$JOBS" "${targets[@]}" -- -k 0; then
+  if ! cmake --build "$dir" -j"$BUILD_JOBS" "${targets[@]}" -- -k 0; then
     build_ok=0
     echo "sanitize: $mode: build FAILED for some targets; running the tests that were built"
   fi
