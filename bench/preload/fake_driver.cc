@@ -27,6 +27,14 @@ FAKE_EXPORT CUresult cuLaunchKernel(CUfunction, unsigned int, unsigned int, unsi
 FAKE_EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr, const void*, size_t, CUstream) {
   return CUDA_SUCCESS;
 }
+FAKE_EXPORT CUresult cuMemcpyDtoHAsync_v2(void*, CUdeviceptr, size_t, CUstream) {
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuMemsetD32Async(CUdeviceptr, unsigned int, size_t, CUstream) {
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuEventRecord(CUevent, CUstream) { return CUDA_SUCCESS; }
+FAKE_EXPORT CUresult cuStreamWaitEvent(CUstream, CUevent, unsigned int) { return CUDA_SUCCESS; }
 
 namespace {
 CUcontext FakeContext() { return reinterpret_cast<CUcontext>(static_cast<uintptr_t>(0xC0)); }

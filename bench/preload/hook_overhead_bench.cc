@@ -2,7 +2,10 @@
 // on a do-nothing driver (fake_driver.cc) and through libgshare.so's hooks wrapping that same
 // driver, in one process and one run. Counters (per call, from the thread's CPU clock so that
 // preemption on a loaded machine does not count): direct_ns, shim_ns, added_ns (the target is
-// <= 50 ns), ratio.
+// <= 50 ns), ratio. Besides launches and copies: the other submissions of an inference
+// request (device-to-host copy, memset, event record, stream wait) and a whole BERT-like request
+// (one upload, 47 launches on a stream, one download: what bench/samples' bert submits), whose
+// added_ns is the shim's CPU cost per request.
 //
 //   hook_overhead_bench --benchmark_format=json
 #include <cuda.h>
@@ -22,6 +25,10 @@ namespace {
 struct Table {
   PFN_cuLaunchKernel_v4000 launch = nullptr;
   PFN_cuMemcpyHtoDAsync_v3020 htod_async = nullptr;
+  PFN_cuMemcpyDtoHAsync_v3020 dtoh_async = nullptr;
+  PFN_cuMemsetD32Async_v3020 memset_async = nullptr;
+  PFN_cuEventRecord_v2000 event_record = nullptr;
+  PFN_cuStreamWaitEvent_v3020 wait_event = nullptr;
 };
 
 struct Setup {
@@ -34,6 +41,10 @@ Table LoadTable(void* h) {
   Table t;
   t.launch = reinterpret_cast<PFN_cuLaunchKernel_v4000>(dlsym(h, "cuLaunchKernel"));
   t.htod_async = reinterpret_cast<PFN_cuMemcpyHtoDAsync_v3020>(dlsym(h, "cuMemcpyHtoDAsync_v2"));
+  t.dtoh_async = reinterpret_cast<PFN_cuMemcpyDtoHAsync_v3020>(dlsym(h, "cuMemcpyDtoHAsync_v2"));
+  t.memset_async = reinterpret_cast<PFN_cuMemsetD32Async_v3020>(dlsym(h, "cuMemsetD32Async"));
+  t.event_record = reinterpret_cast<PFN_cuEventRecord_v2000>(dlsym(h, "cuEventRecord"));
+  t.wait_event = reinterpret_cast<PFN_cuStreamWaitEvent_v3020>(dlsym(h, "cuStreamWaitEvent"));
   return t;
 }
 
@@ -48,7 +59,11 @@ Setup& GetSetup() {
     }
     r.direct = LoadTable(fake);
     r.shim = LoadTable(shim);
-    r.ok = r.direct.launch && r.shim.launch && r.direct.htod_async && r.shim.htod_async;
+    for (const Table* t : {&r.direct, &r.shim}) {
+      r.ok = t->launch && t->htod_async && t->dtoh_async && t->memset_async && t->event_record &&
+             t->wait_event;
+      if (!r.ok) break;
+    }
     return r;
   }();
   return s;
@@ -90,6 +105,53 @@ void BM_MemcpyHtoDAsyncHook(benchmark::State& state) {
   });
 }
 BENCHMARK(BM_MemcpyHtoDAsyncHook)->UseRealTime();
+
+const auto kStream = reinterpret_cast<CUstream>(static_cast<uintptr_t>(0x5000));
+const auto kEvent = reinterpret_cast<CUevent>(static_cast<uintptr_t>(0xE000));
+
+void BM_MemcpyDtoHAsyncHook(benchmark::State& state) {
+  static int value = 0;
+  Compare(state, [](const Table& t) {
+    benchmark::DoNotOptimize(t.dtoh_async(&value, 0x1000, sizeof(value), kStream));
+  });
+}
+BENCHMARK(BM_MemcpyDtoHAsyncHook)->UseRealTime();
+
+void BM_MemsetD32AsyncHook(benchmark::State& state) {
+  Compare(state, [](const Table& t) {
+    benchmark::DoNotOptimize(t.memset_async(0x1000, 0, 16, kStream));
+  });
+}
+BENCHMARK(BM_MemsetD32AsyncHook)->UseRealTime();
+
+void BM_EventRecordHook(benchmark::State& state) {
+  Compare(state, [](const Table& t) { benchmark::DoNotOptimize(t.event_record(kEvent, kStream)); });
+}
+BENCHMARK(BM_EventRecordHook)->UseRealTime();
+
+void BM_StreamWaitEventHook(benchmark::State& state) {
+  Compare(state, [](const Table& t) { benchmark::DoNotOptimize(t.wait_event(kStream, kEvent, 0)); });
+}
+BENCHMARK(BM_StreamWaitEventHook)->UseRealTime();
+
+// One BERT-like request's submissions (samples/bert: an upload, 47 launches, a download), per
+// request: added_ns is what the shim's hooks cost one request on the CPU.
+void BM_BertLikeRequestHooks(benchmark::State& state) {
+  static int ids[64] = {};
+  static float out[256] = {};
+  Setup& s = GetSetup();
+  if (!s.ok) {
+    state.SkipWithError("set-up failed");
+    return;
+  }
+  gshare::bench::CompareDirectAndShim(state, s.direct, s.shim, kBatch / 32, [](const Table& t) {
+    benchmark::DoNotOptimize(t.htod_async(0x1000, ids, sizeof(ids), kStream));
+    for (int k = 0; k < 47; ++k)
+      benchmark::DoNotOptimize(t.launch(nullptr, 4, 1, 1, 128, 1, 1, 0, kStream, nullptr, nullptr));
+    benchmark::DoNotOptimize(t.dtoh_async(out, 0x2000, sizeof(out), kStream));
+  }, [] {});
+}
+BENCHMARK(BM_BertLikeRequestHooks)->UseRealTime();
 
 }  // namespace
 

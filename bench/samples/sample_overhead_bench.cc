@@ -7,10 +7,14 @@
 // ratio_p50 = shim / plain, so the ratio comes from one run under the same machine load, and
 // ratio_paired_p50 = the median of the per-pair ratios (robust to load that drifts mid-run).
 //
-//   build/bin/sample_overhead_bench --benchmark_format=json [--real-gpu] [--standalone]
+//   build/bin/sample_overhead_bench --benchmark_format=json [--real-gpu] [--standalone] [--no-lease]
 //
 // --standalone runs the shimmed server without an arbiter (quota only, no time slicing), which
-// separates the shim's own cost from the token round trips through the arbiter.
+// separates the shim's own cost from the token round trips through the arbiter. --no-lease
+// runs the arbiter with `--lease off`: every request after an idle gap asks the arbiter for the
+// token again (the behaviour before the sole-tenant lease). The arbiter's counters are reported:
+// grants and lease_takes (with the lease, nearly every request after the first takes it:
+// lease_takes ~ grants - 1; without it, 0).
 //
 // On simcuda (default) the processes get SIMCUDA_DEVICES=2x4GiB and a private registry. With
 // --real-gpu both servers use device 0 (a one-GPU host); requests are sent one at a time, so
@@ -24,6 +28,8 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <memory>
 #include <thread>
 
@@ -40,6 +46,7 @@ namespace {
 
 bool g_real_gpu = false;
 bool g_standalone = false;
+bool g_no_lease = false;
 const std::string kBuild = GSHARE_BUILD_DIR;
 
 // One request body per kind, small and fixed (the samples' documented input shapes).
@@ -60,6 +67,13 @@ std::string Body(const std::string& kind) {
   return nlohmann::json{{"inputs", inputs}}.dump();
 }
 
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
 // The arbiter and the two servers of one kind; everything stopped in the destructor.
 class Setup {
  public:
@@ -75,9 +89,11 @@ class Setup {
       dm::SetEnv(env, "SIMCUDA_KERNELS", kBuild + "/lib/libsimcuda_kernels.so");
     }
     const std::string socket = dir_ + "/arbiter.sock";
-    auto arbiter = dm::ChildProcess::Spawn({{kBuild + "/bin/gshare-arbiter", "--socket", socket,
-                                             "--gpus", "0", "--log-level", "warn"},
-                                            env, "", dir_ + "/arbiter.log"});
+    std::vector<std::string> arbiter_args = {kBuild + "/bin/gshare-arbiter", "--socket", socket,
+                                             "--gpus", "0", "--log-level", "warn", "--summary",
+                                             dir_ + "/summary.json"};
+    if (g_no_lease) arbiter_args.insert(arbiter_args.end(), {"--lease", "off"});
+    auto arbiter = dm::ChildProcess::Spawn({arbiter_args, env, "", dir_ + "/arbiter.log"});
     if (!arbiter.ok()) {
       error_ = arbiter.error().message;
       return;
@@ -131,6 +147,13 @@ class Setup {
   Setup& operator=(const Setup&) = delete;
 
   const std::string& error() const { return error_; }
+
+  // Stops the arbiter (the shimmed server then runs stand-alone) and returns its summary
+  // (null if it wrote none).
+  nlohmann::json StopArbiter() {
+    arbiter_.Stop(std::chrono::seconds(10));
+    return nlohmann::json::parse(ReadAll(dir_ + "/summary.json"), nullptr, false);
+  }
 
   // Sends one request to server i (0 shim, 1 plain); returns its latency in ms, or -1.
   double Request(size_t i, const std::string& body) {
@@ -198,6 +221,13 @@ void BM_SampleRequest(benchmark::State& state, const std::string& kind) {
     if (plain[i] > 0) ratios.push_back(shim[i] / plain[i]);
   state.counters["ratio_paired_p50"] = Median(ratios);
   state.counters["pairs"] = static_cast<double>(ratios.size());
+  if (!g_standalone) {
+    const nlohmann::json summary = setup.StopArbiter();
+    if (summary.is_object()) {
+      state.counters["arbiter_grants"] = summary.value("grants", 0.0);
+      state.counters["arbiter_lease_takes"] = summary.value("lease_takes", 0.0);
+    }
+  }
 }
 
 }  // namespace
@@ -210,6 +240,7 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc;) {
     bool* flag = std::strcmp(argv[i], "--real-gpu") == 0     ? &g_real_gpu
                  : std::strcmp(argv[i], "--standalone") == 0 ? &g_standalone
+                 : std::strcmp(argv[i], "--no-lease") == 0   ? &g_no_lease
                                                              : nullptr;
     if (flag == nullptr) {
       ++i;

@@ -49,6 +49,19 @@ TEST(Config, MalformedValuesAreNamed) {
   EXPECT_NE(both.error.find("GSHARE_SLO_MS"), std::string::npos);
 }
 
+TEST(Config, LeaseAndKeptMemory) {
+  const Config defaults = Parse({});
+  EXPECT_TRUE(defaults.lease);
+  EXPECT_EQ(defaults.keep_freed_bytes, 256ull << 20);
+  EXPECT_FALSE(Parse({{"GSHARE_LEASE", "0"}}).lease);
+  EXPECT_TRUE(Parse({{"GSHARE_LEASE", "1"}}).lease);
+  EXPECT_NE(Parse({{"GSHARE_LEASE", "on"}}).error.find("GSHARE_LEASE='on'"), std::string::npos);
+  EXPECT_EQ(Parse({{"GSHARE_KEEP_FREED", "0"}}).keep_freed_bytes, 0u);
+  EXPECT_EQ(Parse({{"GSHARE_KEEP_FREED", "64MiB"}}).keep_freed_bytes, 64ull << 20);
+  EXPECT_NE(Parse({{"GSHARE_KEEP_FREED", "lots"}}).error.find("GSHARE_KEEP_FREED"),
+            std::string::npos);
+}
+
 TEST(Config, ControlSocketExpandsPid) {
   const Config c = Parse({{"GSHARE_CONTROL_SOCKET", "/tmp/gshare-%p.sock"}}, 42);
   EXPECT_EQ(c.control_socket, "/tmp/gshare-42.sock");

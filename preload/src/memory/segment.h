@@ -23,6 +23,7 @@ struct PieceState {
   CUmemGenericAllocationHandle handle = 0;  // nonzero while physically present and mapped
   uint32_t users = 0;          // live allocations overlapping the piece (0: needs no memory)
   bool has_host_copy = false;  // the staging holds its bytes at host_offset (swapped out)
+  bool kept = false;           // users == 0 but still mapped: kept for reuse (KeptMemory)
   uint64_t host_offset = 0;
 };
 

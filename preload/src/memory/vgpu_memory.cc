@@ -7,9 +7,11 @@
 //   2. a piece's users == the number of live allocations overlapping it (pending async frees
 //      included: they are live until their event completes);
 //   3. backed_bytes_ == sum of piece_size over pieces with users > 0;
-//   4. resident_ == true  => every piece with users > 0 has a handle, and no other piece has one;
-//      resident_ == false => no piece has a handle;
-//   5. used = backed_bytes_ + external total; an allocation never makes used exceed quota_.
+//   4. resident_ == true  => every piece with users > 0 has a handle, and no other piece has one
+//      except kept pieces (users == 0, kept: freed memory kept mapped for reuse, kept_);
+//      resident_ == false => no piece has a handle and nothing is kept;
+//   5. used = backed_bytes_ + external total; an allocation never makes used exceed quota_, and
+//      used + kept_.bytes() never exceeds quota_ either (kept memory is trimmed first).
 #include "gshare/memory/vgpu_memory.h"
 
 #include <spdlog/spdlog.h>
@@ -23,6 +25,7 @@
 
 #include "deferred_frees.h"
 #include "fair_mutex.h"
+#include "kept_memory.h"
 #include "pinned_staging.h"
 #include "range_allocator.h"
 #include "segment.h"
@@ -74,9 +77,10 @@ class VgpuMemory::Impl {
  public:
   Impl(const DeviceApi& api, const VgpuMemoryOptions& options)
       : api_(api), options_(options), quota_(options.quota_bytes), device_(options.device),
-        deferred_(api_), staging_(api_) {}
+        deferred_(api_), staging_(api_), kept_(options.keep_freed_bytes) {}
 
   ~Impl() {
+    (void)kept_.TrimTo(0);
     allocations_.clear();
     dedicated_.clear();
     arenas_.clear();
@@ -156,6 +160,7 @@ class VgpuMemory::Impl {
       ++out_of_memory_;
       return CUDA_ERROR_OUT_OF_MEMORY;
     }
+    (void)kept_.TrimTo(quota_ - Used() - bytes);
     external_[static_cast<int>(kind)] += bytes;
     return CUDA_SUCCESS;
   }
@@ -169,6 +174,7 @@ class VgpuMemory::Impl {
   void SetQuota(uint64_t quota_bytes) {
     std::lock_guard<FairMutex> lock(mu_);
     quota_ = quota_bytes;
+    (void)kept_.TrimTo(quota_ - std::min(quota_, Used()));
   }
 
   CUresult SwapOut(const DrainCallback& drain, SwapStats* stats) {
@@ -187,6 +193,7 @@ class VgpuMemory::Impl {
     }
     Reclaim(/*wait=*/true);
     result.drain_time = Since(drain_start);
+    (void)kept_.TrimTo(0);  // freed memory kept for reuse goes, it holds nothing to save
     const std::vector<PieceRef> pieces = PiecesWithUsers();
     CUresult release_rc = CUDA_SUCCESS;
     if (!pieces.empty()) {
@@ -341,7 +348,9 @@ class VgpuMemory::Impl {
     c.external_bytes = ExternalTotal();
     c.live_allocations = allocations_.size();
     c.pending_async_frees = deferred_.pending();
-    c.physical_handles = CountHandles();
+    c.physical_handles = CountHandles() + kept_.chunks();
+    c.kept_bytes = kept_.bytes();
+    c.kept_reuses = kept_.reuses();
     c.arenas = arenas_.size();
     c.allocations = allocations_total_;
     c.frees = frees_total_;
@@ -432,6 +441,8 @@ class VgpuMemory::Impl {
     return std::max(bytes, std::min(quota_, bytes + bytes / 4));
   }
   bool Fits(uint64_t extra) const { return extra <= quota_ && Used() <= quota_ - extra; }
+  // What kept memory may occupy: the quota left over by live allocations.
+  uint64_t Room() const { return quota_ - std::min(quota_, Used()); }
 
   CUresult EnsureGranule() {
     if (granule_ != 0) return CUDA_SUCCESS;
@@ -450,12 +461,15 @@ class VgpuMemory::Impl {
   CUresult AllocateDedicated(size_t bytes, CUdeviceptr* dptr) {
     const uint64_t size = AlignUp(bytes, granule_);
     if (!Fits(size)) return CUDA_ERROR_OUT_OF_MEMORY;
-    std::unique_ptr<Segment> segment;
-    CUresult rc = Segment::Reserve(api_, size, size, granule_, &segment);
-    if (rc != CUDA_SUCCESS) return rc;
-    if (resident_) {
-      rc = segment->Back(0, device_);
+    std::unique_ptr<Segment> segment = resident_ ? kept_.TakeChunk(size) : nullptr;
+    if (segment == nullptr) {  // nothing kept of that size: a new chunk
+      (void)kept_.TrimTo(quota_ - Used() - size);
+      CUresult rc = Segment::Reserve(api_, size, size, granule_, &segment);
       if (rc != CUDA_SUCCESS) return rc;
+      if (resident_) {
+        rc = segment->Back(0, device_);
+        if (rc != CUDA_SUCCESS) return rc;
+      }
     }
     segment->piece(0).users = 1;
     backed_bytes_ += size;
@@ -508,11 +522,17 @@ class VgpuMemory::Impl {
     const uint64_t extra = fresh * seg.piece_size();
     if (!Fits(extra)) return CUDA_ERROR_OUT_OF_MEMORY;
     if (resident_) {
+      // Kept pieces in the range are live again as they are; trim the rest of the kept memory
+      // so that used + kept stays within the quota once the new pieces are backed.
+      for (size_t i = first; i <= last; ++i)
+        if (seg.piece(i).users == 0 && seg.piece(i).kept) kept_.ReusePiece(&seg, i);
+      (void)kept_.TrimTo(quota_ - Used() - extra);
       for (size_t i = first; i <= last; ++i) {
-        if (seg.piece(i).users != 0) continue;
+        if (seg.piece(i).users != 0 || seg.piece(i).handle != 0) continue;
         const CUresult rc = seg.Back(i, device_);
         if (rc != CUDA_SUCCESS) {
-          for (size_t j = first; j < i; ++j) {
+          // Undo: pieces backed here and kept pieces taken for reuse (anywhere in the range).
+          for (size_t j = first; j <= last; ++j) {
             if (seg.piece(j).users == 0 && seg.piece(j).handle != 0) (void)seg.Unback(j);
           }
           return rc;
@@ -537,7 +557,9 @@ class VgpuMemory::Impl {
     CUresult rc = CUDA_SUCCESS;
     if (a.arena == nullptr) {
       backed_bytes_ -= a.reserved;
-      dedicated_.erase(base);  // unmaps, releases and frees the VA
+      auto chunk = dedicated_.find(base);
+      if (resident_) (void)kept_.KeepChunk(chunk->second, Room());  // else: unmapped below
+      dedicated_.erase(chunk);  // unmaps, releases and frees the VA (unless kept)
       return rc;
     }
     Segment& seg = *a.segment;
@@ -547,6 +569,7 @@ class VgpuMemory::Impl {
       if (--piece.users != 0) continue;
       piece.has_host_copy = false;
       backed_bytes_ -= seg.piece_size();
+      if (piece.handle != 0 && resident_ && kept_.KeepPiece(&seg, i, Room())) continue;
       if (piece.handle != 0) {
         const CUresult unback_rc = seg.Unback(i);
         if (rc == CUDA_SUCCESS) rc = unback_rc;
@@ -598,6 +621,7 @@ class VgpuMemory::Impl {
   DeferredFrees deferred_;
   PinnedStaging staging_;
   std::vector<std::unique_ptr<Arena>> arenas_;
+  KeptMemory kept_;  // after arenas_: it refers to their pieces
   std::map<CUdeviceptr, std::unique_ptr<Segment>> dedicated_;
   std::map<CUdeviceptr, Allocation> allocations_;
   uint64_t backed_bytes_ = 0;

@@ -64,6 +64,17 @@ Config ParseConfig(const char* (*getenv_fn)(const char*, void*), void* ctx, int 
       config.vgpu_memory_bytes = *bytes;
     }
   }
+  const std::string keep = Get(getenv_fn, ctx, "GSHARE_KEEP_FREED");
+  if (!keep.empty()) {
+    std::string why;
+    const auto bytes = gshare::ParseByteSize(keep, &why);
+    if (!bytes) {
+      AddError(&config.error, "GSHARE_KEEP_FREED='" + keep + "' is not a size (" + why +
+                                  "); expected e.g. 0 or 256MiB");
+    } else {
+      config.keep_freed_bytes = *bytes;
+    }
+  }
   config.function_name = Get(getenv_fn, ctx, "GSHARE_FUNCTION");
   config.slo_ms = ParsePositive(getenv_fn, ctx, "GSHARE_SLO_MS", "milliseconds", &config.error);
   const std::string socket = Get(getenv_fn, ctx, "GSHARE_CONTROL_SOCKET");

@@ -29,6 +29,9 @@ struct Config {
   // GSHARE_LEASE: take the sole-tenant lease the arbiter offers (1, default: a request after an
   // idle gap holds the token with one CAS, no round trip) or always ask (0).
   bool lease = true;
+  // GSHARE_KEEP_FREED: freed device memory kept mapped for the next allocation, at most this
+  // much (a size; 0 releases at once). Alloc/free pairs then cost no driver call.
+  uint64_t keep_freed_bytes = uint64_t{256} << 20;
   // Empty when every variable parsed; otherwise one message per malformed variable, naming it.
   std::string error;
 };

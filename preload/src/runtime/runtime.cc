@@ -169,6 +169,7 @@ CUresult Runtime::CreateMemory() {
   }
   memory::VgpuMemoryOptions options;
   options.device = 0;
+  options.keep_freed_bytes = config_.keep_freed_bytes;
   if (config_.vgpu_memory_bytes) {
     options.quota_bytes = *config_.vgpu_memory_bytes;
   } else {

@@ -10,6 +10,10 @@
 //     of options.arena_bytes whose granules (the driver's allocation granularity, 2 MiB) are
 //     backed with their own handle exactly while some live allocation overlaps them.
 //
+// Kept memory (options.keep_freed_bytes): freed pieces and chunks may stay mapped for reuse;
+// they are not "used" (GetInfo reports them free) and are released before they could make
+// used + kept exceed the quota, and at every swap-out.
+//
 // Accounting: "used" is the physical memory the vGPU holds (backed granules + dedicated chunks
 // + tracked external memory) plus, while swapped out, what it will hold again at swap-in. An
 // allocation whose extra physical memory would make used exceed the quota fails with
@@ -70,6 +74,10 @@ struct VgpuMemoryOptions {
   // with its own stream) that each map every n-th piece and enqueue its copies at once.
   uint64_t swap_piece_bytes = 8 * kMiB;
   unsigned swap_streams = 4;
+  // Freed physical memory kept mapped for the next allocation that lands there, at most this
+  // many bytes (and never beyond quota minus used): alloc/free pairs then cost no driver call.
+  // 0 (the default here) releases at once; the shim sets GSHARE_KEEP_FREED (default 256 MiB).
+  uint64_t keep_freed_bytes = 0;
 };
 
 // What one SwapOut or SwapIn did.
@@ -103,6 +111,8 @@ struct VgpuMemoryCounters {
   uint64_t out_of_memory = 0;         // cumulative quota refusals
   uint64_t swap_outs = 0;
   uint64_t swap_ins = 0;
+  uint64_t kept_bytes = 0;            // freed memory kept mapped for reuse (not in used_bytes)
+  uint64_t kept_reuses = 0;           // cumulative allocations served from kept memory
   bool resident = true;
   CUdevice device = 0;
 };
