@@ -13,6 +13,7 @@
 //  - the policy's grant slice is advisory: the arbiter asks the holder to yield at the end of
 //    its slice only when another client waits, and enforces after the preemption grace.
 #include <algorithm>
+#include <utility>
 
 #include <spdlog/spdlog.h>
 
@@ -437,7 +438,8 @@ void ArbiterImpl::Enforce(Client& c, uint64_t now_ns) {
   gpus_[g].holder = 0;
   c.where = Where::kCheckpointed;
   Unreserve(c);
-  Deliver(now_ns, policy::SliceExpired{c.fid, g});
+  // A lease holder the policy never granted gets no SliceExpired (its burst is still queued).
+  if (!std::exchange(c.lease_unconfirmed, false)) Deliver(now_ns, policy::SliceExpired{c.fid, g});
   PumpTransfers(now_ns);
 }
 
