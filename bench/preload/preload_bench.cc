@@ -31,6 +31,8 @@ struct Table {
   PFN_cuMemcpyHtoDAsync_v3020 htod_async = nullptr;
   PFN_cuMemAlloc_v3020 alloc = nullptr;
   PFN_cuMemFree_v3020 free = nullptr;
+  PFN_cuPointerGetAttributes_v7000 pointer_attributes = nullptr;
+  PFN_cuMemGetInfo_v3020 mem_get_info = nullptr;
 };
 
 struct Setup {
@@ -40,6 +42,7 @@ struct Setup {
   CUstream stream = nullptr;
   CUfunction kernel = nullptr;
   CUdeviceptr buffer = 0;
+  CUdeviceptr vgpu_buffer = 0;  // allocated through the shim (a vGPU allocation)
   bool ok = false;
 };
 
@@ -54,6 +57,8 @@ Table LoadTable(void* h) {
   Load(h, "cuMemcpyHtoDAsync_v2", &t.htod_async);
   Load(h, "cuMemAlloc_v2", &t.alloc);
   Load(h, "cuMemFree_v2", &t.free);
+  Load(h, "cuPointerGetAttributes", &t.pointer_attributes);
+  Load(h, "cuMemGetInfo_v2", &t.mem_get_info);
   return t;
 }
 
@@ -83,7 +88,8 @@ Setup& GetSetup() {
         set_current(ctx) != CUDA_SUCCESS || stream_create(&r.stream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS ||
         load(&module, basic_kernels_ptx) != CUDA_SUCCESS ||
         get_fn(&r.kernel, module, "sleep_ns") != CUDA_SUCCESS ||
-        r.direct.alloc(&r.buffer, 4096) != CUDA_SUCCESS) {
+        r.direct.alloc(&r.buffer, 4096) != CUDA_SUCCESS ||
+        r.shim.alloc(&r.vgpu_buffer, 4096) != CUDA_SUCCESS) {
       std::fprintf(stderr, "driver set-up failed\n");
       return r;
     }
@@ -134,6 +140,33 @@ void BM_HookFastPath(benchmark::State& state) {
   });
 }
 BENCHMARK(BM_HookFastPath)->UseRealTime();
+
+// What cudart's cudaPointerGetAttributes asks (no range attributes), on a vGPU allocation.
+void BM_PointerGetAttributes(benchmark::State& state) {
+  Setup& s = GetSetup();
+  Compare(state, [&](const Table& t) {
+    CUpointer_attribute attrs[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                   CU_POINTER_ATTRIBUTE_DEVICE_POINTER,
+                                   CU_POINTER_ATTRIBUTE_IS_MANAGED,
+                                   CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL};
+    unsigned type = 0;
+    CUdeviceptr device_ptr = 0;
+    int managed = 0;
+    int ordinal = 0;
+    void* data[] = {&type, &device_ptr, &managed, &ordinal};
+    benchmark::DoNotOptimize(t.pointer_attributes(4, attrs, data, s.vgpu_buffer));
+  });
+}
+BENCHMARK(BM_PointerGetAttributes)->UseRealTime();
+
+void BM_MemGetInfo(benchmark::State& state) {
+  Compare(state, [&](const Table& t) {
+    size_t free_bytes = 0;
+    size_t total = 0;
+    benchmark::DoNotOptimize(t.mem_get_info(&free_bytes, &total));
+  });
+}
+BENCHMARK(BM_MemGetInfo)->UseRealTime();
 
 // cuMemAlloc + cuMemFree pairs of `range(0)` bytes: pairs per second through each path.
 void BM_AllocFreePair(benchmark::State& state) {

@@ -18,8 +18,7 @@ GSHARE_EXPORT CUresult cuMemGetInfo_v2(size_t* free, size_t* total) {
     return rt->real().cuMemGetInfo_v2(free, total);  // the driver's own answer before cuInit
   }
   if (free == nullptr || total == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  mem->ReclaimCompletedFrees();
-  mem->GetInfo(free, total);
+  mem->GetInfo(free, total);  // polls completed stream-ordered frees itself (one lock)
   return CUDA_SUCCESS;
 }
 
@@ -79,12 +78,19 @@ GSHARE_EXPORT CUresult cuPointerGetAttributes(unsigned int numAttributes,
   const CUresult access = AccessMemory(&rt, &mem);
   if (rt->real().cuPointerGetAttributes == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
   const CUresult r = rt->real().cuPointerGetAttributes(numAttributes, attributes, data, ptr);
-  CUdeviceptr base = 0;
-  size_t size = 0;
-  if (r != CUDA_SUCCESS || access != CUDA_SUCCESS || attributes == nullptr || data == nullptr ||
-      mem->LookupRange(ptr, &base, &size) != CUDA_SUCCESS) {
+  if (r != CUDA_SUCCESS || access != CUDA_SUCCESS || attributes == nullptr || data == nullptr) {
     return r;
   }
+  // Only the range attributes differ from the driver's answer: look the allocation up (a lock
+  // and a map search) only when one is asked (cudart's cudaPointerGetAttributes asks none).
+  bool range = false;
+  for (unsigned int i = 0; i < numAttributes && !range; ++i) {
+    range = attributes[i] == CU_POINTER_ATTRIBUTE_RANGE_START_ADDR ||
+            attributes[i] == CU_POINTER_ATTRIBUTE_RANGE_SIZE;
+  }
+  CUdeviceptr base = 0;
+  size_t size = 0;
+  if (!range || mem->LookupRange(ptr, &base, &size) != CUDA_SUCCESS) return r;
   for (unsigned int i = 0; i < numAttributes; ++i) {
     if (data[i] == nullptr) continue;
     if (attributes[i] == CU_POINTER_ATTRIBUTE_RANGE_START_ADDR) {
