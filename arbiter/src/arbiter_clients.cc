@@ -92,6 +92,10 @@ void ArbiterImpl::Register(shm::RegistrationConnection conn, uint64_t now_ns) {
     return;
   }
 
+  // A previous arbiter instance that died between checkpointing this process and restoring it
+  // left it frozen; nothing else would ever restore it.
+  ThawProcess(peer.pid, req->function_name);
+
   auto c = std::make_unique<Client>();
   c->id = next_client_id_++;
   c->fid = static_cast<policy::FunctionId>(fid_to_client_.size());
@@ -241,6 +245,7 @@ void ArbiterImpl::RemoveClient(uint32_t client_id, uint64_t reason, uint64_t now
   DelFd(c.conn.fd());
   DelFd(c.chan.doorbell_fd());
   if (c.holding && gpus_[c.hold_gpu].holder == c.id) gpus_[c.hold_gpu].holder = 0;
+  if (c.where == Where::kCheckpointed) ThawProcess(c.pid, c.name);  // alive but disconnected
   Unreserve(c);
   Record(shm::EventType::kUnregister, &c, shm::kNoGpu, reason);
   const policy::FunctionId fid = c.fid;
@@ -248,6 +253,28 @@ void ArbiterImpl::RemoveClient(uint32_t client_id, uint64_t reason, uint64_t now
   clients_.erase(it);
   if (!stopping_) Deliver(now_ns, policy::FunctionGone{fid});
   PumpTransfers(now_ns);
+}
+
+void ArbiterImpl::ThawProcess(int pid, const std::string& name) {
+  if (!driver_ || pid <= 0) return;
+  const int state = driver_->ProcessState(pid);
+  shm::Status s;
+  if (state == CU_PROCESS_STATE_CHECKPOINTED) {
+    s = driver_->RestoreAndUnlock(pid, 0, 0);  // no GPU pairs: back where it was
+  } else if (state == CU_PROCESS_STATE_LOCKED) {
+    s = driver_->Unlock(pid);
+  } else {
+    return;  // running, gone, failed or unknown: nothing to undo
+  }
+  if (!s.ok()) {
+    spdlog::error("pid {} ('{}') is left {} by a checkpoint and could not be thawed: {}", pid,
+                  name, state == CU_PROCESS_STATE_LOCKED ? "locked" : "checkpointed",
+                  s.ToString());
+    return;
+  }
+  ++stats_.restores;
+  spdlog::warn("pid {} ('{}') was left {} by a checkpoint; restored and unlocked", pid, name,
+               state == CU_PROCESS_STATE_LOCKED ? "locked" : "checkpointed");
 }
 
 Client* ArbiterImpl::ById(uint32_t id) {

@@ -165,6 +165,11 @@ class ArbiterImpl final : public Arbiter {
   // `reason` is the kUnregister event's argument (shm/event_ring_layout.h): 0 clean, 1 died,
   // 2 malformed channel, kUnregisterOrderTimeout, kUnregisterUnenforceable, kUnregisterFlooding.
   void RemoveClient(uint32_t client_id, uint64_t reason, uint64_t now_ns);
+  // Lets a process that a process checkpoint left frozen run again (restored onto the GPU it
+  // was checkpointed from, then unlocked; a locked one only unlocked): a client that leaves while
+  // checkpointed (also at shutdown), and a process registering that a previous arbiter left
+  // frozen when it died. Best effort: a process that is gone or not frozen is left alone.
+  void ThawProcess(int pid, const std::string& name);
   std::optional<uint32_t> GpuIndex(uint32_t ordinal) const;
 
   // ---- scheduling (arbiter_schedule.cc)

@@ -105,6 +105,12 @@ shm::Status DriverLib::RestoreAndUnlock(int pid, int from, int to) const {
     args.gpuPairsCount = 1;
   }
   if (auto s = Check(restore_(pid, &args), "cuCheckpointProcessRestore"); !s.ok()) return s;
+  return Unlock(pid);
+}
+
+shm::Status DriverLib::Unlock(int pid) const {
+  if (unlock_ == nullptr)
+    return shm::Status(shm::StatusCode::kUnavailable, "the driver has no process checkpoint API");
   CUcheckpointUnlockArgs un;
   std::memset(&un, 0, sizeof(un));
   return Check(unlock_(pid, &un), "cuCheckpointProcessUnlock");

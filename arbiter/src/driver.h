@@ -35,6 +35,8 @@ class DriverLib {
   // Restores a checkpointed `pid`, moving it from GPU `from` to GPU `to` (gpuPairs when they
   // differ), then unlocks it.
   shm::Status RestoreAndUnlock(int pid, int from, int to) const;
+  // Unlocks a locked (not checkpointed) `pid`.
+  shm::Status Unlock(int pid) const;
   // Process state as the driver sees it (CU_PROCESS_STATE_*), or -1 if unknown.
   int ProcessState(int pid) const;
 

@@ -441,40 +441,70 @@ TEST(FaultEnforcement, CheckpointedFunctionKilled) {
 #endif
 }
 
-// Checkpoint, arbiter side: the arbiter is killed while it holds a function checkpointed (its
-// memory moved to host, the process locked), and restarted. The checkpointed function must not
-// stay frozen: it is restored (by the new arbiter) and runs on; the polite one finishes intact.
-// DISABLED: fails today (found session 4, reported to the lead with this reproducer): the
-// function re-registers with the new arbiter but stays CU_PROCESS_STATE_CHECKPOINTED forever;
-// nothing restores it (the new arbiter does not ask the driver for its checkpoint state).
-// Run it with --gtest_also_run_disabled_tests; enable it with the fix.
-TEST(FaultEnforcement, DISABLED_ArbiterKilledWhileAFunctionIsCheckpointed) {
-#ifndef ROGUE_FUNCTION_BIN
-  GTEST_SKIP() << "arbiter_cuda_function not built";
-#else
+#ifdef ROGUE_FUNCTION_BIN
+// Polls the driver's view of `pid` until it runs again (CU_PROCESS_STATE_RUNNING) or 30 s pass;
+// the last state seen.
+std::optional<int> WaitUntilRunning(FaultNode& node, pid_t pid) {
+  std::optional<int> state;
+  const auto deadline = std::chrono::steady_clock::now() + seconds(30);
+  do {
+    state = node.ProcessState(pid);
+    if (state == kProcessRunning) break;
+    std::this_thread::sleep_for(milliseconds(200));
+  } while (std::chrono::steady_clock::now() < deadline);
+  return state;
+}
+
+enum class ArbiterEnd { kKilledAndRestarted, kStopped };
+
+// The arbiter ends (`how`) while it holds a rogue function checkpointed (its memory moved to
+// host, the process locked). The function must not stay frozen: a stopped arbiter restores it
+// before it exits; after a kill the new arbiter restores it when it registers again.
+void ExpectCheckpointedRogueThawed(ArbiterEnd how) {
   FaultNode node("1x512MiB", "0", {"--policy", "fifo", "--slice", "5ms", "--preempt-grace", "50ms"});
   ASSERT_TRUE(node.arbiter().Start());
   const pid_t rogue = SpawnRogue(node);
   const Worker w = SpawnPolite(node, "128MiB", 8, 8, 8);
   ASSERT_TRUE(RogueCheckpointed(node, rogue)) << ReadFile(node.arbiter().log());
-  node.arbiter().Kill();
-  std::this_thread::sleep_for(milliseconds(200));
-  ASSERT_TRUE(node.arbiter().Start()) << ReadFile(node.arbiter().log());
-  // The checkpointed function is not left frozen: within 30 s it runs again (restored).
-  std::optional<int> state;
-  const auto deadline = std::chrono::steady_clock::now() + seconds(30);
-  do {
-    state = node.ProcessState(rogue);
-    if (state == kProcessRunning) break;
+  if (how == ArbiterEnd::kStopped) {
+    (void)node.arbiter().Stop();
+  } else {
+    node.arbiter().Kill();
     std::this_thread::sleep_for(milliseconds(200));
-  } while (std::chrono::steady_clock::now() < deadline);
+    ASSERT_TRUE(node.arbiter().Start()) << ReadFile(node.arbiter().log());
+  }
+  const std::optional<int> state = WaitUntilRunning(node, rogue);
   EXPECT_EQ(::kill(rogue, 0), 0) << "the checkpointed function died";
   EXPECT_EQ(state, std::optional<int>(kProcessRunning))
-      << "the function checkpointed by the killed arbiter is still frozen\n"
+      << "the function checkpointed by the arbiter is still frozen\n"
       << ReadFile(node.arbiter().log());
   ::kill(rogue, SIGKILL);
   (void)WaitFor(rogue, seconds(30));
-  (void)ExpectPoliteIntactAndNodeClean(node, w);
+  if (how == ArbiterEnd::kStopped) {
+    ::kill(w.pid, SIGKILL);
+    (void)WaitFor(w.pid, seconds(30));
+  } else {
+    (void)ExpectPoliteIntactAndNodeClean(node, w);  // the polite one finishes intact
+  }
+}
+#endif
+
+// Checkpoint, arbiter side: the arbiter is killed while a function is checkpointed, and
+// restarted (it died before it could restore it).
+TEST(FaultEnforcement, ArbiterKilledWhileAFunctionIsCheckpointed) {
+#ifndef ROGUE_FUNCTION_BIN
+  GTEST_SKIP() << "arbiter_cuda_function not built";
+#else
+  ExpectCheckpointedRogueThawed(ArbiterEnd::kKilledAndRestarted);
+#endif
+}
+
+// The arbiter stops cleanly (SIGTERM) while a function is checkpointed.
+TEST(FaultEnforcement, ArbiterStoppedWhileAFunctionIsCheckpointed) {
+#ifndef ROGUE_FUNCTION_BIN
+  GTEST_SKIP() << "arbiter_cuda_function not built";
+#else
+  ExpectCheckpointedRogueThawed(ArbiterEnd::kStopped);
 #endif
 }
 
