@@ -1,5 +1,5 @@
-// Shared bookkeeping of every policy: the node model, event dispatch, actions, LRU eviction,
-// wakeups (see policy_base.h for the invariants).
+// Shared bookkeeping of every policy: the node model, event dispatch, actions, eviction (LRU
+// or cost-aware), wakeups (see policy_base.h for the invariants).
 #include "policy_base.h"
 
 #include <algorithm>

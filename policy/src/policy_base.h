@@ -1,8 +1,9 @@
 // PolicyBase: the bookkeeping every policy shares — its own model of the node (per-function
 // residency, outstanding bursts, predictors; per-GPU memory, tenant, ready queue, link), event
 // dispatch, action emission that keeps the model consistent with what the environment will do,
-// LRU eviction, and a wakeup heap. Concrete policies (keepalive.cc, proxy_swap.cc, fifo.cc,
-// slack_scheduler.cc) decide only where and when functions go, through the hooks below.
+// eviction (least recently used, or cheapest victims first), and a wakeup heap. Concrete
+// policies (keepalive.cc, proxy_swap.cc, fifo.cc, slack_scheduler.cc) decide only where and
+// when functions go, through the hooks below.
 //
 // Invariants (between Handle() calls):
 //  1. Gpu::used == sum of FootprintBytes over functions whose state is on that GPU (a swap-in
