@@ -6,14 +6,16 @@
 // Where the policy's model and the live node differ, this file bridges them:
 //  - the policy believes a newly registered function is on the host; the live client may
 //    already be resident (fresh, or re-registered after an arbiter restart). Such a client is
-//    a "shadow" resident: the policy's swap-in completes at once, and the adapter itself swaps
-//    shadow residents out (least recently used first) when a swap-in needs their memory;
+//    a "shadow" resident: the registration tells the policy where (state_on, a placement hint),
+//    the policy's swap-in completes at once, and the adapter itself swaps shadow residents out
+//    (cheapest bytes per idle second first) when a swap-in needs their memory;
 //  - the policy frees memory when it issues a swap-out; the arbiter frees the reservation only
 //    when the client acknowledges it, so a swap-in waits for room (never overshooting);
 //  - the policy's grant slice is advisory: the arbiter asks the holder to yield at the end of
 //    its slice only when another client waits, and enforces after the preemption grace.
 #include <algorithm>
 #include <utility>
+#include <variant>
 
 #include <spdlog/spdlog.h>
 
@@ -77,6 +79,14 @@ void ArbiterImpl::Record(shm::EventType type, const Client* c, uint32_t gpu, uin
 }
 
 void ArbiterImpl::Deliver(uint64_t now_ns, policy::EventBody body) {
+  // A registering client may already be resident (a shadow: the policy believes it is on the
+  // host): tell the policy where, so its first placement does not move the vGPU for nothing.
+  if (auto* reg = std::get_if<policy::FunctionRegistered>(&body)) {
+    const Client* c = ByFid(reg->function);
+    if (c != nullptr && c->where == Where::kResident && c->shadow && c->reserved_on &&
+        c->transfers.empty())
+      reg->state_on = *c->reserved_on;
+  }
   pending_events_.emplace_back(now_ns, std::move(body));
   if (delivering_) return;
   delivering_ = true;

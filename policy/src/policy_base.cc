@@ -43,6 +43,7 @@ void PolicyBase::Handle(const Event& event, ActionList& out) {
             fn.spec = e.spec;
             fn.registered = true;
             fn.exec = ExecPredictor(e.spec);
+            if (e.state_on < gpus_.size()) fn.state_on = fn.last_gpu = e.state_on;
             OnRegistered(now, e.function);
           },
           [&](const BurstStart& e) { HandleArrival(now, e.function); },

@@ -57,6 +57,8 @@ class PolicyBase : public Policy {
     // The GPU its state was last on (kNoGpu: never placed). After a deep eviction the live
     // arbiter keeps the vGPU there until the memory is needed, so coming back is cheapest.
     GpuId last_gpu = kNoGpu;
+    // FunctionRegistered::state_on until the function is first placed (kNoGpu: none).
+    GpuId state_on = kNoGpu;
     Time idle_wake = kNever;           // a policy's pending idle wakeup (policy scratch)
     ExecPredictor exec;
     ArrivalPredictor arrivals;

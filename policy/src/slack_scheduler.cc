@@ -218,6 +218,17 @@ class SlackScheduler final : public PolicyBase {
 
   void Place(Time now, FunctionId f) override {
     Fn& fn = fns_[f];
+    // The environment already keeps f's state on a GPU (FunctionRegistered::state_on): its
+    // first placement goes there when it fits beside what the policy put there (the swap-in
+    // then costs nothing), activating that GPU if need be.
+    if (opt_.residency && fn.state_on != kNoGpu) {
+      const GpuId g = fn.state_on;
+      fn.state_on = kNoGpu;
+      if (Usable(g) && gpus_[g].free() >= Need(f, g)) {
+        if (!gpus_[g].active) Activate(now, g);
+        return Load(now, f, g);
+      }
+    }
     const Time latest = fn.deadline() - Predict(f) - HostSwap(f) - kMargin;
     if (opt_.eager || latest <= now) {
       const GpuId g = Choose(now, f, fn.deadline());

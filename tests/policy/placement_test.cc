@@ -123,5 +123,18 @@ TEST(Placement, APinnedFunctionIsEvictedOnlyWhenTheNewcomerCannotWait) {
   EXPECT_EQ(swapped_at, latest) << "placed at its latest safe start, not before, not after";
 }
 
+// A function whose state the environment already keeps on g1 (FunctionRegistered::state_on) is
+// first placed there, not beside f0 on g0 where packing would put it.
+TEST(Placement, StartsAFunctionWhereTheEnvironmentAlreadyKeepsIt) {
+  for (const bool hinted : {true, false}) {
+    Driver d("aggressive", 2);
+    d.Send(0, FunctionRegistered{0, Fn(100, kExec, kSlow)});
+    d.Send(0, FunctionRegistered{1, Fn(100, kExec, kSlow), hinted ? GpuId{1} : kNoGpu});
+    LoadAndRun(d, 0, 0, 100);
+    const auto a = d.Send(kUsPerSecond, BurstStart{1});
+    EXPECT_TRUE(Has(a, ActionKind::kSwapIn, 1, hinted ? 1 : 0)) << hinted << ": " << Describe(a);
+  }
+}
+
 }  // namespace
 }  // namespace gshare::policy::testing

@@ -59,6 +59,11 @@ struct Started {};  // the node starts; GPUs are as in PolicyConfig::gpus, all i
 struct FunctionRegistered {
   FunctionId function;
   FunctionSpec spec;
+  // Where the environment already keeps the function's state although the policy starts it on
+  // the host (the live arbiter starts a fresh vGPU resident where it fits and keeps it as a
+  // lazily evicted shadow until the policy places it): a placement hint, so that the first
+  // placement does not move it for nothing. kNoGpu: none.
+  GpuId state_on = kNoGpu;
 };
 struct BurstStart {  // a request for `function` arrived (deadline = now + spec.slo)
   FunctionId function;
