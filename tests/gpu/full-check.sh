@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Everything gshare measures on a real GPU host, in one bounded run: the smoke test
 # (tests/gpu/smoke.sh), the shim's per-request overhead on the samples
-# (sample_overhead_bench --real-gpu, with the arbiter, and stand-alone when the first run is
-# over the 5% target), and the end-to-end demo on the real driver (gshare-demo --real-gpu
+# (sample_overhead_bench --real-gpu, with the arbiter with and without the sole-tenant lease,
+# and stand-alone when the first run is over the 5% target; a kernel on VMM vs cuMemAlloc
+# buffers), and the end-to-end demo on the real driver (gshare-demo --real-gpu
 # --quick). Each part has its own time limit, so one that hangs cannot take the others' time.
 # Usage: tests/gpu/full-check.sh BUILD_DIR LOG_DIR
 #   BUILD_DIR: a build tree or a folder from tests/gpu/pack-prebuilt.sh (then set
@@ -29,8 +30,17 @@ over() {  # NAME [flags...]: one overhead run, its counters printed
   fi
 }
 over overhead
+# The same without the sole-tenant lease (a round trip through the arbiter per request), so one
+# run shows what the lease saves; arbiter_lease_takes in the first run says it was taken.
+over overhead-nolease --no-lease
 if grep -qE 'ratio_p50=(1\.(0[5-9]|[1-9])|[2-9])' "$L/overhead.txt" 2>/dev/null; then
   over overhead-standalone --standalone
+fi
+# Device side of the stand-alone gap: one memory-bound kernel on cuMemAlloc vs VMM buffers.
+if [[ -x "$B/bin/preload_memory_vmm_kernel_bench" ]]; then
+  echo "== kernel on cuMemAlloc vs VMM (vGPU) buffers =="
+  timeout 60 "$B/bin/preload_memory_vmm_kernel_bench" --real-gpu > "$L/vmm-kernel.txt" 2>&1
+  grep -E '^BM_' "$L/vmm-kernel.txt" | sed -E 's/ +/ /g'
 fi
 
 if [[ -x "$B/bin/gshare-demo" ]]; then

@@ -12,7 +12,7 @@ B=${1:?usage: pack-prebuilt.sh BUILD_DIR OUT_DIR}
 O=${2:?usage: pack-prebuilt.sh BUILD_DIR OUT_DIR}
 BINS=(gshare-arbiter gshare-loadgen sample-cnn sample-bert sample-llm preload_probe
       preload_unit_test preload_memory_unit_test)
-OPTIONAL_BINS=(sample_overhead_bench gshare-ctl gshare-demo gshare-trace)
+OPTIONAL_BINS=(sample_overhead_bench preload_memory_vmm_kernel_bench gshare-ctl gshare-demo gshare-trace)
 rm -rf "$O" && mkdir -p "$O/bin" "$O/lib" "$O/deps"
 for b in "${BINS[@]}"; do
   [[ -x "$B/bin/$b" ]] || { echo "pack-prebuilt: $B/bin/$b is missing (build it first)" >&2; exit 1; }
