@@ -42,6 +42,7 @@ bool ArbiterImpl::MaybeOfferLease(Client& c, uint32_t g, const shm::ClientView& 
       c.chan.OfferLease(ordinal, static_cast<uint64_t>(config_.slice.count()), now_ns);
   c.lease_gpu = g;
   ++stats_.lease_offers;
+  spdlog::debug("client {}: offered a lease (grant {}) on GPU {}", c.id, seq, ordinal);
   Record(shm::EventType::kLease, &c, ordinal, kLeaseOffered, seq);
   return true;
 }
@@ -128,6 +129,7 @@ void ArbiterImpl::RevokeLease(Client& c, uint64_t now_ns) {
     case shm::LeaseStatus::kRevoked:
       ++stats_.lease_revokes;
       Record(shm::EventType::kLease, &c, ordinal, kLeaseRevoked, seq);
+      spdlog::debug("client {}: lease {} revoked", c.id, seq);
       return;
     case shm::LeaseStatus::kTaken:
       ++stats_.lease_revokes_lost;

@@ -49,6 +49,10 @@ bool SomeoneWaitsFor(const std::map<uint32_t, std::unique_ptr<Client>>& clients,
   for (const auto& [id, c] : clients) {
     if (!c->burst_outstanding || c->holding) continue;
     if (c->where == Where::kResident && c->gpu == g && c->transfers.empty()) return true;
+    // Checkpointed (enforcement, deep eviction) with a request: it is restored where the policy
+    // grants it, its last GPU until told otherwise. Not counting it let a holder that never goes
+    // idle keep that GPU forever (tests/fault ArbiterKilledWhileAFunctionIsCheckpointed).
+    if (c->where == Where::kCheckpointed && c->gpu == g) return true;
     if (c->pending_grant && c->pending_grant->first == g) return true;
     for (const Transfer& t : c->transfers)
       if (t.op == shm::SwapOp::kSwapIn && t.gpu == g) return true;
@@ -476,6 +480,9 @@ void ArbiterImpl::PollClient(Client& c, uint64_t now_ns) {
       view->ack_seq == c.transfers.front().order_seq) {
     CompleteTransfer(c, *view, now_ns);
     if (ById(c.id) == nullptr) return;
+    // A swap-in's completion may have granted (a pending grant): `released` was read for the
+    // previous grant and would pass the new one off as released at once (two holders).
+    view->released = c.chan.Released();
   }
   if (!PollLease(c, view, now_ns)) return;  // a lease take is adopted here (arbiter_lease.cc)
   if (c.holding && !view->released && view->state == shm::ClientTokenState::kDraining) {
@@ -497,7 +504,9 @@ void ArbiterImpl::PollClient(Client& c, uint64_t now_ns) {
     const shm::ClientView& v = *view;
     if (c.lease_unconfirmed) {
       ReleaseUnconfirmedLease(c, v, now_ns);  // the policy has not granted it: no event
-    } else if (v.in_burst) {
+    } else if (v.in_burst && v.bursts_started == c.bursts_seen) {
+      // (A burst counter that moved on means the client ended the held burst and already
+      // started its next one before we looked: that is a burst end, below.)
       Deliver(now_ns, policy::SliceExpired{c.fid, g});
     } else {
       uint64_t gpu_time = v.burst_gpu_time_ns;

@@ -50,7 +50,8 @@ GrantInfo ClientChannel::ReadGrant() const {
 
 bool ClientChannel::HoldsToken() const {
   const uint32_t token = LoadToken();
-  return TokenGranted(token) && TokenSeq(token) != LoadRelaxed(&layout()->client_token.released_seq);
+  return TokenGranted(token) &&
+         SeqNewer(TokenSeq(token), LoadRelaxed(&layout()->client_token.released_seq));
 }
 
 void ClientChannel::SetState(ClientTokenState state) {
@@ -77,7 +78,7 @@ Result<GrantInfo> ClientChannel::WaitForGrant(std::chrono::nanoseconds timeout) 
   bool spun = false;  // spun for the current hint already (spin once per wake-up)
   for (;;) {
     const uint32_t token = LoadAcquire(&l->grant.token);
-    if (TokenGranted(token) && TokenSeq(token) != LoadRelaxed(&l->client_token.released_seq)) {
+    if (TokenGranted(token) && SeqNewer(TokenSeq(token), LoadRelaxed(&l->client_token.released_seq))) {
       SetState(ClientTokenState::kHolding);
       return ReadGrant();
     }

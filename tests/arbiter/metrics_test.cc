@@ -160,6 +160,10 @@ TEST(ArbiterMetrics, ScrapedPageIsValidPrometheusTextWithTheFiguresThatRan) {
               page.Get("gshare_arbiter_gpu_swaps_total", l));
   }
   EXPECT_EQ(page.types["gshare_arbiter_grants_total"], "counter");
+  // Lease takes are grants too (docs/arbiter.md, "The lease"); every take was offered first.
+  EXPECT_EQ(page.types["gshare_arbiter_lease_takes_total"], "counter");
+  EXPECT_LE(page.Get("gshare_arbiter_lease_takes_total"), page.Get("gshare_arbiter_grants_total"));
+  EXPECT_LE(page.Get("gshare_arbiter_lease_takes_total"), page.Get("gshare_arbiter_lease_offers_total"));
   EXPECT_EQ(page.types["gshare_arbiter_gpu_resident_bytes"], "gauge");
   EXPECT_EQ(page.types["gshare_arbiter_burst_duration_seconds"], "histogram");
   // Every histogram series: cumulative buckets, le ascending, +Inf last and equal to _count.

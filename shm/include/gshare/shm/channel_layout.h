@@ -44,6 +44,14 @@ inline constexpr uint32_t MakeToken(uint32_t seq, bool granted) {
 inline constexpr uint32_t TokenSeq(uint32_t token) { return token >> 1; }
 inline constexpr bool TokenGranted(uint32_t token) { return (token & kTokenGranted) != 0; }
 inline constexpr uint32_t kTokenSeqMask = 0x7FFFFFFF;
+// Whether grant sequence `a` was issued after `b` (31-bit sequences that wrap; 0 = none is
+// older than everything). The client holds the token word's grant only if it is newer than the
+// one it released last: with a lease the client can release grant S before the arbiter has
+// adopted it, while the token word still names S - 1 (already released) - not a grant.
+inline constexpr bool SeqNewer(uint32_t a, uint32_t b) {
+  const uint32_t d = (a - b) & kTokenSeqMask;
+  return d != 0 && d < (1U << 30);
+}
 
 enum class ClientTokenState : uint32_t {
   kIdle = 0,      // does not want the token
