@@ -17,6 +17,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <atomic>
 #include <map>
 #include <mutex>
 #include <numeric>
@@ -48,9 +49,13 @@ std::chrono::nanoseconds Since(std::chrono::steady_clock::time_point start) {
                                                               start);
 }
 
-// The shim registers a logger named "gshare" (GSHARE_LOG_LEVEL / GSHARE_LOG_FILE); without one
-// the memory manager stays silent, so nothing reaches the application's stderr.
-std::shared_ptr<spdlog::logger> Logger() { return spdlog::get("gshare"); }
+// The shim's logger (SetLogger; GSHARE_LOG_LEVEL / GSHARE_LOG_FILE); without one the memory
+// manager stays silent, so nothing reaches the application's stderr. Not spdlog's registry:
+// it is a static that is destroyed at exit while a swap may still log (TSan: a data race
+// between ~registry and spdlog::get from the control thread, ShimTest.SwapsWhileThreadsSubmit).
+std::atomic<spdlog::logger*> g_logger{nullptr};  // trivially destructible
+
+spdlog::logger* Logger() { return g_logger.load(std::memory_order_acquire); }
 
 struct Arena {
   Arena(std::unique_ptr<Segment> seg, uint64_t bytes) : segment(std::move(seg)), ranges(bytes) {}
@@ -72,6 +77,8 @@ struct PieceRef {
 };
 
 }  // namespace
+
+void SetLogger(spdlog::logger* logger) { g_logger.store(logger, std::memory_order_release); }
 
 class VgpuMemory::Impl {
  public:

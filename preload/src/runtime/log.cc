@@ -9,6 +9,8 @@
 #include <atomic>
 #include <memory>
 
+#include "gshare/memory/vgpu_memory.h"
+
 namespace gshare::preload {
 namespace {
 
@@ -64,13 +66,11 @@ std::string InitLog(const std::string& level, const std::string& file) {
   // Every line at info and above reaches the file at once; at debug/trace, those lines too (a
   // test or an operator reading the log while the process runs sees them).
   shared->flush_on(std::min(lvl, spdlog::level::info));
-  // The memory manager logs through spdlog::get("gshare"): the registry inside libgshare.so.
-  spdlog::drop("gshare");
-  spdlog::register_logger(shared);
   auto* keep = new KeptLogger{shared, g_kept.load(std::memory_order_relaxed)};
   while (!g_kept.compare_exchange_weak(keep->older, keep, std::memory_order_acq_rel)) {
   }
   g_logger.store(keep->logger.get(), std::memory_order_release);
+  memory::SetLogger(keep->logger.get());  // never destroyed: kept above
   return error;
 }
 

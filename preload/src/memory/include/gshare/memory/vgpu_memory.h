@@ -40,7 +40,16 @@
 
 #include "gshare/memory/device_api.h"
 
+namespace spdlog {
+class logger;
+}
+
 namespace gshare::memory {
+
+// The logger the memory manager writes to (the shim's, set when its log is configured); null,
+// the default, keeps it silent. REQUIRES: `logger` is never destroyed (the swap and control
+// threads may log while the process exits, after static destructors ran). Thread-safe.
+void SetLogger(spdlog::logger* logger);
 
 inline constexpr uint64_t kMiB = uint64_t{1} << 20;
 inline constexpr uint64_t kGiB = uint64_t{1} << 30;
