@@ -494,19 +494,29 @@ std::vector<FunctionId> PolicyBase::CheapestVictims(Time now, GpuId g, Residency
     const uint64_t bytes = freed(f);
     if (bytes > 0) all.push_back({f, bytes, EvictionCost(now, f, bytes)});
   }
-  // Greedy by cost per byte freed, then drop any victim the rest already covers (most
-  // expensive first).
-  std::stable_sort(all.begin(), all.end(), [](const Candidate& a, const Candidate& b) {
-    return a.cost / static_cast<double>(a.bytes) < b.cost / static_cast<double>(b.bytes);
-  });
+  // Greedy by cost per *useful* byte (a victim larger than what is still missing counts only
+  // the missing bytes: evicting a 1.1 GiB model to free 150 MiB is paid in full, so two small
+  // victims may be cheaper), then drop any victim the rest already covers (most expensive
+  // first). Quadratic in the candidates, who are the GPU's idle functions.
   std::vector<Candidate> taken;
+  std::vector<bool> used(all.size(), false);
   uint64_t got = 0;
-  for (const Candidate& c : all) {
-    if (got >= need) break;
-    taken.push_back(c);
-    got += c.bytes;
+  while (got < need) {
+    size_t best = all.size();
+    double best_rate = 0;
+    for (size_t i = 0; i < all.size(); ++i) {
+      if (used[i]) continue;
+      const double rate = all[i].cost / static_cast<double>(std::min(all[i].bytes, need - got));
+      if (best == all.size() || rate < best_rate) {
+        best = i;
+        best_rate = rate;
+      }
+    }
+    if (best == all.size()) return {};
+    used[best] = true;
+    taken.push_back(all[best]);
+    got += all[best].bytes;
   }
-  if (got < need) return {};
   std::vector<size_t> by_cost(taken.size());
   for (size_t i = 0; i < taken.size(); ++i) by_cost[i] = i;
   std::stable_sort(by_cost.begin(), by_cost.end(),

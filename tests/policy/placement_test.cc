@@ -136,5 +136,26 @@ TEST(Placement, StartsAFunctionWhereTheEnvironmentAlreadyKeepsIt) {
   }
 }
 
+// One 1 GiB GPU: f0 (600 MB, idle longest) and f1-f3 (100 MB each, used recently); f4 (350 MB)
+// needs 176 MB more than is free. Ranked by cost per byte, f0 (the least likely to be wanted)
+// would go alone, though only 176 of its 600 MB are needed; two small victims cost less in all
+// (the live demo: cnns evicting a 1 GiB llm to make 150 MiB of room).
+TEST(Placement, TwoSmallVictimsRatherThanOneLargeOnePaidInFull) {
+  Driver d("aggressive-no-deep-evict", 1);
+  d.Send(0, FunctionRegistered{0, Fn(600, kExec, kSlow)});
+  for (FunctionId f = 1; f <= 3; ++f) d.Send(0, FunctionRegistered{f, Fn(100, kExec, kSlow)});
+  d.Send(0, FunctionRegistered{4, Fn(350, kExec, kSlow)});
+  LoadAndRun(d, 0, 0, 600);
+  LoadAndRun(d, 1'000'000, 1, 100);
+  LoadAndRun(d, 1'300'000, 2, 100);
+  LoadAndRun(d, 1'600'000, 3, 100);
+  const auto a = d.Send(2 * kUsPerSecond, BurstStart{4});
+  EXPECT_FALSE(Has(a, ActionKind::kDeepEvict, 0)) << Describe(a);
+  int small = 0;
+  for (FunctionId f = 1; f <= 3; ++f) small += Has(a, ActionKind::kDeepEvict, f) ? 1 : 0;
+  EXPECT_EQ(small, 2) << Describe(a);
+  EXPECT_TRUE(Has(a, ActionKind::kSwapIn, 4, 0)) << Describe(a);
+}
+
 }  // namespace
 }  // namespace gshare::policy::testing
