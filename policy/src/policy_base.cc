@@ -160,10 +160,12 @@ Time PolicyBase::SwapIn(Time now, FunctionId f, GpuId g) {
   return gpu.link_free;
 }
 
-void PolicyBase::SwapOut(FunctionId f) {
+void PolicyBase::SwapOut(Time now, FunctionId f) {
   Fn& fn = fns_[f];
   assert(fn.where == Residency::kResident && !fn.running && !fn.transfer);
-  gpus_[fn.gpu].used -= fn.spec.weights_bytes;
+  Gpu& gpu = gpus_[fn.gpu];
+  gpu.used -= fn.spec.weights_bytes;
+  if (config_.swap_out_copies) gpu.link_free = std::max(now, gpu.link_free) + EvictTime(f, true);
   fn.where = Residency::kParked;
   Emit(ActionKind::kSwapOut, f, fn.gpu);
 }
@@ -172,9 +174,8 @@ void PolicyBase::DeepEvict(Time now, FunctionId f) {
   Fn& fn = fns_[f];
   assert(fn.where != Residency::kHost && !fn.running && !fn.transfer);
   Gpu& gpu = gpus_[fn.gpu];
-  const Transfer t = DeepEvictCost(fn.spec, fn.where, gpu.spec);
+  gpu.link_free = std::max(now, gpu.link_free) + EvictTime(f, false);
   gpu.used -= FootprintBytes(fn.spec, fn.where);
-  gpu.link_free = std::max(now, gpu.link_free) + t.time;
   ++gpu.evictions_in_flight;
   Emit(ActionKind::kDeepEvict, f, fn.gpu);
   RemoveMember(f);
@@ -477,7 +478,35 @@ double PolicyBase::EvictionCost(Time now, FunctionId f, uint64_t bytes) const {
   const double idle = static_cast<double>(std::max<Duration>(0, now - fn.last_use));
   const double gap = fn.arrivals.gaps() > 0 ? std::max(fn.arrivals.MeanGap(), idle)
                                             : std::max<double>(idle, kUsPerSecond);
-  return static_cast<double>(bytes) * static_cast<double>(kUsPerSecond) / std::max(1.0, gap);
+  const double reuse = static_cast<double>(bytes) * static_cast<double>(kUsPerSecond) / std::max(1.0, gap);
+  // A copy-out moves the bytes now for certain: counted as if they came back within a second.
+  return config_.swap_out_copies ? reuse + static_cast<double>(bytes) : reuse;
+}
+
+Duration PolicyBase::EvictTime(FunctionId f, bool park) const {
+  const Fn& fn = fns_[f];
+  const Gpu& gpu = gpus_[fn.gpu];
+  if (!config_.swap_out_copies) return park ? 0 : DeepEvictCost(fn.spec, fn.where, gpu.spec).time;
+  const uint64_t bytes = park ? fn.spec.weights_bytes : FootprintBytes(fn.spec, fn.where);
+  return static_cast<Duration>(std::ceil(static_cast<double>(bytes) / gpu.bw.bytes_per_us()));
+}
+
+Duration PolicyBase::RoomTime(Time now, GpuId g, uint64_t need, Evict mode) const {
+  const Gpu& gpu = gpus_[g];
+  if (!config_.swap_out_copies || gpu.free() >= need) return 0;
+  const uint64_t more = need - gpu.free();
+  const bool park = mode == Evict::kParkFirst;
+  auto freed = [this, park](FunctionId f) {
+    return park ? fns_[f].spec.weights_bytes : FootprintBytes(fns_[f].spec, fns_[f].where);
+  };
+  double cost = 0;
+  const std::vector<FunctionId> victims = CheapestVictims(now, g, Residency::kResident, more, freed, &cost);
+  if (victims.empty()) {  // MakeRoom's fallback: at least the missing bytes are copied out
+    return static_cast<Duration>(std::ceil(static_cast<double>(more) / gpu.bw.bytes_per_us()));
+  }
+  Duration total = 0;
+  for (FunctionId f : victims) total += EvictTime(f, park);
+  return total;
 }
 
 template <class Freed>
@@ -582,7 +611,9 @@ bool PolicyBase::MakeRoom(Time now, GpuId g, uint64_t need, Evict mode) {
     const uint64_t more = need - gpu.free();
     if (mode == Evict::kParkFirst) {
       auto weights = [this](FunctionId f) { return fns_[f].spec.weights_bytes; };
-      for (FunctionId f : CheapestVictims(now, g, Residency::kResident, more, weights, &cost)) SwapOut(f);
+      for (FunctionId f : CheapestVictims(now, g, Residency::kResident, more, weights, &cost)) {
+        SwapOut(now, f);
+      }
     } else {
       auto footprint = [this](FunctionId f) { return FootprintBytes(fns_[f].spec, fns_[f].where); };
       for (FunctionId f : CheapestVictims(now, g, Residency::kResident, more, footprint, &cost)) {
@@ -595,7 +626,7 @@ bool PolicyBase::MakeRoom(Time now, GpuId g, uint64_t need, Evict mode) {
   if (mode == Evict::kParkFirst) {
     for (FunctionId f : EvictionOrder(g, Residency::kResident)) {
       if (gpu.free() >= need) return true;
-      SwapOut(f);
+      SwapOut(now, f);
     }
   } else {
     for (FunctionId f : EvictionOrder(g, Residency::kResident)) {
@@ -649,9 +680,9 @@ Time PolicyBase::GpuFreeAt(Time now, GpuId g) const {
   return base + gpu.ready_work;
 }
 
-Time PolicyBase::PredictedStart(Time now, FunctionId f, GpuId g) const {
+Time PolicyBase::PredictedStart(Time now, FunctionId f, GpuId g, Duration link_delay) const {
   const Duration swap = SwapTime(f, g);
-  const Time swap_end = swap == 0 ? now : std::max(now, gpus_[g].link_free) + swap;
+  const Time swap_end = swap == 0 ? now : std::max(now, gpus_[g].link_free) + link_delay + swap;
   return std::max(swap_end, GpuFreeAt(now, g));
 }
 

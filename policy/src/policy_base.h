@@ -117,7 +117,7 @@ class PolicyBase : public Policy {
   void Release(GpuId g);
   // REQUIRES: the SwapIn preconditions of policy.h. Returns the predicted completion time.
   Time SwapIn(Time now, FunctionId f, GpuId g);
-  void SwapOut(FunctionId f);
+  void SwapOut(Time now, FunctionId f);
   void DeepEvict(Time now, FunctionId f);
   // Puts f (with an outstanding burst) at the back of g's ready queue; dispatches if g is free.
   // f need not be resident on g: Dispatch() then loads it first (load-at-dispatch style).
@@ -137,6 +137,11 @@ class PolicyBase : public Policy {
   // for longer than its usual gap is less likely to be wanted soon; without a known gap, the
   // time idle but at least a second).
   virtual double EvictionCost(Time now, FunctionId f, uint64_t bytes) const;
+  // With config_.swap_out_copies, how long the copy-out of the victims MakeRoom(now, g, need,
+  // mode) would pick takes on g's link (0 when it fits already, or without copies).
+  Duration RoomTime(Time now, GpuId g, uint64_t need, Evict mode) const;
+  // Link time of evicting f (as SwapOut when `park`, else as DeepEvict).
+  Duration EvictTime(FunctionId f, bool park) const;
   // Bytes MakeRoom could free on g (free + evictable).
   uint64_t Reclaimable(GpuId g, Evict mode) const;
   // Bytes f needs on g to become resident (less what it already holds there).
@@ -154,8 +159,9 @@ class PolicyBase : public Policy {
   // Predicted transfer time of bringing f to kResident on g, on an idle link.
   Duration SwapTime(FunctionId f, GpuId g) const;
   Duration SwapTime(FunctionId f, GpuId g, const Transfer& t) const;
-  // When g could start f's burst if f were swapped in now and queued behind g's work.
-  Time PredictedStart(Time now, FunctionId f, GpuId g) const;
+  // When g could start f's burst if f were swapped in now and queued behind g's work (with
+  // `link_delay` more on g's link first: the victims' copy-out, RoomTime).
+  Time PredictedStart(Time now, FunctionId f, GpuId g, Duration link_delay = 0) const;
   // When g's current tenant and ready queue are predicted to be done.
   Time GpuFreeAt(Time now, GpuId g) const;
   int ActiveGpus() const { return active_count_; }

@@ -103,9 +103,11 @@ class SlackScheduler final : public PolicyBase {
     for (GpuId g : active_gpus()) {
       const Gpu& gpu = gpus_[g];
       if (!Usable(g)) continue;
-      if (PredictedStart(now, f, g) + e > deadline) continue;
-      if (opt_.interference && !Compatible(f, g)) continue;
       if (Reclaimable(g, evict_mode()) < Need(f, g)) continue;
+      // The victims' copy-out comes first on the link (config_.swap_out_copies).
+      const Duration out = RoomTime(now, g, Need(f, g), evict_mode());
+      if (PredictedStart(now, f, g, out) + e > deadline) continue;
+      if (opt_.interference && !Compatible(f, g)) continue;
       if (!opt_.residency) return g;  // first fit
       if (gpu.free() < Need(f, g)) {
         crowded.push_back(g);
@@ -205,7 +207,7 @@ class SlackScheduler final : public PolicyBase {
     // turn (with `residency`; without it, any feasible GPU).
     const GpuId g = Choose(now, f, fn.deadline(), /*fits_only=*/opt_.residency);
     if (g == kNoGpu || g == home) return false;
-    SwapOut(f);
+    SwapOut(now, f);
     Load(now, f, g);  // a migration: its context on `home` is dropped
     return true;
   }
@@ -301,7 +303,7 @@ class SlackScheduler final : public PolicyBase {
     double best_cost = 0;
     for (GpuId i : active_gpus()) {
       if (!Usable(i) || Reclaimable(i, evict_mode()) < Need(f, i)) continue;
-      const Time start = PredictedStart(now, f, i);
+      const Time start = PredictedStart(now, f, i, RoomTime(now, i, Need(f, i), evict_mode()));
       const double cost =
           opt_.residency ? RoomCost(now, i, Need(f, i), evict_mode(), pinned_too) : 0;
       if (cost < 0) continue;
@@ -389,7 +391,7 @@ class SlackScheduler final : public PolicyBase {
     if (opt_.deep_evict && fn.where == Residency::kResident && idle_for >= ParkAfter(f) &&
         ParkSafe(f)) {
       if (fn.pinned) Pin(f, false);
-      SwapOut(f);
+      SwapOut(now, f);
     }
     const Duration next = (opt_.deep_evict && fn.where == Residency::kResident && idle_for < ParkAfter(f))
                               ? ParkAfter(f)
@@ -498,7 +500,7 @@ class SlackScheduler final : public PolicyBase {
         if (target == kNoGpu || gpus_[g].used > gpus_[target].used) target = g;
       }
       if (target == kNoGpu) return;  // the rest stays; try again next period
-      if (fns_[f].where == Residency::kResident) SwapOut(f);
+      if (fns_[f].where == Residency::kResident) SwapOut(now, f);
       const bool pinned = fns_[f].pinned;
       Load(now, f, target);
       if (!pinned && fns_[f].pinned) Pin(f, false);

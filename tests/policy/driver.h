@@ -33,8 +33,10 @@ inline FunctionSpec Fn(uint64_t mb, Duration exec_us, Duration slo_us, uint64_t 
 
 class Driver {
  public:
-  Driver(const std::string& name, int gpus, GpuSpec gpu = SmallGpu()) {
+  // `swap_out_copies`: PolicyConfig::swap_out_copies (evictions copy out over the link first).
+  Driver(const std::string& name, int gpus, GpuSpec gpu = SmallGpu(), bool swap_out_copies = false) {
     PolicyConfig config;
+    config.swap_out_copies = swap_out_copies;
     config.gpus.assign(static_cast<size_t>(gpus), gpu);
     auto made = Make(name, config);
     EXPECT_TRUE(made.ok()) << made.error;

@@ -1,7 +1,8 @@
 // aggressive's placement on a small node (the live demo's failure modes, issue 6): eviction
 // takes the cheapest idle victims rather than the least recently used one, swap times come
 // from the link bandwidth the swap-ins measured rather than the configured one, and a resident
-// function is moved off a busy GPU only into free memory.
+// function is moved off a busy GPU only into free memory; with PolicyConfig::swap_out_copies,
+// a victim's copy-out is charged to the newcomer's start and to the victim's cost.
 #include <gtest/gtest.h>
 
 #include "driver.h"
@@ -155,6 +156,44 @@ TEST(Placement, TwoSmallVictimsRatherThanOneLargeOnePaidInFull) {
   for (FunctionId f = 1; f <= 3; ++f) small += Has(a, ActionKind::kDeepEvict, f) ? 1 : 0;
   EXPECT_EQ(small, 2) << Describe(a);
   EXPECT_TRUE(Has(a, ActionKind::kSwapIn, 4, 0)) << Describe(a);
+}
+
+// Loads f on g at `now` (the swap-in reported at 1 GB/s plus the 1 ms restore) and grants it;
+// with `finish`, the burst also ends kExec later.
+void LoadOn(Driver& d, Time now, FunctionId f, GpuId g, uint64_t mb, bool finish = true) {
+  auto a = d.Send(now, BurstStart{f});
+  ASSERT_TRUE(Has(a, ActionKind::kSwapIn, f, g)) << Describe(a);
+  const Duration took = static_cast<Duration>(mb) * 1000 + 1000;
+  a = d.Send(now + took, SwapDone{f, g, SwapKind::kIn, mb * 1'000'000, took});
+  ASSERT_TRUE(Has(a, ActionKind::kGrant, f, g)) << Describe(a);
+  if (finish) d.Send(now + took + kExec, BurstEnd{f, g, kExec});
+}
+
+// Evictions copy out first (the live arbiter: the memory is free once the swap-out is
+// acknowledged). Two 1 GiB GPUs, each 27 MB short for f2 (300 MB, 400 ms SLO): on g0 the only
+// victim is an 800 MB llm idle for 9 s, on g1 a 100 MB function idle for 0.8 s (the other
+// tenant of g1 is running). Counting only the bytes likely to come back, the llm is the
+// cheaper victim; but its 800 ms copy-out would make f2 start after its deadline and costs the
+// link 8 times as many bytes now: the small victim goes. Without the copies it is the llm.
+TEST(Placement, ChargesTheVictimsCopyOut) {
+  for (const bool copies : {true, false}) {
+    Driver d("aggressive-no-scale-no-deep-evict", 2, SmallGpu(), copies);  // the demo's
+    d.Send(0, FunctionRegistered{0, Fn(800, kExec, 10 * kUsPerSecond), GpuId{0}});
+    d.Send(0, FunctionRegistered{1, Fn(100, kExec, kSlow), GpuId{1}});
+    d.Send(0, FunctionRegistered{2, Fn(300, kExec, 400'000)});
+    d.Send(0, FunctionRegistered{3, Fn(700, kExec, kSlow), GpuId{1}});
+    LoadOn(d, 0, 0, 0, 800);
+    LoadOn(d, 9'000'000, 1, 1, 100);
+    LoadOn(d, 9'200'000, 3, 1, 700, /*finish=*/false);  // f3 runs until after f2 arrives
+    const auto a = d.Send(9'902'000, BurstStart{2});
+    if (copies) {
+      EXPECT_FALSE(Has(a, ActionKind::kDeepEvict, 0)) << Describe(a);
+      EXPECT_TRUE(Has(a, ActionKind::kDeepEvict, 1)) << Describe(a);
+      EXPECT_TRUE(Has(a, ActionKind::kSwapIn, 2, 1)) << Describe(a);
+    } else {
+      EXPECT_TRUE(Has(a, ActionKind::kDeepEvict, 0)) << "the test's premise: " << Describe(a);
+    }
+  }
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <deque>
 #include <queue>
 
@@ -230,6 +231,25 @@ class Engine {
     if (gpus_[g].used > o_.gpus[g].memory_bytes) ++result_.memory_overcommits;
   }
 
+  // A copy to the host queued on g's link (serialised with its other transfers).
+  struct Transfer {
+    Time at;  // when it completes
+    uint64_t bytes;
+    Duration took;
+  };
+  Transfer CopyOut(GpuId g, const policy::Transfer& t) {
+    GpuState& gpu = gpus_[g];
+    gpu.link_free = std::max(now_, gpu.link_free) + t.time;
+    result_.swap_bytes += t.bytes;
+    return {gpu.link_free, t.bytes, t.time};
+  }
+  Transfer CopyOut(GpuId g, uint64_t bytes) {
+    if (bytes == 0) return {now_, 0, 0};
+    const auto time = static_cast<Duration>(
+        std::ceil(static_cast<double>(bytes) / o_.gpus[g].link_bytes_per_us));
+    return CopyOut(g, policy::Transfer{bytes, time});
+  }
+
   void Execute(const Action& a) {
     const bool has_f = a.function < fns_.size();
     const bool has_g = a.gpu < gpus_.size();
@@ -281,9 +301,12 @@ class Engine {
         }
         FnState& fn = fns_[a.function];
         ++result_.evictions;
-        gpus_[fn.gpu].used -= w_.functions[a.function].weights_bytes;
+        const uint64_t weights = w_.functions[a.function].weights_bytes;
+        gpus_[fn.gpu].used -= weights;
         fn.where = Residency::kParked;
-        Push({now_, 0, Ev::kSwapDone, a.function, fn.gpu, policy::SwapKind::kOut, 0, 0, false});
+        const Transfer out = CopyOut(fn.gpu, o_.swap_out_copies ? weights : 0);
+        Push({out.at, 0, Ev::kSwapDone, a.function, fn.gpu, policy::SwapKind::kOut, out.bytes,
+              out.took, false});
         return;
       }
       case ActionKind::kDeepEvict: {
@@ -293,15 +316,14 @@ class Engine {
         }
         FnState& fn = fns_[a.function];
         const policy::FunctionSpec& spec = w_.functions[a.function];
-        const policy::Transfer t = policy::DeepEvictCost(spec, fn.where, o_.gpus[fn.gpu]);
         ++result_.evictions;
-        GpuState& gpu = gpus_[fn.gpu];
-        gpu.used -= policy::FootprintBytes(spec, fn.where);
-        const Time start = std::max(now_, gpu.link_free);
-        gpu.link_free = start + t.time;
-        result_.swap_bytes += t.bytes;
-        Push({gpu.link_free, 0, Ev::kSwapDone, a.function, fn.gpu, policy::SwapKind::kDeepEvict,
-              t.bytes, t.time, false});
+        const uint64_t footprint = policy::FootprintBytes(spec, fn.where);
+        gpus_[fn.gpu].used -= footprint;
+        const Transfer out =
+            o_.swap_out_copies ? CopyOut(fn.gpu, footprint)
+                               : CopyOut(fn.gpu, policy::DeepEvictCost(spec, fn.where, o_.gpus[fn.gpu]));
+        Push({out.at, 0, Ev::kSwapDone, a.function, fn.gpu, policy::SwapKind::kDeepEvict,
+              out.bytes, out.took, false});
         fn.where = Residency::kHost;
         fn.gpu = kNoGpu;
         fn.transfer = true;

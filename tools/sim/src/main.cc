@@ -66,6 +66,10 @@ int main(int argc, char** argv) {
                  "link bandwidth the policy is told (default: --link-gbps; the live arbiter tells "
                  "it 24 and the policy learns the real one from swap-ins)")
       ->check(CLI::PositiveNumber);
+  bool swap_out_copies = false;
+  app.add_flag("--swap-out-copies", swap_out_copies,
+               "evictions copy what they free to the host over the link first, as the live "
+               "arbiter does (the policy is told so too); default: swap-outs are free");
   double slice_ms = 0;
   app.add_option("--slice-ms", slice_ms, "grant slices of this length (0: whole bursts; the arbiter's --slice)")
       ->check(CLI::NonNegativeNumber);
@@ -109,6 +113,7 @@ int main(int argc, char** argv) {
   gpu.price_per_hour = price;
   gpu.restore_overhead = static_cast<policy::Duration>(restore_ms * 1000);
   options.gpus.assign(static_cast<size_t>(gpus), gpu);
+  options.swap_out_copies = swap_out_copies;
   for (const auto& f : inputs.workload.functions) {
     if (policy::FootprintBytes(f, policy::Residency::kResident) > gpu.memory_bytes) {
       fmt::print(stderr, "gshare-sim: model {} needs {} but a GPU has {}\n", f.model,
@@ -123,6 +128,7 @@ int main(int argc, char** argv) {
     for (policy::GpuSpec& g : config.gpus) g.link_bytes_per_us = policy_link_gbps * 1000.0;
   }
   config.pool_gpus = pool;
+  config.swap_out_copies = swap_out_copies;
   config.slice = static_cast<policy::Duration>(slice_ms * 1000);
 
   std::vector<sim::RunResult> runs;

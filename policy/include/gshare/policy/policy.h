@@ -153,6 +153,14 @@ struct PolicyConfig {
   Duration slice = 0;
   // proxy-swap: size of its fixed pool (the first pool_gpus GPUs; 0: every GPU).
   int pool_gpus = 0;
+  // Whether an eviction (SwapOut, DeepEvict) copies what it frees to the host over the GPU's
+  // link before that memory can be reused, as the live arbiter's same-address swap does (a
+  // reservation is freed when the swap-out is acknowledged). The policy then charges the copy
+  // on the GPU's link (swap-ins issued after it start after it), counts the victims' copy-out
+  // time in a placement's predicted start, and makes victims that take long to copy out cost
+  // more. false: the host keeps a snapshot of the weights and an eviction copies only a
+  // context (DeepEvictCost), gshare-sim's default. The arbiter sets it.
+  bool swap_out_copies = false;
 };
 
 // A scheduling policy. See the protocol above.

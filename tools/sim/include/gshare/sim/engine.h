@@ -49,6 +49,14 @@ struct SimOptions {
   std::vector<policy::GpuSpec> gpus;
   bool record_timeline = true;  // keep the (time, active GPUs) steps for plots
   std::vector<Outage> outages;  // need not be sorted; each gpu < gpus.size()
+  // Evictions copy what they free to the host over the GPU's link (a swap-out its weights, a
+  // deep eviction its whole footprint), as the live arbiter's same-address swap does; the
+  // swap-ins issued after one on that GPU start after its copy (the live arbiter frees the
+  // memory only when the swap-out is acknowledged). Default false: the host keeps a snapshot of
+  // the weights, a swap-out is free and a deep eviction copies only the context (the model of
+  // the published tables, docs/scheduling.md). Tell the policy the same
+  // (PolicyConfig::swap_out_copies).
+  bool swap_out_copies = false;
 };
 
 struct RunResult {
