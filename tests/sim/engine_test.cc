@@ -1,6 +1,6 @@
 // The simulator's accounting on hand-built workloads: a request is on time exactly when its
 // swap + queueing + execution fit its SLO; GPU time and swap bytes are what the actions imply;
-// EDF dispatch under aggressive.
+// EDF dispatch under aggressive; evictions' copy-outs on the link (SimOptions::swap_out_copies).
 #include <gtest/gtest.h>
 
 #include "gshare/sim/engine.h"
@@ -50,6 +50,28 @@ TEST(Engine, ColdRequestIsOnTimeExactlyWhenSwapPlusExecutionFitsTheSlo) {
   EXPECT_EQ(b.on_time, 0u);
   EXPECT_EQ(b.late_host, 1u);
   EXPECT_EQ(b.completed, 1u);
+}
+
+// SimOptions::swap_out_copies: f1 (600 MB) evicts the idle f0 (700 MB) on a 1 GB GPU; its
+// swap-in starts only after f0's copy-out (700 ms at 1 MB/ms), which also counts as link bytes.
+TEST(Engine, ASwapInAfterAnEvictionWaitsForItsCopyOut) {
+  SimWorkload w{{Fn(700, 5'000, 10'000'000), Fn(600, 5'000, 10'000'000)},
+                {{0, 0, 5'000}, {1'000'000, 1, 5'000}}};
+  for (const bool copies : {false, true}) {
+    SimOptions o;
+    o.gpus.assign(1, Gpu());
+    o.swap_out_copies = copies;
+    policy::PolicyConfig c;
+    c.gpus = o.gpus;
+    c.swap_out_copies = copies;
+    auto p = policy::Make("fifo", c);
+    ASSERT_TRUE(p.ok());
+    const RunResult r = Simulate(w, o, *p.policy);
+    ASSERT_EQ(r.completed, 2u);
+    EXPECT_EQ(r.evictions, 1u);
+    EXPECT_EQ(r.latencies[1], (copies ? 700'000 : 0) + 602'000 + 5'000) << copies;
+    EXPECT_EQ(r.swap_bytes, (copies ? 700'000'000u : 0u) + 1'300'000'000u) << copies;
+  }
 }
 
 TEST(Engine, WarmRequestsQueueBehindEachOtherPerFunction) {
