@@ -60,6 +60,10 @@ run_mode() {
     dir=$SRC/$(basename "$dir")  # same relative layout: ccache hits
   fi
   local start=$(date +%s)
+  # The fault tests' waits (safety nets) and enforcement grace scale with this (tests/fault).
+  local scale=3
+  [[ $mode == thread ]] && scale=10
+  export GSHARE_TEST_TIME_SCALE=${GSHARE_TEST_TIME_SCALE:-$scale}
   if [[ ! -f $dir/build.ninja ]]; then
     cmake -S "$SRC" -B "$dir" -G Ninja -DGSHARE_SANITIZE="$mode" -DGSHARE_BUILD_BENCH=OFF \
       -DCMAKE_BUILD_TYPE=RelWithDebInfo || { echo "sanitize: $mode: FAIL (configure)"; return 1; }

@@ -7,10 +7,20 @@
 #include <unistd.h>
 
 #include <array>
+#include <cstdlib>
 #include <filesystem>
 #include <thread>
 
 namespace gshare::fault {
+
+int TimeScale() {
+  static const int scale = [] {
+    const char* text = std::getenv("GSHARE_TEST_TIME_SCALE");
+    const int value = text != nullptr ? std::atoi(text) : 1;
+    return value > 0 ? value : 1;
+  }();
+  return scale;
+}
 
 using arbiter::testing::ExitCode;
 using arbiter::testing::LastJsonLine;

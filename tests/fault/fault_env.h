@@ -49,6 +49,11 @@ struct WorkerSpec {
   std::vector<std::string> extra_args;  // more fault_worker flags, e.g. {"--seconds", "60"}
 };
 
+// Multiplier for the tests' waits (safety nets, never timed assertions) and for the arbiter's
+// enforcement grace in slow builds: GSHARE_TEST_TIME_SCALE, which scripts/sanitize.sh sets
+// (3 under ASan, 10 under TSan); 1 when unset or not a positive integer.
+int TimeScale();
+
 class FaultNode {
  public:
   // `devices`: SIMCUDA_DEVICES (e.g. "1x512MiB"); `link_gbps`: SIMCUDA_LINK_GBPS (0 = copies

@@ -31,7 +31,7 @@ using shm::EventType;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-constexpr auto kEventTimeout = seconds(60);
+const auto kEventTimeout = seconds(60) * TimeScale();
 constexpr int kProcessRunning = 0;  // CU_PROCESS_STATE_RUNNING (cuda.h), FaultNode::ProcessState
 
 
@@ -81,7 +81,7 @@ class FaultTest : public ::testing::Test {
   }
 
   // Waits for a worker and checks it finished with every byte intact.
-  void ExpectIntact(const Worker& w, seconds timeout = seconds(180)) {
+  void ExpectIntact(const Worker& w, seconds timeout = seconds(180) * TimeScale()) {
     int code = 0;
     const nlohmann::json r = node_.Finish(w, timeout, &code);
     EXPECT_EQ(code, 0) << node_.Describe(w) << Log();
@@ -410,7 +410,7 @@ bool RogueCheckpointed(FaultNode& node, pid_t rogue) {
 // holds no device memory. Returns the arbiter's summary.
 nlohmann::json ExpectPoliteIntactAndNodeClean(FaultNode& node, const Worker& polite) {
   int code = 0;
-  const nlohmann::json r = node.Finish(polite, seconds(180), &code);
+  const nlohmann::json r = node.Finish(polite, seconds(180) * TimeScale(), &code);
   EXPECT_EQ(code, 0) << node.Describe(polite) << ReadFile(node.arbiter().log());
   EXPECT_TRUE(r.is_object() && r["errors"] == 0) << r.dump();
   const nlohmann::json summary = node.arbiter().Stop();
@@ -429,7 +429,7 @@ TEST(FaultEnforcement, CheckpointedFunctionKilled) {
 #ifndef ROGUE_FUNCTION_BIN
   GTEST_SKIP() << "arbiter_cuda_function not built";
 #else
-  FaultNode node("1x512MiB", "0", {"--policy", "fifo", "--slice", "5ms", "--preempt-grace", "50ms"});
+  FaultNode node("1x512MiB", "0", {"--policy", "fifo", "--slice", "5ms", "--preempt-grace", std::to_string(50 * TimeScale()) + "ms"});
   ASSERT_TRUE(node.arbiter().Start());
   const pid_t rogue = SpawnRogue(node);
   const Worker w = SpawnPolite(node, "128MiB", 8, 8, 8);
@@ -461,7 +461,7 @@ enum class ArbiterEnd { kKilledAndRestarted, kStopped };
 // host, the process locked). The function must not stay frozen: a stopped arbiter restores it
 // before it exits; after a kill the new arbiter restores it when it registers again.
 void ExpectCheckpointedRogueThawed(ArbiterEnd how) {
-  FaultNode node("1x512MiB", "0", {"--policy", "fifo", "--slice", "5ms", "--preempt-grace", "50ms"});
+  FaultNode node("1x512MiB", "0", {"--policy", "fifo", "--slice", "5ms", "--preempt-grace", std::to_string(50 * TimeScale()) + "ms"});
   ASSERT_TRUE(node.arbiter().Start());
   const pid_t rogue = SpawnRogue(node);
   const Worker w = SpawnPolite(node, "128MiB", 8, 8, 8);
@@ -531,7 +531,7 @@ TEST(FaultEnforcement, SlowCheckpointKeepsOtherClientsConnected) {
   ::kill(rogue, SIGKILL);
   (void)WaitFor(rogue, seconds(30));
   int code = 0;
-  const nlohmann::json r = node.Finish(w, seconds(180), &code);
+  const nlohmann::json r = node.Finish(w, seconds(180) * TimeScale(), &code);
   EXPECT_EQ(code, 0) << node.Describe(w) << ReadFile(node.arbiter().log());
   EXPECT_TRUE(r.is_object() && r["errors"] == 0) << r.dump();
   const nlohmann::json summary = node.arbiter().Stop();
