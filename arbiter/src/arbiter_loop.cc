@@ -99,6 +99,7 @@ shm::Status ArbiterImpl::Init(bool handle_signals) {
     pc.gpus.push_back(spec);
   }
   pc.slice = std::chrono::duration_cast<std::chrono::microseconds>(config_.slice).count();
+  pc.swap_out_copies = true;  // a swap-out copies the vGPU to the host before its memory is free
   auto made = policy::Make(config_.policy, pc);
   if (!made.ok()) return shm::Status(shm::StatusCode::kInvalidArgument, "policy: " + made.error);
   policy_ = std::move(made.policy);
