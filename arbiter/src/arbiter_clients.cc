@@ -226,8 +226,12 @@ void ArbiterImpl::OnConnectionEvent(uint32_t client_id, uint64_t now_ns) {
   if (c == nullptr) return;
   auto packet = shm::ReceivePacket(c->conn.fd(), std::chrono::nanoseconds(0));
   if (packet.ok()) {
-    // The only message a registered client sends is Goodbye (it is leaving cleanly).
+    // The only message a registered client sends is Goodbye (it is leaving cleanly). Its
+    // channel is read once more first: a release it wrote just before (its last burst's end)
+    // may not have been seen yet when both wake the same loop iteration.
     spdlog::info("client {} '{}' said goodbye", c->id, c->name);
+    PollClient(*c, now_ns);
+    if (ById(client_id) == nullptr) return;  // the last read found it malformed
     RemoveClient(client_id, 0, now_ns);
     return;
   }

@@ -376,10 +376,13 @@ TEST_F(FaultTest, ArbiterKilledWhileClientsRegister) {
 #ifdef ROGUE_FUNCTION_BIN
 // A CUDA function (tests/arbiter's arbiter_cuda_function, not preloaded) that ignores
 // preemption and keeps submitting 2 ms kernels, so the arbiter must checkpoint it.
-pid_t SpawnRogue(FaultNode& node) {
+// The rogue ignores preemption, but its service thread still releases the token once its drain
+// (`drain_ms` of sleep) ends: the drain must outlast the arbiter's grace, or the rogue yields in
+// time and is never checkpointed.
+pid_t SpawnRogue(FaultNode& node, int drain_ms = 2000) {
   return node.Track(arbiter::testing::Spawn(
       {ROGUE_FUNCTION_BIN, "--socket", node.arbiter().socket(), "--name", "rogue", "--rogue", "1",
-       "--drain-ms", "2000", "--iterations", "100000", "--kernel-us", "2000"},
+       "--drain-ms", std::to_string(drain_ms), "--iterations", "100000", "--kernel-us", "2000"},
       node.dir() / "rogue.out", node.dir() / "rogue.err", node.SimcudaEnv()));
 }
 
@@ -519,7 +522,12 @@ TEST(FaultEnforcement, SlowCheckpointKeepsOtherClientsConnected) {
   // A 2 s grace: the lock (which waits for in-flight work, here copies at 5 MB/s) succeeds.
   FaultNode node("1x512MiB", "0.005", {"--policy", "fifo", "--slice", "5ms", "--preempt-grace", "2s"});
   ASSERT_TRUE(node.arbiter().Start());
-  const pid_t rogue = SpawnRogue(node);
+  const pid_t rogue = SpawnRogue(node, 10'000);  // its drain far beyond the 2 s grace
+  // The polite function starts once the rogue holds the GPU: the rogue's start-up copies at
+  // 5 MB/s can outlast the polite function's whole run, and then nobody ever waits for it.
+  ASSERT_TRUE(node.WaitForEvent(0, [&](const Event& e) {
+    return e.type == EventType::kGrant && node.ClientPid(0, e.client_id) == rogue;
+  }, kEventTimeout)) << ReadFile(node.arbiter().log());
   const Worker w = SpawnPolite(node, "64MiB", 4, 1, 3);
   auto cp = node.WaitForEvent(0, [](const Event& e) {
     return e.type == EventType::kCheckpoint && e.args[0] == 0;
