@@ -445,19 +445,6 @@ TEST(FaultEnforcement, CheckpointedFunctionKilled) {
 }
 
 #ifdef ROGUE_FUNCTION_BIN
-// Polls the driver's view of `pid` until it runs again (CU_PROCESS_STATE_RUNNING) or 30 s pass;
-// the last state seen.
-std::optional<int> WaitUntilRunning(FaultNode& node, pid_t pid) {
-  std::optional<int> state;
-  const auto deadline = std::chrono::steady_clock::now() + seconds(30);
-  do {
-    state = node.ProcessState(pid);
-    if (state == kProcessRunning) break;
-    std::this_thread::sleep_for(milliseconds(200));
-  } while (std::chrono::steady_clock::now() < deadline);
-  return state;
-}
-
 enum class ArbiterEnd { kKilledAndRestarted, kStopped };
 
 // The arbiter ends (`how`) while it holds a rogue function checkpointed (its memory moved to
@@ -476,19 +463,18 @@ void ExpectCheckpointedRogueThawed(ArbiterEnd how) {
     std::this_thread::sleep_for(milliseconds(200));
     ASSERT_TRUE(node.arbiter().Start()) << ReadFile(node.arbiter().log());
   }
-  const std::optional<int> state = WaitUntilRunning(node, rogue);
+  std::optional<int> state;  // the driver's view of the rogue, until it runs again (30 s)
+  for (int i = 0; i < 150 && (state = node.ProcessState(rogue)) != kProcessRunning; ++i)
+    std::this_thread::sleep_for(milliseconds(200));
   EXPECT_EQ(::kill(rogue, 0), 0) << "the checkpointed function died";
   EXPECT_EQ(state, std::optional<int>(kProcessRunning))
       << "the function checkpointed by the arbiter is still frozen\n"
       << ReadFile(node.arbiter().log());
   ::kill(rogue, SIGKILL);
   (void)WaitFor(rogue, seconds(30));
-  if (how == ArbiterEnd::kStopped) {
-    ::kill(w.pid, SIGKILL);
-    (void)WaitFor(w.pid, seconds(30));
-  } else {
-    (void)ExpectPoliteIntactAndNodeClean(node, w);  // the polite one finishes intact
-  }
+  if (how == ArbiterEnd::kKilledAndRestarted) (void)ExpectPoliteIntactAndNodeClean(node, w);
+  if (how == ArbiterEnd::kStopped) ::kill(w.pid, SIGKILL);  // no arbiter left to serve it
+  (void)WaitFor(w.pid, seconds(30));
 }
 #endif
 
