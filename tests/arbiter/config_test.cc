@@ -91,6 +91,7 @@ INSTANTIATE_TEST_SUITE_P(
                       BadValue{"gpus = [0, 0]", "gpus"}, BadValue{"gpus = [-1]", "gpus"},
                       BadValue{"memory_reserve = \"-1GiB\"", "memory_reserve"},
                       BadValue{"fail_mode = \"maybe\"", "fail_mode"},
+                      BadValue{"lease = \"sometimes\"", "lease"},
                       BadValue{"metrics = \"localhost\"", "metrics"},
                       BadValue{"metrics = \"h:99999\"", "metrics"},
                       BadValue{"socket_mode = \"999\"", "socket_mode"},
