@@ -23,7 +23,6 @@ void ArbiterImpl::OnGranted(Client& c, uint32_t g, uint64_t now_ns) {
   ++telemetry_.gpus[g].handoffs;
   if (c.tel.waiting && c.tel.burst_start_ns != 0) {
     const uint64_t wait = now_ns > c.tel.burst_start_ns ? now_ns - c.tel.burst_start_ns : 0;
-    telemetry_.Function(c.name).wait.Observe(wait);
     c.tel.wait_ns += wait;
     c.tel.burst_wait_ns = wait;
     if (wait > kWaitCountsFromNs) ++c.tel.waits;
@@ -51,6 +50,9 @@ void ArbiterImpl::OnReleased(Client& c, uint32_t g, uint64_t now_ns, bool burst_
   ++ft.bursts;
   ++c.tel.bursts;
   ft.burst.Observe(latency);
+  // The token wait of each completed request, observed with it (a burst cut short by the
+  // client's exit or death, or one seen twice around a re-grant, is not a request).
+  ft.wait.Observe(c.tel.burst_wait_ns);
   c.tel.last_latency_ns = latency;
   if (c.slo_ms != 0) {
     if (latency <= uint64_t{c.slo_ms} * 1'000'000) {

@@ -190,7 +190,7 @@ std::string PrometheusText(const MetricsInput& in) {
   w.Family("burst_duration_seconds", "histogram",
            "Request latency: burst start to burst end, waits included.");
   for (const auto& [name, f] : t->functions) w.Histogram("burst_duration_seconds", fn_label(name), f.burst);
-  w.Family("token_wait_seconds", "histogram", "Burst start to its first grant.");
+  w.Family("token_wait_seconds", "histogram", "Burst start to its first grant, per completed request.");
   for (const auto& [name, f] : t->functions) w.Histogram("token_wait_seconds", fn_label(name), f.wait);
   return w.str();
 }
