@@ -15,6 +15,15 @@
 
 #include "gshare/demo/child_process.h"
 
+// An ASan or TSan build (GCC's macros; clang's __has_feature).
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define GSHARE_DEMO_TEST_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define GSHARE_DEMO_TEST_SANITIZED 1
+#endif
+#endif
+
 namespace gshare::demo {
 namespace {
 
@@ -63,10 +72,15 @@ TEST(DemoEndToEnd, QuickDemoAnswersEveryRequestAndReportsBothRuns) {
   // the dedicated run of the same invocation (what sharing adds on this machine); the
   // dedicated run must show the samples work (0.5). The 99% target is measured by the full
   // demo on a quiet machine (docs/demo.md).
+  // Not in sanitizer builds: the instrumented samples' CPU kernels run several times slower
+  // there, so attainment measures the instrumentation (ASan, 2026-11-30: gshare 44%, dedicated
+  // 64%, zero errors); every request must still be answered right (above).
+#ifndef GSHARE_DEMO_TEST_SANITIZED
   const double ga = g["slo_attainment"].get<double>(), da = d["slo_attainment"].get<double>();
   EXPECT_TRUE(ga >= 0.8 || ga >= da - 0.05) << "gshare " << ga << " dedicated " << da << "\n"
                                              << g.dump(2);
   EXPECT_GE(da, 0.5) << d.dump(2);
+#endif
   // 6 functions on 2 GPUs: gshare holds at most the 2 GPUs for the window.
   EXPECT_EQ(g["gpus"], 2);
   EXPECT_LE(g["peak_gpus"].get<int>(), 2);

@@ -69,7 +69,7 @@ TEST(Run, ExecsTheProgramWithTheShimEnvironment) {
   const ToolResult r = RunTool(dir,
                                {GSHARE_RUN_BIN, "--memory", "1GiB", "--slo", "50ms", "--name",
                                 "resnet", "--arbiter", "/run/x/a.sock", "--idle-release", "500us",
-                                "--fail", "closed", "--preload", PRELOAD_LIB, "--", "/usr/bin/env"},
+                                "--fail", "closed", "--preload", PRELOAD_LIB, "--", PRINT_ENV_BIN},
                                env);
   ASSERT_EQ(r.code, 0) << r.err;
   const std::string expect_preload =
@@ -86,7 +86,7 @@ TEST(Run, ExecsTheProgramWithTheShimEnvironment) {
 TEST(Run, FindsLibgshareNextToItselfAndDefaultsTheSocket) {
   TempDir dir;
   const ToolResult r = RunTool(dir, {GSHARE_RUN_BIN, "--memory", "512MiB", "--slo", "1s", "--name",
-                                     "f", "--", "/usr/bin/env"},
+                                     "f", "--", PRINT_ENV_BIN},
                                {"LD_PRELOAD="});
   ASSERT_EQ(r.code, 0) << r.err;
   char resolved[PATH_MAX];
@@ -95,7 +95,7 @@ TEST(Run, FindsLibgshareNextToItselfAndDefaultsTheSocket) {
   EXPECT_NE(r.out.find("GSHARE_SLO_MS=1000\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("GSHARE_ARBITER_SOCKET=/run/gshare/arbiter.sock\n"), std::string::npos) << r.out;
   const ToolResult alone = RunTool(dir, {GSHARE_RUN_BIN, "--memory", "512MiB", "--slo", "1s",
-                                         "--name", "f", "--arbiter", "none", "--", "/usr/bin/env"});
+                                         "--name", "f", "--arbiter", "none", "--", PRINT_ENV_BIN});
   EXPECT_EQ(alone.out.find("GSHARE_ARBITER_SOCKET="), std::string::npos) << alone.out;
 }
 
