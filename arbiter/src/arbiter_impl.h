@@ -190,6 +190,12 @@ class ArbiterImpl final : public Arbiter {
   void QueueTransfer(Client& c, Transfer t, uint64_t now_ns);
   void PumpTransfers(uint64_t now_ns);
   bool TryIssue(Client& c, uint64_t now_ns);
+  // Moves a swapped-out client's process (contexts, modules, streams) from c.gpu to GPU index
+  // `to` through the driver's checkpoint (lock, checkpoint, restore with the GPU pair, unlock)
+  // and sets c.gpu = to. True when moved or nothing to move (no checkpoint API, a process
+  // without CUDA state); false when it failed (the process runs on c.gpu again, or is left
+  // checkpointed there if even the restore in place failed).
+  bool MoveContexts(Client& c, uint32_t to, uint64_t now_ns);
   void CompleteTransfer(Client& c, const shm::ClientView& v, uint64_t now_ns);
   bool MakeRoom(uint32_t g, uint64_t need, uint64_t now_ns);
   void Reserve(Client& c, uint32_t g);

@@ -410,6 +410,7 @@ shm::Status WriteSummary(const std::string& path, const ArbiterStats& s) {
   j["malformed_channels"] = s.malformed_channels;
   j["enforcements"] = s.enforcements;
   j["restores"] = s.restores;
+  j["context_moves"] = s.context_moves;
   j["doorbell_mutes"] = s.doorbell_mutes;
   j["flood_disconnects"] = s.flood_disconnects;
   j["deep_evictions"] = s.deep_evictions;

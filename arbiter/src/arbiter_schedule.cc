@@ -220,6 +220,50 @@ bool ArbiterImpl::MakeRoom(uint32_t g, uint64_t need, uint64_t now_ns) {
   return issued;
 }
 
+// A swapped-out function placed on another GPU: its CUDA contexts (and modules, streams, any
+// memory the shim does not manage) are bound to the GPU it left, so the shim's swap-in alone
+// would leave its kernels on the old GPU reaching memory on the new one. The driver's process
+// checkpoint moves them: lock, checkpoint, restore with the GPU pair (old -> new), unlock; the
+// swap-in order then brings the vGPU's memory onto the new GPU (docs/multi-gpu.md). A process
+// the driver does not know (no CUDA state, e.g. a test's fake function) or an arbiter without
+// the checkpoint API moves by the swap-in alone, as before.
+bool ArbiterImpl::MoveContexts(Client& c, uint32_t to, uint64_t now_ns) {
+  const uint32_t from = c.gpu;
+  if (!driver_ || !driver_->can_checkpoint() || driver_->ProcessState(c.pid) < 0) return true;
+  const auto from_ordinal = static_cast<int>(gpus_[from].info.ordinal);
+  const auto to_ordinal = static_cast<int>(gpus_[to].info.ordinal);
+  const auto grace_ms = static_cast<unsigned>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(config_.preempt_grace).count());
+  const uint64_t start_ns = NowNs();
+  if (auto s = driver_->LockAndCheckpoint(c.pid, std::max(1U, grace_ms)); !s.ok()) {
+    spdlog::warn("client {} '{}': moving its contexts from GPU {} to GPU {} failed at the "
+                 "checkpoint ({}); it stays on GPU {}",
+                 c.id, c.name, from_ordinal, to_ordinal, s.ToString(), from_ordinal);
+    return false;
+  }
+  if (auto s = driver_->RestoreAndUnlock(c.pid, from_ordinal, to_ordinal); !s.ok()) {
+    spdlog::error("client {} '{}': restore onto GPU {} failed ({}); restoring it on GPU {}",
+                  c.id, c.name, to_ordinal, s.ToString(), from_ordinal);
+    if (auto back = driver_->RestoreAndUnlock(c.pid, from_ordinal, from_ordinal); !back.ok()) {
+      // Left checkpointed: restored wherever the policy places it next (never frozen for good:
+      // also when its client leaves, see ThawProcess).
+      spdlog::error("client {} '{}': restore on GPU {} failed too ({}); it stays checkpointed",
+                    c.id, c.name, from_ordinal, back.ToString());
+      c.where = Where::kCheckpointed;
+    }
+    return false;
+  }
+  ++stats_.context_moves;
+  // In the event ring as a restore onto the new GPU (the checkpoint event's "restored" form).
+  Record(shm::EventType::kCheckpoint, &c, static_cast<uint32_t>(to_ordinal), 1,
+         static_cast<uint64_t>(to_ordinal));
+  spdlog::info("client {} '{}': contexts moved from GPU {} to GPU {} in {} us", c.id, c.name,
+               from_ordinal, to_ordinal, (NowNs() - start_ns) / 1000);
+  c.gpu = to;
+  (void)now_ns;
+  return true;
+}
+
 bool ArbiterImpl::TryIssue(Client& c, uint64_t now_ns) {
   if (c.transfers.empty()) return false;
   Transfer& t = c.transfers.front();
@@ -283,6 +327,14 @@ bool ArbiterImpl::TryIssue(Client& c, uint64_t now_ns) {
     c.where = Where::kResident;
     c.gpu = t.gpu;
     return TryIssue(c, now_ns);  // now resident on the target: completes at once
+  }
+  if (c.gpu != t.gpu && !MoveContexts(c, t.gpu, now_ns)) {
+    // The function stays swapped out where its contexts are (never frozen): answered as a
+    // failed swap-in (retried with back-off when a grant waits for it).
+    shm::ClientView failed;
+    failed.ack_status = shm::SwapAckStatus::kFailed;
+    CompleteTransfer(c, failed, now_ns);
+    return false;
   }
   t.order_seq = c.chan.IssueSwapOrder(shm::SwapOp::kSwapIn, ordinal, now_ns);
   t.issued = true;

@@ -90,6 +90,8 @@ std::string PrometheusText(const MetricsInput& in) {
       {"enforcements_total", "Holders checkpointed for not yielding.", s.enforcements},
       {"deep_evictions_total", "Idle vGPUs checkpointed.", s.deep_evictions},
       {"restores_total", "Checkpointed vGPUs restored.", s.restores},
+      {"context_moves_total", "Functions moved to another GPU through the driver's checkpoint.",
+       s.context_moves},
       {"doorbell_mutes_total", "Doorbells muted for ringing over doorbell_rate.", s.doorbell_mutes},
       {"flood_disconnects_total", "Clients disconnected for flooding their doorbell.",
        s.flood_disconnects},

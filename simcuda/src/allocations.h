@@ -34,6 +34,7 @@ struct Allocation {
   CUctx_st* ctx = nullptr;
   unsigned long long buffer_id = 0;
   unsigned flags = 0;       // host alloc flags / managed attach flags / kVmm: CUmemAccess_flags
+  uint32_t access_devices = 0;  // kVmm: bit d set when device d may read the mapping
   CUmemoryPool pool = nullptr;  // stream-ordered allocations
 };
 

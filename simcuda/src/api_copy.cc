@@ -11,8 +11,10 @@ using simcuda::kDeviceSide;
 using simcuda::kHostSide;
 using simcuda::kUnifiedSide;
 
+// `reach`: the stream's context's device must reach the device sides (VMM access), as for
+// every copy except the peer copies, which name their contexts.
 CUresult Copy1D(uintptr_t dst, uintptr_t src, size_t n, int dst_kind, int src_kind, CUstream stream,
-                bool per_thread, bool sync) {
+                bool per_thread, bool sync, bool reach = true) {
   if (CUresult r = simcuda::CheckInit(); r != CUDA_SUCCESS) return r;
   simcuda::CopyShape s;
   s.dst = dst;
@@ -21,19 +23,20 @@ CUresult Copy1D(uintptr_t dst, uintptr_t src, size_t n, int dst_kind, int src_ki
   s.dst_pitch = s.src_pitch = n;
   simcuda::OpFn op;
   if (CUresult r = simcuda::MakeCopyOp(s, dst_kind, src_kind, &op); r != CUDA_SUCCESS) return r;
-  return simcuda::RunOp(stream, per_thread, sync, std::move(op));
+  return simcuda::RunOp(stream, per_thread, sync, std::move(op), reach ? &s : nullptr);
 }
 
 // 2D and 3D copies (CUDA_MEMCPY2D / CUDA_MEMCPY3D).
 template <typename Desc, typename ShapeFn>
-CUresult CopyStrided(const Desc* p, ShapeFn shape_fn, CUstream stream, bool per_thread, bool sync) {
+CUresult CopyStrided(const Desc* p, ShapeFn shape_fn, CUstream stream, bool per_thread, bool sync,
+                     bool reach = true) {
   if (CUresult r = simcuda::CheckInit(); r != CUDA_SUCCESS) return r;
   simcuda::CopyShape s;
   int dk = 0, sk = 0;
   if (CUresult r = shape_fn(p, &s, &dk, &sk); r != CUDA_SUCCESS) return r;
   simcuda::OpFn op;
   if (CUresult r = simcuda::MakeCopyOp(s, dk, sk, &op); r != CUDA_SUCCESS) return r;
-  return simcuda::RunOp(stream, per_thread, sync, std::move(op));
+  return simcuda::RunOp(stream, per_thread, sync, std::move(op), reach ? &s : nullptr);
 }
 
 CUresult Copy2D(const CUDA_MEMCPY2D* p, CUstream stream, bool per_thread, bool sync) {
@@ -45,14 +48,14 @@ CUresult Copy3D(const CUDA_MEMCPY3D* p, CUstream stream, bool per_thread, bool s
 }
 
 CUresult Copy3DPeer(const CUDA_MEMCPY3D_PEER* p, CUstream stream, bool per_thread, bool sync) {
-  return CopyStrided(p, simcuda::ShapeFrom3DPeer, stream, per_thread, sync);
+  return CopyStrided(p, simcuda::ShapeFrom3DPeer, stream, per_thread, sync, /*reach=*/false);
 }
 
 CUresult CopyPeer(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, CUcontext src_ctx, size_t n,
                   CUstream stream, bool per_thread, bool sync) {
   if (CUresult r = simcuda::CheckInit(); r != CUDA_SUCCESS) return r;
   if (!simcuda::IsLiveContext(dst_ctx) || !simcuda::IsLiveContext(src_ctx)) return CUDA_ERROR_INVALID_CONTEXT;
-  return Copy1D(dst, src, n, kDeviceSide, kDeviceSide, stream, per_thread, sync);
+  return Copy1D(dst, src, n, kDeviceSide, kDeviceSide, stream, per_thread, sync, /*reach=*/false);
 }
 
 CUresult Memset(CUdeviceptr dst, size_t pitch, uint32_t value, size_t elem, size_t width,
@@ -60,7 +63,12 @@ CUresult Memset(CUdeviceptr dst, size_t pitch, uint32_t value, size_t elem, size
   if (CUresult r = simcuda::CheckInit(); r != CUDA_SUCCESS) return r;
   simcuda::OpFn op;
   if (CUresult r = simcuda::MakeMemsetOp(dst, pitch, value, elem, width, height, &op); r != CUDA_SUCCESS) return r;
-  return simcuda::RunOp(stream, per_thread, sync, std::move(op));
+  simcuda::CopyShape touched;  // the memset's rows, for the reach check
+  touched.dst = dst;
+  touched.width = width * elem;
+  touched.height = height;
+  touched.dst_pitch = height > 1 ? pitch : width * elem;
+  return simcuda::RunOp(stream, per_thread, sync, std::move(op), &touched);
 }
 
 uintptr_t H(const void* p) { return reinterpret_cast<uintptr_t>(p); }

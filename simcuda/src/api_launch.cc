@@ -9,7 +9,9 @@
 
 #include "api.h"
 #include "context.h"
+#include "copy_engine.h"
 #include "driver.h"
+#include "log.h"
 #include "module.h"
 #include "sim_clock.h"
 #include "stream.h"
@@ -79,6 +81,26 @@ CUresult CopyParams(const SimcudaKernelDesc* desc, void** params, void** extra, 
   return CUDA_SUCCESS;
 }
 
+// A GPU faults when a kernel dereferences memory its device cannot reach (another GPU's memory
+// without peer access, a VMM mapping without access for the device). simcuda checks every
+// pointer-sized parameter that points into device memory and refuses the launch with the fault's
+// error (a real GPU reports it at the next synchronisation); the kernel does not run.
+CUresult CheckPointerParams(const SimcudaKernelDesc* desc, const ParamBlock& block, int dev) {
+  for (unsigned i = 0; i < desc->num_params; ++i) {
+    if (desc->param_sizes[i] != sizeof(uint64_t)) continue;
+    uint64_t value = 0;
+    std::memcpy(&value, block.bytes.data() + block.offsets[i], sizeof value);
+    if (value != 0 && !simcuda::KernelMayAccess(dev, static_cast<uintptr_t>(value))) {
+      simcuda::Log(simcuda::LogLevel::kWarn,
+                   "kernel %s on device %d: parameter %u (%#llx) is memory device %d cannot reach: "
+                   "CUDA_ERROR_ILLEGAL_ADDRESS", desc->name, dev, i,
+                   static_cast<unsigned long long>(value), dev);
+      return CUDA_ERROR_ILLEGAL_ADDRESS;
+    }
+  }
+  return CUDA_SUCCESS;
+}
+
 CUresult Launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                 unsigned bz, unsigned shared, CUstream h, void** params, void** extra, bool per_thread) {
   if (simcuda::Driver() == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
@@ -101,6 +123,7 @@ CUresult Launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx
   SimcudaKernelCost cost = desc->cost != nullptr ? desc->cost(&dims, block->pointers.data())
                                                  : SimcudaKernelCost{0, 0, 0};
   int dev = s->ctx->device;
+  if (CUresult r = CheckPointerParams(desc, *block, dev); r != CUDA_SUCCESS) return r;
   const simcuda::DeviceSpec& spec = simcuda::Driver()->devices[static_cast<size_t>(dev)].spec;
   double compute_ns = spec.flops > 0 ? cost.flops / spec.flops * 1e9 : 0;
   double memory_ns = spec.memory_bytes_per_s > 0 ? cost.bytes / spec.memory_bytes_per_s * 1e9 : 0;

@@ -101,7 +101,10 @@ CUresult RestoreDeviceMemory(const std::vector<int>& device_map) {
     std::lock_guard<std::mutex> plock(d->primary_mu);
     for (size_t old = 0; old < device_map.size(); ++old) {
       size_t to = static_cast<size_t>(device_map[old]);
-      if (to != old && d->primary[old].ctx != nullptr && d->primary[to].ctx == nullptr) {
+      // An inactive primary context left on the target (retained and released earlier: the
+      // handle outlives its last release) gives way; an active one keeps its slot.
+      if (to != old && d->primary[old].ctx != nullptr &&
+          (d->primary[to].ctx == nullptr || d->primary[to].refs == 0)) {
         d->primary[to] = d->primary[old];
         d->primary[old] = PrimaryContext{};
       }

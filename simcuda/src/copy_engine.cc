@@ -4,7 +4,9 @@
 #include <cstring>
 
 #include "allocations.h"
+#include "context.h"
 #include "driver.h"
+#include "log.h"
 #include "sim_clock.h"
 
 namespace simcuda {
@@ -37,13 +39,17 @@ void DoCopy(const CopyShape& s) {
   }
 }
 
+// Bytes from the first to the last byte one side of a strided copy touches.
+size_t SideExtent(size_t pitch, size_t rows_per_slice, const CopyShape& s) {
+  if (s.height == 1 && s.depth == 1) return s.width;
+  size_t slice = pitch * (rows_per_slice == 0 ? s.height : rows_per_slice);
+  return (s.depth - 1) * slice + (s.height - 1) * pitch + s.width;
+}
+
 // Checks every row of one side of a strided copy.
 bool SideValid(uintptr_t base, size_t pitch, size_t rows_per_slice, const CopyShape& s, bool device) {
   if (!device) return base != 0 || s.bytes() == 0;
-  size_t slice = pitch * (rows_per_slice == 0 ? s.height : rows_per_slice);
-  size_t extent = (s.depth - 1) * slice + (s.height - 1) * pitch + s.width;
-  if (s.height == 1 && s.depth == 1) extent = s.width;
-  return IsDeviceRange(base, extent);
+  return IsDeviceRange(base, SideExtent(pitch, rows_per_slice, s));
 }
 
 }  // namespace
@@ -65,6 +71,26 @@ bool IsDeviceRange(uintptr_t ptr, size_t bytes) {
     at = a->base + (a->size == 0 ? 1 : a->size);
   } while (at < end);
   return true;
+}
+
+bool VmmReachableFrom(int device, uintptr_t ptr, size_t bytes) {
+  AllocationTable& table = AllocationTable::Instance();
+  const uintptr_t end = ptr + bytes;
+  for (uintptr_t at = ptr; at < end;) {
+    std::optional<Allocation> a = table.Find(at);
+    if (!a) return true;  // host or unknown memory: not this check's business
+    if (a->kind == MemKind::kVmm && (a->access_devices & (uint32_t{1} << device)) == 0) return false;
+    at = a->base + (a->size == 0 ? 1 : a->size);
+  }
+  return true;
+}
+
+bool KernelMayAccess(int device, uintptr_t ptr) {
+  std::optional<Allocation> a = AllocationTable::Instance().Find(ptr);
+  if (!a) return true;
+  if (a->kind == MemKind::kDevice) return a->device == device;
+  if (a->kind == MemKind::kVmm) return (a->access_devices & (uint32_t{1} << device)) != 0;
+  return true;  // host, registered and managed memory are reachable from every device
 }
 
 CUresult MakeCopyOp(const CopyShape& shape, int dst_kind, int src_kind, OpFn* op) {
@@ -140,9 +166,21 @@ CUresult MakeMemsetOp(uintptr_t dst, size_t pitch, uint32_t value, size_t elem_s
   return CUDA_SUCCESS;
 }
 
-CUresult RunOp(CUstream stream, bool per_thread_entry, bool sync, OpFn op) {
+CUresult RunOp(CUstream stream, bool per_thread_entry, bool sync, OpFn op, const CopyShape* reach) {
   CUstream_st* s = nullptr;
   if (CUresult r = ResolveStream(stream, per_thread_entry, &s); r != CUDA_SUCCESS) return r;
+  if (reach != nullptr && reach->bytes() != 0) {
+    const int dev = s->ctx->device;
+    const bool dst_ok = VmmReachableFrom(dev, reach->dst, SideExtent(reach->dst_pitch, reach->dst_height, *reach));
+    const bool src_ok = reach->src == 0 ||
+                        VmmReachableFrom(dev, reach->src, SideExtent(reach->src_pitch, reach->src_height, *reach));
+    if (!dst_ok || !src_ok) {
+      Log(LogLevel::kWarn, "copy in a context of device %d touches VMM memory mapped without access "
+                  "for device %d (dst %#lx, src %#lx): CUDA_ERROR_INVALID_VALUE", dev, dev,
+                  static_cast<unsigned long>(reach->dst), static_cast<unsigned long>(reach->src));
+      return CUDA_ERROR_INVALID_VALUE;
+    }
+  }
   return sync ? SubmitAndWait(s, std::move(op)) : Submit(s, std::move(op));
 }
 

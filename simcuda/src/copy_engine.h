@@ -44,8 +44,20 @@ inline constexpr int kUnifiedSide = 2;
 CUresult MakeMemsetOp(uintptr_t dst, size_t pitch, uint32_t value, size_t elem_size, size_t width,
                       size_t height, OpFn* op);
 
-// Resolves `stream` (see ResolveStream), then submits `op`; waits for it if `sync`.
-CUresult RunOp(CUstream stream, bool per_thread_entry, bool sync, OpFn op);
+// True unless [ptr, ptr + bytes) overlaps a VMM mapping that does not grant `device` read
+// access (a context of `device` cannot reach it: copies fail, kernels fault, as on a GPU).
+// Host memory, plain device memory (copies between devices are staged by the driver) and
+// unknown addresses pass: their validity is checked elsewhere.
+bool VmmReachableFrom(int device, uintptr_t ptr, size_t bytes);
+// True if a kernel running on `device` may dereference `ptr`: not inside another device's plain
+// device memory (no peer access is modelled) nor inside a VMM mapping without access for it.
+bool KernelMayAccess(int device, uintptr_t ptr);
+
+// Resolves `stream` (see ResolveStream), then submits `op`; waits for it if `sync`. With
+// `reach`, the copy's (or memset's: src == 0) device sides must be reachable from the stream's
+// context's device (VmmReachableFrom), else CUDA_ERROR_INVALID_VALUE and nothing is submitted.
+CUresult RunOp(CUstream stream, bool per_thread_entry, bool sync, OpFn op,
+               const CopyShape* reach = nullptr);
 
 // Converts CUDA_MEMCPY2D / CUDA_MEMCPY3D (device-pointer and host-pointer forms only).
 CUresult ShapeFrom2D(const CUDA_MEMCPY2D* p, CopyShape* shape, int* dst_kind, int* src_kind);

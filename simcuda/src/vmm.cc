@@ -161,8 +161,15 @@ bool MapRange(uintptr_t base, const Mapping& m, Physical& p, bool poison) {
 
 void UpdateAllocationAccess(uintptr_t base, const Mapping& m) {
   unsigned any = 0;
-  for (unsigned char a : m.access) any |= a;
-  AllocationTable::Instance().Update(base, [any](Allocation& a) { a.flags = any; });
+  uint32_t devices = 0;
+  for (size_t d = 0; d < m.access.size(); ++d) {
+    any |= m.access[d];
+    if ((m.access[d] & CU_MEM_ACCESS_FLAGS_PROT_READ) != 0) devices |= uint32_t{1} << d;
+  }
+  AllocationTable::Instance().Update(base, [any, devices](Allocation& a) {
+    a.flags = any;
+    a.access_devices = devices;
+  });
 }
 
 }  // namespace
@@ -479,10 +486,19 @@ int64_t VmmRestore(const std::vector<int>& device_map) {
   }
   for (auto& [base, m] : s.mappings) {
     Physical& p = *s.handles[m.handle];
+    // Access granted to an old device is granted to the device it is restored onto.
+    decltype(m.access) moved_access{};
+    for (size_t d = 0; d < m.access.size(); ++d) {
+      const size_t to = d < device_map.size() && device_map[d] >= 0
+                            ? static_cast<size_t>(device_map[d]) : d;
+      moved_access[to] |= m.access[d];
+    }
+    m.access = moved_access;
     if (!MapRange(base, m, p, false)) return -1;
     uintptr_t b = base;
     int dev = p.device < 0 ? 0 : p.device;
     AllocationTable::Instance().Update(b, [dev](Allocation& a) { a.device = dev; });
+    UpdateAllocationAccess(base, m);
   }
   return moved;
 }

@@ -73,6 +73,15 @@ std::string S(const std::map<std::string, std::string>& kv, const std::string& k
 
 class ReachDriver : public ShimTest, public ::testing::WithParamInterface<const char*> {};
 
+// The test name of a way of reaching the driver ("procaddr-ptds" -> "procaddr_ptds").
+std::string WayName(const ::testing::TestParamInfo<const char*>& param_info) {
+  std::string n = param_info.param;
+  for (char& c : n) {
+    if (c == '-') c = '_';
+  }
+  return n;
+}
+
 TEST_P(ReachDriver, QuotaTotalsAndFreeMovement) {
   std::string err;
   const auto kv = RunKeyValues({GSHARE_PROBE, "totals", GetParam(), "64"}, Env(true), &err);
@@ -99,13 +108,72 @@ TEST_P(ReachDriver, QuotaTotalsAndFreeMovement) {
 
 INSTANTIATE_TEST_SUITE_P(Ways, ReachDriver,
                          ::testing::Values("linked", "dlsym", "procaddr", "procaddr-ptds"),
-                         [](const ::testing::TestParamInfo<const char*>& param_info) {
-                           std::string n = param_info.param;
-                           for (char& c : n) {
-                             if (c == '-') c = '_';
-                           }
-                           return n;
-                         });
+                         WayName);
+
+// On two simulated GPUs with GSHARE_DEVICE=1 every way of reaching the driver sees one device,
+// GPU 1: its context, its allocation and its kernel are there; the other GPU is hidden from the
+// PCI bus id lookup and the peer queries.
+class DeviceView : public ShimTest, public ::testing::WithParamInterface<const char*> {};
+
+TEST_P(DeviceView, OneDeviceTheConfiguredGpu) {
+  auto env = Env(true);
+  env["SIMCUDA_DEVICES"] = "2x4GiB";
+  env["GSHARE_DEVICE"] = "1";
+  std::string err;
+  const auto kv = RunKeyValues({GSHARE_PROBE, "devices", GetParam()}, env, &err);
+  ASSERT_EQ(S(kv, "exit"), "0") << S(kv, "error") << "\n" << err;
+  EXPECT_EQ(err, "");
+  const std::string invalid_device = std::to_string(CUDA_ERROR_INVALID_DEVICE);
+  const std::map<std::string, std::string> expected = {
+      {"count_fn", "libgshare.so:cuDeviceGetCount"},
+      {"device_get_fn", "libgshare.so:cuDeviceGet"},
+      {"count_before_init", std::to_string(CUDA_ERROR_NOT_INITIALIZED)},
+      {"count", "1"},
+      {"device", "1"},
+      {"device1", invalid_device},
+      {"ctx_device", "1"},
+      {"pci_self", "0:1"},
+      {"pci_other", invalid_device},
+      {"peer_other", invalid_device},
+      {"p2p_other", invalid_device},
+      {"ptr_ordinal", "1"},
+      {"htod", "0"},
+      {"kernel", "0"},
+      {"sync", "0"},
+      {"dtoh", "0"},
+      {"result_ok", "1"},
+  };
+  for (const auto& [key, value] : expected) EXPECT_EQ(S(kv, key), value) << key;
+}
+
+INSTANTIATE_TEST_SUITE_P(Ways, DeviceView,
+                         ::testing::Values("linked", "dlsym", "procaddr", "procaddr-ptds"),
+                         WayName);
+
+// The default device is GPU 0; without the shim the program sees both GPUs; a device ordinal
+// the driver does not have fails cuInit.
+TEST_F(ShimTest, DeviceViewDefaultsAndWithoutTheShim) {
+  auto env = Env(true);
+  env["SIMCUDA_DEVICES"] = "2x4GiB";
+  auto kv = RunKeyValues({GSHARE_PROBE, "devices", "linked"}, env);
+  ASSERT_EQ(S(kv, "exit"), "0") << S(kv, "error");
+  EXPECT_EQ(S(kv, "count"), "1");
+  EXPECT_EQ(S(kv, "device"), "0");
+  EXPECT_EQ(S(kv, "ptr_ordinal"), "0");
+  EXPECT_EQ(S(kv, "result_ok"), "1");
+  kv = RunKeyValues({GSHARE_PROBE, "devices", "linked"}, [&] {
+    auto plain = env;
+    plain["LD_PRELOAD"] = "";
+    return plain;
+  }());
+  ASSERT_EQ(S(kv, "exit"), "0") << S(kv, "error");
+  EXPECT_EQ(S(kv, "count"), "2");
+  EXPECT_EQ(S(kv, "device1"), "0");
+  EXPECT_EQ(S(kv, "peer_other"), "0");
+  env["GSHARE_DEVICE"] = "2";
+  kv = RunKeyValues({GSHARE_PROBE, "init"}, env);
+  EXPECT_EQ(U(kv, "init"), static_cast<uint64_t>(CUDA_ERROR_INVALID_DEVICE));
+}
 
 TEST_F(ShimTest, WithoutTheShimTheProbeSeesTheDevice) {
   const auto kv = RunKeyValues({GSHARE_PROBE, "totals", "procaddr", "1024"}, Env(false));

@@ -23,6 +23,12 @@
 //                                      on their own streams (while a test swaps the vGPU)
 //   preload_probe memory-api           stream-ordered and pool allocations, pitch, pointer
 //                                      queries, the application's own VMM handles
+//   preload_probe devices <linked|dlsym|procaddr|procaddr-ptds>
+//                                      the devices the program sees (count, ordinal 0 and 1, PCI
+//                                      bus id and peer queries), its context's device, where an
+//                                      allocation lives, and a kernel and copies on it
+// The swap mode's "where" command prints the context's device, the device count and the
+// device ordinal of the first block.
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <dlfcn.h>
@@ -59,6 +65,11 @@ struct Api {
   PFN_cuMemFree_v3020 mem_free = nullptr;
   void* memcpy_htod_async = nullptr;  // only inspected: which function did we get?
   void* launch_kernel = nullptr;
+  PFN_cuDeviceGetCount_v2000 device_get_count = nullptr;
+  PFN_cuDeviceGetByPCIBusId_v4010 by_pci_bus_id = nullptr;
+  PFN_cuDeviceCanAccessPeer_v4000 can_access_peer = nullptr;
+  PFN_cuDeviceGetP2PAttribute_v8000 p2p_attribute = nullptr;
+  PFN_cuPointerGetAttribute_v4000 pointer_attribute = nullptr;
 };
 
 std::string WhereIs(void* fn) {
@@ -80,6 +91,11 @@ bool LoadLinked(Api* api) {
   api->mem_free = &cuMemFree;
   api->memcpy_htod_async = reinterpret_cast<void*>(&cuMemcpyHtoDAsync);
   api->launch_kernel = reinterpret_cast<void*>(&cuLaunchKernel);
+  api->device_get_count = &cuDeviceGetCount;
+  api->by_pci_bus_id = &cuDeviceGetByPCIBusId;
+  api->can_access_peer = &cuDeviceCanAccessPeer;
+  api->p2p_attribute = &cuDeviceGetP2PAttribute;
+  api->pointer_attribute = &cuPointerGetAttribute;
   return true;
 }
 
@@ -101,6 +117,11 @@ bool LoadDlsym(Api* api) {
   Dlsym(h, "cuMemFree_v2", &api->mem_free);
   Dlsym(h, "cuMemcpyHtoDAsync_v2", &api->memcpy_htod_async);
   Dlsym(h, "cuLaunchKernel", &api->launch_kernel);
+  Dlsym(h, "cuDeviceGetCount", &api->device_get_count);
+  Dlsym(h, "cuDeviceGetByPCIBusId", &api->by_pci_bus_id);
+  Dlsym(h, "cuDeviceCanAccessPeer", &api->can_access_peer);
+  Dlsym(h, "cuDeviceGetP2PAttribute", &api->p2p_attribute);
+  Dlsym(h, "cuPointerGetAttribute", &api->pointer_attribute);
   return api->init != nullptr;
 }
 
@@ -133,6 +154,11 @@ bool LoadProcAddress(Api* api, bool per_thread) {
   ask("cuMemFree", &api->mem_free);
   ask("cuMemcpyHtoDAsync", &api->memcpy_htod_async);
   ask("cuLaunchKernel", &api->launch_kernel);
+  ask("cuDeviceGetCount", &api->device_get_count);
+  ask("cuDeviceGetByPCIBusId", &api->by_pci_bus_id);
+  ask("cuDeviceCanAccessPeer", &api->can_access_peer);
+  ask("cuDeviceGetP2PAttribute", &api->p2p_attribute);
+  ask("cuPointerGetAttribute", &api->pointer_attribute);
   return api->init != nullptr;
 }
 
@@ -421,6 +447,27 @@ int Swap(uint32_t seed, int count, uint64_t big_mib) {
       std::fflush(stdout);
       continue;
     }
+    if (command == "where") {
+      CUdevice ctx_device = -1;
+      int devices = -1, ordinal = -1;
+      (void)cuCtxGetDevice(&ctx_device);
+      (void)cuDeviceGetCount(&devices);
+      (void)cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, blocks[0].ptr);
+      // Which physical GPUs hold an active primary context of this process (bit per ordinal;
+      // the ordinals are the driver's, passed as CUdevice values directly).
+      unsigned primary = 0;
+      for (int d = 0; d < 4; ++d) {
+        unsigned flags = 0;
+        int active = 0;
+        if (cuDevicePrimaryCtxGetState(d, &flags, &active) == CUDA_SUCCESS && active != 0) {
+          primary |= 1u << d;
+        }
+      }
+      std::printf("where ctx_device=%d count=%d ptr_ordinal=%d primary=%u\n", ctx_device, devices,
+                  ordinal, primary);
+      std::fflush(stdout);
+      continue;
+    }
     if (command == "collect" && work != nullptr) {
       const CUresult r = cuStreamSynchronize(work);
       std::printf("collected ok=%d\n", r == CUDA_SUCCESS && work_result == kernel_sums[0] ? 1 : 0);
@@ -701,6 +748,82 @@ int Alloc(uint64_t mib) {
 
 }  // namespace
 
+bool LoadBy(const std::string& how, Api* api) {
+  if (how == "linked") return LoadLinked(api);
+  if (how == "dlsym") return LoadDlsym(api);
+  if (how == "procaddr") return LoadProcAddress(api, false);
+  if (how == "procaddr-ptds") return LoadProcAddress(api, true);
+  return false;
+}
+
+int Devices(const std::string& how) {
+  Api api;
+  if (!LoadBy(how, &api) || api.device_get_count == nullptr || api.by_pci_bus_id == nullptr ||
+      api.can_access_peer == nullptr || api.p2p_attribute == nullptr ||
+      api.pointer_attribute == nullptr) {
+    return Fail("load", CUDA_ERROR_NOT_FOUND);
+  }
+  std::printf("count_fn=%s\n", WhereIs(reinterpret_cast<void*>(api.device_get_count)).c_str());
+  std::printf("device_get_fn=%s\n", WhereIs(reinterpret_cast<void*>(api.device_get)).c_str());
+  int count = -1;
+  std::printf("count_before_init=%d\n", static_cast<int>(api.device_get_count(&count)));
+  if (CUresult r = SetUpContext(api); r != CUDA_SUCCESS) return Fail("context", r);
+  (void)api.device_get_count(&count);
+  CUdevice dev = -1, dev1 = -1, ctx_device = -1;
+  (void)api.device_get(&dev, 0);
+  std::printf("count=%d\ndevice=%d\n", count, dev);
+  std::printf("device1=%d\n", static_cast<int>(api.device_get(&dev1, 1)));
+  (void)cuCtxGetDevice(&ctx_device);
+  std::printf("ctx_device=%d\n", ctx_device);
+  char bus[32] = {};
+  (void)cuDeviceGetPCIBusId(bus, sizeof bus, dev);
+  CUdevice found = -1;
+  const CUresult self = api.by_pci_bus_id(&found, bus);
+  std::printf("pci_self=%d:%d\n", static_cast<int>(self), found);
+  // simcuda's bus ids are 00000000:17:00.0, 00000000:18:00.0, ... by ordinal.
+  for (int other = 0; other < 2; ++other) {
+    char id[32];
+    std::snprintf(id, sizeof id, "00000000:%02x:00.0", 0x17 + other);
+    found = -1;
+    const CUresult r = api.by_pci_bus_id(&found, id);
+    if (r == CUDA_SUCCESS && found == dev) continue;
+    std::printf("pci_other=%d\n", static_cast<int>(r));
+  }
+  int can = -1, value = -1;
+  const CUdevice other = dev == 0 ? 1 : 0;
+  std::printf("peer_self=%d\n", static_cast<int>(api.can_access_peer(&can, dev, dev)));
+  std::printf("peer_other=%d\n", static_cast<int>(api.can_access_peer(&can, dev, other)));
+  std::printf("p2p_other=%d\n", static_cast<int>(api.p2p_attribute(
+                                    &value, CU_DEVICE_P2P_ATTRIBUTE_ACCESS_SUPPORTED, dev, other)));
+  // An allocation: where it lives, and a kernel and copies on it in the program's context.
+  CUdeviceptr p = 0;
+  const size_t n = 1 << 20;
+  if (CUresult r = api.mem_alloc(&p, n * sizeof(float)); r != CUDA_SUCCESS) return Fail("alloc", r);
+  int ordinal = -1;
+  (void)api.pointer_attribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, p);
+  std::printf("ptr_ordinal=%d\n", ordinal);
+  std::vector<float> host(n, 1.5f);
+  std::printf("htod=%d\n", static_cast<int>(cuMemcpyHtoD(p, host.data(), n * sizeof(float))));
+  CUmodule module = nullptr;
+  CUfunction scale = nullptr;
+  CUresult launched = cuModuleLoadData(&module, basic_kernels_ptx);
+  if (launched == CUDA_SUCCESS) launched = cuModuleGetFunction(&scale, module, "saxpy");
+  if (launched == CUDA_SUCCESS) {
+    // saxpy(alpha, x, y, n): y = alpha * x + y, here with x == y: y = 3 * y.
+    uint64_t count_param = n;
+    float a = 2.0f;
+    void* params[] = {&a, &p, &p, &count_param};
+    launched = cuLaunchKernel(scale, static_cast<unsigned>((n + 255) / 256), 1, 1, 256, 1, 1, 0,
+                              nullptr, params, nullptr);
+  }
+  const CUresult synced = cuCtxSynchronize();
+  std::printf("kernel=%d\nsync=%d\n", static_cast<int>(launched), static_cast<int>(synced));
+  std::printf("dtoh=%d\n", static_cast<int>(cuMemcpyDtoH(host.data(), p, n * sizeof(float))));
+  std::printf("result_ok=%d\n", host[0] == 4.5f && host[n - 1] == 4.5f ? 1 : 0);
+  (void)api.mem_free(p);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   if (mode == "totals" && argc > 2) {
@@ -713,6 +836,7 @@ int main(int argc, char** argv) {
                 std::strtoull(argv[4], nullptr, 10));
   }
   if (mode == "kernels") return Kernels();
+  if (mode == "devices" && argc > 2) return Devices(argv[2]);
   if (mode == "lookup") return Lookup();
   if (mode == "stress" && argc > 3) return Stress(std::atoi(argv[2]), std::atoi(argv[3]));
   if (mode == "memory-api") return MemoryApi();

@@ -81,13 +81,33 @@ class SimcudaVgpuTest : public ::testing::Test {
       const uint64_t v = rng();
       std::memcpy(host.data() + i, &v, std::min<size_t>(8, bytes - i));
     }
-    ASSERT_CU(cuMemcpyHtoD(p, host.data(), bytes));
+    ASSERT_CU(OnItsDevice(p, [&] { return cuMemcpyHtoD(p, host.data(), bytes); }));
     live_[p] = Live{bytes, simcuda::kernels::HostChecksum(host.data(), bytes)};
+  }
+  // Runs `copy` with the primary context of the device `p` lives on current (as on a GPU, a
+  // context of another device cannot reach VMM memory mapped without access for it).
+  template <typename Copy>
+  static CUresult OnItsDevice(CUdeviceptr p, Copy copy) {
+    int device = 0;
+    if (CUresult r = cuPointerGetAttribute(&device, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, p);
+        r != CUDA_SUCCESS) {
+      return r;
+    }
+    CUcontext there = nullptr;
+    if (CUresult r = cuDevicePrimaryCtxRetain(&there, device); r != CUDA_SUCCESS) return r;
+    CUresult result = cuCtxPushCurrent(there);
+    if (result == CUDA_SUCCESS) {
+      result = copy();
+      CUcontext popped = nullptr;
+      (void)cuCtxPopCurrent(&popped);
+    }
+    (void)cuDevicePrimaryCtxRelease(device);
+    return result;
   }
   void ExpectAllIntact() {
     for (const auto& [p, l] : live_) {
       std::vector<uint8_t> host(l.bytes);
-      ASSERT_CU(cuMemcpyDtoH(host.data(), p, l.bytes));
+      ASSERT_CU(OnItsDevice(p, [&] { return cuMemcpyDtoH(host.data(), p, l.bytes); }));
       ASSERT_EQ(simcuda::kernels::HostChecksum(host.data(), l.bytes), l.checksum)
           << "allocation at " << std::hex << p << " of " << std::dec << l.bytes << " bytes";
     }

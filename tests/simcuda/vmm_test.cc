@@ -163,6 +163,9 @@ TEST_F(VmmTest, MemoryOfAnotherDeviceAtTheSameAddress) {
   EXPECT_EQ(free1 - FreeOn(1), kGran);
   ASSERT_CU(cuMemMap(va, kGran, 0, h1, 0));
   Grant(va, kGran, 1);
+  // Only device 1 may reach it: a copy in device 0's (current) context fails (reach_test.cc).
+  EXPECT_CU_ERR(cuMemcpyHtoD(va, out.data(), kGran), CUDA_ERROR_INVALID_VALUE);
+  Grant(va, kGran, 0);
   ASSERT_CU(cuMemcpyHtoD(va, out.data(), kGran));
   EXPECT_EQ(std::memcmp(reinterpret_cast<void*>(va), data.data(), kGran), 0);
   ASSERT_CU(cuMemUnmap(va, kGran));

@@ -81,9 +81,9 @@ shm::Status ArbiterClient::Connect(bool re_register) {
   if (!re_register && host_->Resident() && host_->ResidentBytes() == 0 &&
       host_->CurrentGpu() != reg->reply.gpu) {
     // Nothing allocated yet: put the (empty) vGPU on the GPU the arbiter assigned, so its
-    // memory lands where the arbiter reserved it (moving nothing costs nothing).
-    (void)host_->SwapOut();
-    if (!host_->SwapIn(reg->reply.gpu).ok) (void)host_->SwapIn(host_->CurrentGpu());
+    // memory lands where the arbiter reserved it and the application's device is that GPU
+    // (moving nothing costs nothing).
+    host_->MoveEmptyTo(reg->reply.gpu);
   }
   const bool resident = host_->Resident();
   (void)ch->SetResidency(resident ? shm::Residency::kResident : shm::Residency::kSwappedOut,
@@ -114,6 +114,7 @@ bool ArbiterClient::Acquire() {
       // Holding: the gate opens only while resident (ShimHost::OpenGate checks it under the
       // swap lock). Not resident: ask for the swap-in first.
       if (host_->Resident()) {
+        host_->GrantedOn(grant_.gpu);
         host_->OpenGate();
         return true;
       }

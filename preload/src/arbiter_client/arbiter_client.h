@@ -76,6 +76,18 @@ class ShimHost {
   virtual uint64_t ResidentBytes() const = 0;
   // The GPU the vGPU is resident on (meaningful while Resident()).
   virtual uint32_t CurrentGpu() const = 0;
+  // Registration assigned `gpu` to a vGPU that holds no memory yet (inside cuInit, before the
+  // application has a context): put it there. The default swaps the empty vGPU out and in;
+  // the shim just re-homes it (no driver call, so no context is created on the old GPU).
+  virtual void MoveEmptyTo(uint32_t gpu) {
+    (void)SwapOut();
+    if (!SwapIn(gpu).ok) (void)SwapIn(CurrentGpu());
+  }
+  // A grant (or lease) for `gpu` is about to open the gate: if the vGPU is on another GPU, the
+  // arbiter moved the whole process there with the driver's checkpoint restore, and the host
+  // follows (ShimHost implementations without devices ignore it). Must be cheap when nothing
+  // moved: called on every acquisition.
+  virtual void GrantedOn(uint32_t gpu) { (void)gpu; }
 };
 
 struct ArbiterClientOptions {

@@ -340,6 +340,11 @@ class VgpuMemory::Impl {
     return CUDA_SUCCESS;
   }
 
+  void Rehome(CUdevice device) {
+    std::lock_guard<FairMutex> lock(mu_);
+    device_ = device;
+  }
+
   bool resident() const {
     std::lock_guard<FairMutex> lock(mu_);
     return resident_;
@@ -692,6 +697,8 @@ CUresult VgpuMemory::SwapIn(CUdevice device, SwapStats* stats) {
 }
 CUresult VgpuMemory::PrepareStaging(uint64_t* pinned) { return impl_->PrepareStaging(pinned); }
 CUresult VgpuMemory::ReleaseStaging() { return impl_->ReleaseStaging(); }
+void VgpuMemory::Rehome(CUdevice device) { impl_->Rehome(device); }
+
 bool VgpuMemory::resident() const { return impl_->resident(); }
 VgpuMemoryCounters VgpuMemory::counters() const { return impl_->counters(); }
 

@@ -60,4 +60,13 @@ uint64_t ArbiterHost::ResidentBytes() const {
 
 uint32_t ArbiterHost::CurrentGpu() const { return static_cast<uint32_t>(runtime_->LastDevice()); }
 
+void ArbiterHost::MoveEmptyTo(uint32_t gpu) {
+  if (!runtime_->MoveEmptyVgpu(static_cast<CUdevice>(gpu))) ShimHost::MoveEmptyTo(gpu);
+}
+
+// One atomic load when nothing moved.
+void ArbiterHost::GrantedOn(uint32_t gpu) {
+  if (static_cast<uint32_t>(runtime_->AppDevice()) != gpu) runtime_->Rehome(static_cast<CUdevice>(gpu));
+}
+
 }  // namespace gshare::preload

@@ -30,6 +30,8 @@ class ArbiterHost final : public ShimHost {
   bool Resident() const override;
   uint64_t ResidentBytes() const override;
   uint32_t CurrentGpu() const override;
+  void GrantedOn(uint32_t gpu) override;
+  void MoveEmptyTo(uint32_t gpu) override;
 
  private:
   Runtime* runtime_;

@@ -99,6 +99,15 @@ Config ParseConfig(const char* (*getenv_fn)(const char*, void*), void* ctx, int 
   } else if (!prepin.empty() && prepin != "1") {
     AddError(&config.error, "GSHARE_PREPIN='" + prepin + "' must be 0 or 1");
   }
+  const std::string device = Get(getenv_fn, ctx, "GSHARE_DEVICE");
+  if (!device.empty()) {
+    const auto [end, ec] =
+        std::from_chars(device.data(), device.data() + device.size(), config.device);
+    if (ec != std::errc() || end != device.data() + device.size() || config.device < 0) {
+      AddError(&config.error, "GSHARE_DEVICE='" + device + "' is not a device ordinal (0, 1, ...)");
+      config.device = 0;
+    }
+  }
   const std::string lease = Get(getenv_fn, ctx, "GSHARE_LEASE");
   if (lease == "0") {
     config.lease = false;

@@ -32,6 +32,10 @@ struct Config {
   // GSHARE_KEEP_FREED: freed device memory kept mapped for the next allocation, at most this
   // much (a size; 0 releases at once). Alloc/free pairs then cost no driver call.
   uint64_t keep_freed_bytes = uint64_t{256} << 20;
+  // GSHARE_DEVICE: the physical device (driver ordinal) the vGPU lives on when stand-alone
+  // (default 0). The application sees exactly one device, this one; with an arbiter the GPU it
+  // assigns at registration replaces it (docs/multi-gpu.md).
+  int device = 0;
   // Empty when every variable parsed; otherwise one message per malformed variable, naming it.
   std::string error;
 };

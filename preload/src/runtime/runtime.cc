@@ -129,6 +129,9 @@ CUresult Runtime::Init(unsigned int flags) {
       } else if (verb == "swap-in") {
         int device = 0;
         if (!(in >> device)) return std::string("error usage: swap-in <device>");
+        // The application's contexts are on its device: memory elsewhere would be out of their
+        // reach (a move to another GPU is the arbiter's checkpoint path, docs/multi-gpu.md).
+        if (device != AppDevice()) return std::string("error CUDA_ERROR_INVALID_DEVICE");
         res = SwapIn(device, &stats);
       } else if (verb == "stats") {
         return "ok " + StatsLine();
@@ -168,7 +171,14 @@ CUresult Runtime::CreateMemory() {
     return CUDA_ERROR_NOT_SUPPORTED;
   }
   memory::VgpuMemoryOptions options;
-  options.device = 0;
+  options.device = config_.device;
+  int count = 0;
+  using GetCount = CUresult (*)(int*);
+  const auto get_count = reinterpret_cast<GetCount>(real_.Resolve("cuDeviceGetCount"));
+  if (get_count != nullptr && get_count(&count) == CUDA_SUCCESS && options.device >= count) {
+    Log().error("GSHARE_DEVICE={} but the driver has {} device(s)", options.device, count);
+    return CUDA_ERROR_INVALID_DEVICE;
+  }
   options.keep_freed_bytes = config_.keep_freed_bytes;
   if (config_.vgpu_memory_bytes) {
     options.quota_bytes = *config_.vgpu_memory_bytes;
@@ -182,6 +192,11 @@ CUresult Runtime::CreateMemory() {
       return r;
     }
     options.quota_bytes = total;
+  }
+  {
+    std::lock_guard<std::mutex> lock(swap_mutex_);
+    swapped_from_ = options.device;
+    app_device_.store(options.device, std::memory_order_release);
   }
   memory_.store(new memory::VgpuMemory(api, options), std::memory_order_release);
   Log().info("vGPU memory: {} on device {}", gshare::FormatByteSize(options.quota_bytes),
@@ -232,6 +247,33 @@ CUdevice Runtime::LastDevice() const {
   if (mem == nullptr) return 0;
   const memory::VgpuMemoryCounters c = mem->counters();
   return c.resident ? c.device : swapped_from_;
+}
+
+bool Runtime::MoveEmptyVgpu(CUdevice device) {
+  memory::VgpuMemory* mem = memory();
+  if (mem == nullptr) return false;
+  std::lock_guard<std::mutex> lock(swap_mutex_);
+  const memory::VgpuMemoryCounters c = mem->counters();
+  if (!c.resident || c.physical_handles != 0 || c.live_allocations != 0 || c.external_bytes != 0) {
+    return false;
+  }
+  mem->Rehome(device);
+  swapped_from_ = device;
+  app_device_.store(device, std::memory_order_release);
+  Log().info("the application's device is GPU {} (assigned by the arbiter)", device);
+  return true;
+}
+
+void Runtime::Rehome(CUdevice device) {
+  memory::VgpuMemory* mem = memory();
+  if (mem == nullptr) return;
+  std::lock_guard<std::mutex> lock(swap_mutex_);
+  const CUdevice old = app_device_.exchange(device, std::memory_order_acq_rel);
+  if (old == device) return;
+  mem->Rehome(device);
+  swapped_from_ = device;
+  Log().info("the driver moved this process from GPU {} to GPU {}: the vGPU and the "
+             "application's device follow", old, device);
 }
 
 bool Runtime::OpenGateIfResident() {
@@ -336,6 +378,9 @@ CUresult Runtime::SwapIn(CUdevice device, memory::SwapStats* stats, bool open_ga
   if (r != CUDA_SUCCESS) {
     Log().error("swap-in to device {} failed: {}", device, ResultName(r));
     return r;
+  }
+  if (app_device_.exchange(device, std::memory_order_acq_rel) != device) {
+    Log().info("the application's device is now GPU {}", device);
   }
   if (open_gate) gate_.Open();
   return CUDA_SUCCESS;

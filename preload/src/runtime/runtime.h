@@ -75,6 +75,20 @@ class Runtime {
   CUresult SwapIn(CUdevice device, memory::SwapStats* stats, bool open_gate = true);
   // The device the vGPU is on, or the one it left when swapped out.
   CUdevice LastDevice() const;
+  // The one device the application sees (cuDeviceGet ordinal 0, docs/multi-gpu.md): the
+  // physical CUdevice of the GPU the vGPU lives on — GSHARE_DEVICE stand-alone, the GPU the
+  // arbiter assigned at registration (inside cuInit), then wherever a swap-in put the vGPU
+  // (a move to another GPU moves the process's contexts first: the arbiter's checkpoint
+  // restore). Meaningful after a successful Init. Lock-free.
+  [[nodiscard]] CUdevice AppDevice() const { return app_device_.load(std::memory_order_acquire); }
+  // Registration assigned `device` to this vGPU: if it holds no memory at all (nothing
+  // allocated, nothing kept), it is re-homed there without a driver call (no context is made on
+  // the GPU it leaves) and true is returned; otherwise false (the caller swaps it).
+  bool MoveEmptyVgpu(CUdevice device);
+  // The arbiter granted GPU `device` while the vGPU was on another one: the driver's checkpoint
+  // restore moved the whole process there (contexts and memory). The memory manager and the
+  // application's device follow (logged). Thread-safe (swap mutex).
+  void Rehome(CUdevice device);
   // Opens the submission gate if (and only if) the vGPU is resident, checked under the swap
   // mutex so no swap can be between its check and the opening: a submission is never admitted
   // while the vGPU's memory is unmapped. Returns whether the gate is open.
@@ -128,6 +142,7 @@ class Runtime {
   std::atomic<memory::VgpuMemory*> memory_{nullptr};
   mutable std::mutex swap_mutex_;        // serialises swaps and auto swap-in
   CUdevice swapped_from_ = 0;            // guarded by swap_mutex_
+  std::atomic<CUdevice> app_device_{0};  // written under swap_mutex_ (and by Init)
   ControlServer* control_ = nullptr;     // owned, never destroyed
   ArbiterHost* arbiter_host_ = nullptr;  // owned, never destroyed
   std::atomic<ArbiterClient*> arbiter_{nullptr};  // owned, never destroyed

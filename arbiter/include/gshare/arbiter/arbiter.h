@@ -49,6 +49,9 @@ struct ArbiterStats {
   uint64_t enforcements = 0;  // clients locked and checkpointed for not yielding
   uint64_t deep_evictions = 0;  // idle vGPUs checkpointed after deep_evict_after
   uint64_t restores = 0;
+  // Swapped-out functions whose process was moved to another GPU through the checkpoint
+  // (contexts follow the vGPU: docs/multi-gpu.md).
+  uint64_t context_moves = 0;
   uint64_t doorbell_mutes = 0;     // a client's doorbell muted for exceeding doorbell_rate
   uint64_t flood_disconnects = 0;  // clients disconnected for flooding (doorbell_flood_disconnect)
   // Sole-tenant leases (docs/arbiter.md, "The lease"). A take is also counted in `grants`.

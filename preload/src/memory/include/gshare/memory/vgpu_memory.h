@@ -224,6 +224,12 @@ class VgpuMemory {
   // Only while resident; otherwise CUDA_ERROR_INVALID_VALUE (the staging holds the data).
   [[nodiscard]] CUresult ReleaseStaging();
 
+  // The driver moved this process's device state to `device` (a checkpoint restore with GPU
+  // pairs: the arbiter moved the whole function, docs/multi-gpu.md): the memory stays mapped
+  // where the restore put it, and later allocations, swaps and the staging's context use
+  // `device`. No driver call.
+  void Rehome(CUdevice device);
+
   [[nodiscard]] bool resident() const;
   [[nodiscard]] VgpuMemoryCounters counters() const;
 

@@ -1,0 +1,75 @@
+// Device enumeration: the application sees exactly one CUDA device, its vGPU, and that device is
+// the physical GPU the vGPU lives on (Runtime::AppDevice: GSHARE_DEVICE stand-alone, the GPU the
+// arbiter assigned in arbiter mode). cuDeviceGet(0) hands out that GPU's real CUdevice, so every
+// other call that takes a CUdevice (contexts, attributes, cuMemCreate locations, ...) reaches
+// the right GPU untranslated; only the calls that count, enumerate or search devices are hooked.
+// Before cuInit (or with a configuration error) the driver's own answer or error is returned.
+#include "hooks/export.h"
+#include "runtime/runtime.h"
+
+using gshare::preload::Runtime;
+
+namespace {
+
+// True when the shim answers device queries (after a successful cuInit); otherwise the hook
+// passes the call to the driver, which reports CUDA_ERROR_NOT_INITIALIZED itself.
+bool Presenting(const Runtime& rt) { return rt.status() == CUDA_SUCCESS && rt.memory() != nullptr; }
+
+}  // namespace
+
+extern "C" {
+
+GSHARE_EXPORT CUresult cuDeviceGetCount(int* count) {
+  const Runtime& rt = Runtime::Get();
+  if (rt.status() != CUDA_SUCCESS) return rt.status();
+  if (rt.real().cuDeviceGetCount == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  const CUresult r = rt.real().cuDeviceGetCount(count);  // validates `count`, needs cuInit
+  if (r == CUDA_SUCCESS && Presenting(rt)) *count = 1;
+  return r;
+}
+
+GSHARE_EXPORT CUresult cuDeviceGet(CUdevice* device, int ordinal) {
+  const Runtime& rt = Runtime::Get();
+  if (rt.status() != CUDA_SUCCESS) return rt.status();
+  if (rt.real().cuDeviceGet == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  if (!Presenting(rt)) return rt.real().cuDeviceGet(device, ordinal);
+  if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (ordinal != 0) return CUDA_ERROR_INVALID_DEVICE;
+  return rt.real().cuDeviceGet(device, static_cast<int>(rt.AppDevice()));
+}
+
+GSHARE_EXPORT CUresult cuDeviceGetByPCIBusId(CUdevice* device, const char* pciBusId) {
+  const Runtime& rt = Runtime::Get();
+  if (rt.status() != CUDA_SUCCESS) return rt.status();
+  if (rt.real().cuDeviceGetByPCIBusId == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  CUdevice found = 0;
+  const CUresult r = rt.real().cuDeviceGetByPCIBusId(&found, pciBusId);
+  if (r != CUDA_SUCCESS || device == nullptr) return r == CUDA_SUCCESS ? CUDA_ERROR_INVALID_VALUE : r;
+  // Another GPU of the node is not the application's: as if it were hidden from the process.
+  if (Presenting(rt) && found != rt.AppDevice()) return CUDA_ERROR_INVALID_DEVICE;
+  *device = found;
+  return CUDA_SUCCESS;
+}
+
+GSHARE_EXPORT CUresult cuDeviceCanAccessPeer(int* canAccessPeer, CUdevice dev, CUdevice peerDev) {
+  const Runtime& rt = Runtime::Get();
+  if (rt.status() != CUDA_SUCCESS) return rt.status();
+  if (rt.real().cuDeviceCanAccessPeer == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  if (Presenting(rt) && (dev != rt.AppDevice() || peerDev != rt.AppDevice())) {
+    return CUDA_ERROR_INVALID_DEVICE;
+  }
+  return rt.real().cuDeviceCanAccessPeer(canAccessPeer, dev, peerDev);
+}
+
+GSHARE_EXPORT CUresult cuDeviceGetP2PAttribute(int* value, CUdevice_P2PAttribute attrib,
+                                               CUdevice srcDevice, CUdevice dstDevice) {
+  const Runtime& rt = Runtime::Get();
+  if (rt.status() != CUDA_SUCCESS) return rt.status();
+  if (rt.real().cuDeviceGetP2PAttribute == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  if (Presenting(rt) && (srcDevice != rt.AppDevice() || dstDevice != rt.AppDevice())) {
+    return CUDA_ERROR_INVALID_DEVICE;
+  }
+  return rt.real().cuDeviceGetP2PAttribute(value, attrib, srcDevice, dstDevice);
+}
+
+}  // extern "C"

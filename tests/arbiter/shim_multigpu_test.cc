@@ -1,0 +1,215 @@
+// Functions on a multi-GPU node compute where their memory is (docs/multi-gpu.md): unmodified
+// programs (tests/preload's preload_probe) under the shim with a real gshare-arbiter on two
+// simulated GPUs see exactly one device, the GPU the arbiter assigned; their contexts, kernels
+// and memory are there; and a function the arbiter moves to the other GPU (its process restored
+// there by the driver's checkpoint) computes there afterwards with its data intact. simcuda
+// refuses kernels and copies that reach memory their device cannot (tests/simcuda/reach_test.cc),
+// so "verify" (copies back and checksum kernels) fails wherever contexts and memory disagree.
+#include <chrono>
+#include <memory>
+#include <regex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "child_process.h"
+#include "shim_test_env.h"
+#include "test_util.h"
+
+namespace gshare::arbiter::testing {
+namespace {
+
+struct Where {
+  int ctx_device = -1;
+  int count = -1;
+  int ptr_ordinal = -1;
+  unsigned primary = 0;  // bit per physical GPU holding an active primary context
+};
+
+// Starts `preload_probe swap` (a `big_mib` block plus a few random allocations, checksummed).
+std::unique_ptr<test::ChildProcess> StartProbe(const Simcuda& simcuda, const ArbiterProcess& arb,
+                                               const TempDir& dir, const std::string& name,
+                                               const std::string& quota, int big_mib) {
+  auto probe = std::make_unique<test::ChildProcess>(
+      std::vector<std::string>{PROBE_BIN, "swap", "11", "6", std::to_string(big_mib)},
+      EnvMap(ShimEnv(simcuda, arb.socket(), quota, name, dir / (name + ".log"))));
+  std::string line;
+  if (!probe->ReadLine(&line) || line.rfind("ready", 0) != 0) {
+    ADD_FAILURE() << name << ": " << line << probe->err() << ReadFile(dir / (name + ".log"));
+    return nullptr;
+  }
+  while (probe->ReadLine(&line) && line != "end") {
+  }
+  return probe;
+}
+
+// "verify": every block's bytes and kernel checksums must be intact.
+void ExpectIntact(test::ChildProcess* probe, const std::string& context) {
+  ASSERT_TRUE(probe->WriteLine("verify"));
+  std::string line;
+  ASSERT_TRUE(probe->ReadLine(&line)) << context << probe->err();
+  EXPECT_NE(line.find(" bad=0 "), std::string::npos) << line << context;
+  EXPECT_NE(line.find("kernel_bad=0"), std::string::npos) << line << context;
+  while (probe->ReadLine(&line) && line != "end") {
+  }
+}
+
+Where AskWhere(test::ChildProcess* probe) {
+  Where w;
+  std::string line;
+  if (!probe->WriteLine("where") || !probe->ReadLine(&line)) return w;
+  std::smatch m;
+  if (std::regex_search(line, m,
+                        std::regex("ctx_device=(-?\\d+) count=(-?\\d+) ptr_ordinal=(-?\\d+) "
+                                   "primary=(\\d+)"))) {
+    w.ctx_device = std::stoi(m[1]);
+    w.count = std::stoi(m[2]);
+    w.ptr_ordinal = std::stoi(m[3]);
+    w.primary = static_cast<unsigned>(std::stoul(m[4]));
+  }
+  return w;
+}
+
+// A real gshare-arbiter managing two simulated 1 GiB GPUs, for one test.
+struct TwoGpuNode {
+  TwoGpuNode(const std::string& tag, std::vector<std::string> args)
+      : simcuda(tag, "2x1GiB"), arb(dir, std::move(args)) {
+    arb.env = simcuda.env();
+  }
+  TempDir dir;
+  const Simcuda simcuda;
+  ArbiterProcess arb;
+};
+
+// Two programs whose 700 MiB quotas do not fit together on one 1 GiB GPU: the arbiter assigns
+// one per GPU at registration, and each program's device is its assigned GPU from the start
+// (the empty vGPU is re-homed inside cuInit, before the program's first cuDeviceGet). Later the
+// policy may move one (fifo packs them onto GPU 0 in turns): wherever each is, it sees one
+// device, its context and its memory are on the same GPU, it holds no context on the other GPU,
+// and its kernels read its data there.
+TEST(ShimMultiGpu, EachProgramSeesOnlyTheGpuTheArbiterAssigned) {
+  TwoGpuNode node("multigpu-assigned", {"--slice", "5ms", "--policy", "fifo"});
+  ASSERT_TRUE(node.arb.Start()) << ReadFile(node.arb.log());
+  const TempDir& dir = node.dir;
+  const Simcuda& simcuda = node.simcuda;
+  ArbiterProcess& arb = node.arb;
+  std::vector<std::unique_ptr<test::ChildProcess>> probes;
+  for (const char* name : {"p0", "p1"}) {
+    probes.push_back(StartProbe(simcuda, arb, dir, name, "700MiB", 500));
+    ASSERT_NE(probes.back(), nullptr) << ReadFile(arb.log());
+  }
+  {
+    const std::string log = ReadFile(dir / "p1.log");  // p0 was assigned GPU 0: nothing moved
+    EXPECT_NE(log.find("the application's device is GPU 1 (assigned by the arbiter)"),
+              std::string::npos)
+        << log << ReadFile(arb.log());
+  }
+  for (size_t i = 0; i < probes.size(); ++i) {
+    const std::string log = ReadFile(dir / ("p" + std::to_string(i) + ".log"));
+    ExpectIntact(probes[i].get(), log);
+    const Where w = AskWhere(probes[i].get());
+    EXPECT_EQ(w.count, 1) << log;
+    EXPECT_GE(w.ctx_device, 0);
+    EXPECT_EQ(w.ptr_ordinal, w.ctx_device) << log;
+    EXPECT_EQ(w.primary, 1u << w.ctx_device) << "contexts on other GPUs: " << w.primary << log;
+  }
+  for (auto& probe : probes) {
+    probe->WriteLine("quit");
+    EXPECT_EQ(probe->Wait(), 0) << probe->err();
+  }
+  const nlohmann::json summary = arb.Stop();
+  ASSERT_TRUE(summary.is_object()) << ReadFile(arb.log());
+  for (const auto& gpu : summary["gpus"]) EXPECT_EQ(gpu["overshoot_events"], 0) << summary.dump();
+}
+
+// Four programs with 600 MiB quotas take turns on two 1 GiB GPUs: the arbiter swaps idle ones
+// out and swaps busy ones in wherever there is room. A swapped-out program placed on the other
+// GPU is moved whole (lock, checkpoint, restore with the GPU pair, unlock, then the shim's
+// swap-in there): afterwards its context is on its memory's GPU, its data is intact and its
+// kernels run there, at unchanged pointers.
+TEST(ShimMultiGpu, ProgramsMovedToTheOtherGpuComputeThere) {
+  TwoGpuNode node("multigpu-moved", {"--slice", "5ms"});
+  ASSERT_TRUE(node.arb.Start()) << ReadFile(node.arb.log());
+  const TempDir& dir = node.dir;
+  const Simcuda& simcuda = node.simcuda;
+  ArbiterProcess& arb = node.arb;
+  std::vector<std::unique_ptr<test::ChildProcess>> probes;
+  for (int i = 0; i < 4; ++i) {
+    probes.push_back(StartProbe(simcuda, arb, dir, "m" + std::to_string(i), "600MiB", 300));
+    ASSERT_NE(probes.back(), nullptr) << ReadFile(arb.log());
+  }
+  for (int round = 0; round < 3; ++round) {
+    for (size_t i = 0; i < probes.size(); ++i) {
+      const std::string log_path = dir / ("m" + std::to_string(i) + ".log");
+      ExpectIntact(probes[i].get(), ReadFile(log_path));
+      const Where w = AskWhere(probes[i].get());
+      EXPECT_EQ(w.count, 1);
+      EXPECT_EQ(w.ptr_ordinal, w.ctx_device) << ReadFile(log_path) << ReadFile(arb.log());
+      EXPECT_EQ(w.primary, w.ctx_device >= 0 ? 1u << w.ctx_device : 0u);
+    }
+  }
+  for (auto& probe : probes) {
+    probe->WriteLine("quit");
+    EXPECT_EQ(probe->Wait(), 0) << probe->err();
+  }
+  const nlohmann::json summary = arb.Stop();
+  ASSERT_TRUE(summary.is_object()) << ReadFile(arb.log());
+  EXPECT_GT(summary["context_moves"].get<int>(), 0) << summary.dump() << ReadFile(arb.log());
+  EXPECT_NE(ReadFile(arb.log()).find("contexts moved from GPU"), std::string::npos);
+}
+
+// Functions deep-evicted (checkpointed) while idle are restored by the driver wherever the policy
+// places them, also onto the other GPU (the checkpoint's GPU pair): the shim learns of the move
+// from the grant, its memory manager and its device follow, and it computes there with its data
+// intact and no context left behind.
+TEST(ShimMultiGpu, RestoredOntoTheOtherGpuTheShimFollows) {
+  TwoGpuNode node("multigpu-restored", {"--slice", "5ms", "--deep-evict-after", "100ms"});
+  ASSERT_TRUE(node.arb.Start()) << ReadFile(node.arb.log());
+  const TempDir& dir = node.dir;
+  const Simcuda& simcuda = node.simcuda;
+  ArbiterProcess& arb = node.arb;
+  auto first = StartProbe(simcuda, arb, dir, "r0", "700MiB", 128);
+  ASSERT_NE(first, nullptr) << ReadFile(arb.log());
+  // Wait until the idle function is checkpointed (deep eviction, off its GPU; its service
+  // thread's background work may restore it a few times first).
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  auto checkpointed = [&] {
+    const std::string log = ReadFile(arb.log());
+    const size_t evicted = log.rfind("'r0' idle for");
+    const size_t restored = log.rfind("'r0' restored");
+    return evicted != std::string::npos && (restored == std::string::npos || restored < evicted);
+  };
+  while (!checkpointed() && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  // Another function registers while the first is off its GPU; the policy places both (with
+  // 700 MiB quotas on 1 GiB GPUs, one per GPU), restoring a checkpointed one wherever it puts it.
+  auto second = StartProbe(simcuda, arb, dir, "r1", "700MiB", 128);
+  ASSERT_NE(second, nullptr) << ReadFile(arb.log());
+  {
+    for (auto* probe : {first.get(), second.get()}) {
+      ExpectIntact(probe, ReadFile(dir / "r0.log") + ReadFile(dir / "r1.log") + ReadFile(arb.log()));
+      const Where w = AskWhere(probe);
+      EXPECT_EQ(w.count, 1);
+      EXPECT_EQ(w.ptr_ordinal, w.ctx_device) << ReadFile(arb.log());
+      EXPECT_EQ(w.primary, w.ctx_device >= 0 ? 1u << w.ctx_device : 0u);
+    }
+  }
+  // One of them was restored onto a GPU other than its own, and its shim followed.
+  const std::string logs = ReadFile(dir / "r0.log") + ReadFile(dir / "r1.log");
+  EXPECT_NE(logs.find("the driver moved this process from GPU"), std::string::npos)
+      << logs << ReadFile(arb.log());
+  for (auto* probe : {first.get(), second.get()}) {
+    probe->WriteLine("quit");
+    EXPECT_EQ(probe->Wait(), 0) << probe->err();
+  }
+  const nlohmann::json summary = arb.Stop();
+  ASSERT_TRUE(summary.is_object()) << ReadFile(arb.log());
+  EXPECT_GT(summary["restores"].get<int>(), 0) << summary.dump() << ReadFile(arb.log());
+}
+
+}  // namespace
+}  // namespace gshare::arbiter::testing
