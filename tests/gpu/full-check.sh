@@ -3,8 +3,8 @@
 # (tests/gpu/smoke.sh), the shim's per-request overhead on the samples
 # (sample_overhead_bench --real-gpu, with the arbiter with and without the sole-tenant lease,
 # and stand-alone when the first run is over the 5% target; a kernel on VMM vs cuMemAlloc
-# buffers), and the end-to-end demo on the real driver (gshare-demo --real-gpu
-# --quick). Each part has its own time limit, so one that hangs cannot take the others' time.
+# buffers), the multi-GPU checks on a host with two GPUs or more (tests/gpu/multi_gpu_check.sh),
+# and the end-to-end demo on the real driver (gshare-demo --real-gpu --quick). Each part has its own time limit, so one that hangs cannot take the others' time.
 # Usage: tests/gpu/full-check.sh BUILD_DIR LOG_DIR
 #   BUILD_DIR: a build tree or a folder from tests/gpu/pack-prebuilt.sh (then set
 #   GSHARE_SMOKE_PREBUILT=1); LOG_DIR receives smoke.txt, smoke-logs.tar.gz, overhead*.txt,
@@ -41,6 +41,14 @@ if [[ -x "$B/bin/preload_memory_vmm_kernel_bench" ]]; then
   echo "== kernel on cuMemAlloc vs VMM (vGPU) buffers =="
   timeout 60 "$B/bin/preload_memory_vmm_kernel_bench" --real-gpu > "$L/vmm-kernel.txt" 2>&1
   grep -E '^BM_' "$L/vmm-kernel.txt" | sed -E 's/ +/ /g'
+fi
+
+# Two GPUs or more: the device view, placement and moves between GPUs (docs/multi-gpu.md).
+if (( $(nvidia-smi -L 2>/dev/null | grep -c '^GPU ') >= 2 )); then
+  echo "== multi-GPU checks =="
+  timeout 240 bash "$ROOT/tests/gpu/multi_gpu_check.sh" "$B" > "$L/multi-gpu.txt" 2>&1
+  echo "multi_gpu_check exit $?"
+  grep -E '^(PASS|FAIL|REFUSED)|moved' "$L/multi-gpu.txt" | head -40
 fi
 
 if [[ -x "$B/bin/gshare-demo" ]]; then

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Multi-GPU checks on a REAL node (docs/multi-gpu.md, "What a GPU session must check"), for the
-# lead to copy into tests/gpu/ (multigpu's area ends at tests/preload*). Needs >= 2 GPUs of one
+# Multi-GPU checks on a REAL node (docs/multi-gpu.md, "What a GPU session must check"); run by
+# tests/gpu/full-check.sh when the host has two GPUs or more. Needs >= 2 GPUs of one
 # chip type, the real driver, and a build with preload_probe and gshare-arbiter (B=build dir).
 #   1. device view: preload_probe devices <way> under the shim with GSHARE_DEVICE=1 — one
 #      device, GPU 1, context and allocation on GPU 1, kernel and copies correct (four ways)
@@ -10,10 +10,10 @@
 #      must have moved contexts (context_moves > 0), and its "contexts moved ... in T us" lines
 #      give the cost of a move (printed: put it in the policy's restore_overhead)
 #   3. while a probe runs, nvidia-smi lists its pid on exactly one GPU
-# Usage: tests/preload/gpu/multi_gpu_check.sh [BUILD_DIR]   (default build-gpu)
+# Usage: tests/gpu/multi_gpu_check.sh [BUILD_DIR]   (default build-gpu)
 # Exit: 0 all passed, 1 a check failed, 2 refused (fewer than 2 GPUs or simcuda on the path).
 set -uo pipefail
-ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 B=${1:-$ROOT/build-gpu}
 GPUS=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
 if [[ "$GPUS" -lt 2 ]]; then echo "REFUSED: needs 2 GPUs, found ${GPUS:-0}"; exit 2; fi
