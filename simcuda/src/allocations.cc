@@ -96,7 +96,9 @@ CUresult AllocateDeviceMemory(CUctx_st* ctx, size_t bytes, MemKind kind, unsigne
   if (device < 0) device = ctx->device;
   DriverState* d = Driver();
   size_t accounted = AccountedBytes(bytes);
-  if (!d->registry->Reserve(device, accounted)) return CUDA_ERROR_OUT_OF_MEMORY;
+  if (!d->registry->Reserve(device, accounted)) {
+    return d->registry->detached() ? CUDA_ERROR_DEINITIALIZED : CUDA_ERROR_OUT_OF_MEMORY;
+  }
   void* p = MapAndRecord(ctx, bytes, accounted, kind, flags, device, pool);
   if (p == nullptr) {
     d->registry->Release(device, accounted);

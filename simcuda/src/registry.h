@@ -59,6 +59,9 @@ class Registry {
   // Atomically reserves `bytes` on `dev`; on shortage reclaims dead processes' memory and tries
   // once more. False = out of memory (nothing reserved).
   bool Reserve(int dev, uint64_t bytes);
+  // True once Detach ran (the process is exiting): Reserve then always fails, and the driver's
+  // allocation entry points answer CUDA_ERROR_DEINITIALIZED, as a real driver after teardown.
+  bool detached() const { return detached_.load(std::memory_order_acquire); }
   // Returns a reservation made by Reserve. REQUIRES: bytes were reserved by this process.
   void Release(int dev, uint64_t bytes);
   // Frees the slots (and memory) of processes that are gone; returns how many.

@@ -227,7 +227,9 @@ CUresult VmmCreate(CUmemGenericAllocationHandle* handle, size_t size, const CUme
   }
   constexpr unsigned kSupportedHandles = CU_MEM_HANDLE_TYPE_NONE | CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
   if ((prop->requestedHandleTypes & ~kSupportedHandles) != 0) return CUDA_ERROR_NOT_SUPPORTED;
-  if (device >= 0 && !Driver()->registry->Reserve(device, size)) return CUDA_ERROR_OUT_OF_MEMORY;
+  if (device >= 0 && !Driver()->registry->Reserve(device, size)) {
+    return Driver()->registry->detached() ? CUDA_ERROR_DEINITIALIZED : CUDA_ERROR_OUT_OF_MEMORY;
+  }
   State& s = S();
   std::lock_guard<std::mutex> lock(s.mu);
   auto p = std::make_shared<Physical>();

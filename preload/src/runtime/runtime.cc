@@ -113,6 +113,14 @@ CUresult Runtime::Init(unsigned int flags) {
   if (initialised_) return init_result_;
   const CUresult result = real_.cuInit(flags);
   if (result != CUDA_SUCCESS) return result;  // not memoised: the caller may retry
+  // After the driver's own exit handlers (registered inside its cuInit), so ours runs first:
+  // at exit the control socket stops swapping and the arbiter client says goodbye. Once per
+  // process image: a forked child inherits it and it acts on the child's own Runtime.
+  static bool atexit_registered = false;
+  if (!atexit_registered) {
+    atexit_registered = true;
+    std::atexit(&Runtime::AtExit);
+  }
   init_result_ = CreateMemory();
   initialised_ = true;
   if (init_result_ == CUDA_SUCCESS && !config_.arbiter_socket.empty()) StartArbiterClient();
@@ -124,6 +132,11 @@ CUresult Runtime::Init(unsigned int flags) {
       in >> verb;
       memory::SwapStats stats;
       CUresult res = CUDA_SUCCESS;
+      // The process is exiting (the driver may already be torn down): no more swaps.
+      if ((verb == "swap-out" || verb == "swap-in" || verb == "prepare") &&
+          exiting_.load(std::memory_order_acquire)) {
+        return std::string("error process exiting");
+      }
       if (verb == "swap-out") {
         res = SwapOut(&stats);
       } else if (verb == "swap-in") {
@@ -225,17 +238,13 @@ void Runtime::StartArbiterClient() {
   Log().info("registered with the arbiter at {} as client {}", config_.arbiter_socket,
              (*client)->client_id());
   arbiter_.store(client->release(), std::memory_order_release);  // never destroyed
-  // A normal exit says goodbye (a clean unregister instead of a "client death"). Registered once
-  // per process image: a forked child inherits it and it acts on the child's own Runtime.
-  static bool atexit_registered = false;
-  if (!atexit_registered) {
-    atexit_registered = true;
-    std::atexit(&Runtime::AtExit);
-  }
+  // A normal exit says goodbye (a clean unregister instead of a "client death"): Runtime::AtExit,
+  // registered by Init.
 }
 
 void Runtime::AtExit() {
   Runtime* rt = instance_.load(std::memory_order_acquire);
+  if (rt != nullptr) rt->exiting_.store(true, std::memory_order_release);
   ArbiterClient* client = rt != nullptr ? rt->arbiter() : nullptr;
   // Bounded: the service thread gets 200 ms to finish what it is doing (a swap in progress).
   if (client != nullptr) client->SayGoodbye("process exiting", std::chrono::milliseconds(200));

@@ -124,7 +124,8 @@ class Runtime {
   CUresult CreateMemory();
   void StartArbiterClient();
   void SetUpInflightTracker();
-  // atexit: the arbiter client says goodbye (see ArbiterClient::SayGoodbye).
+  // atexit (registered by Init, in every mode): marks the process exiting (the control socket
+  // then refuses swaps) and the arbiter client says goodbye (see ArbiterClient::SayGoodbye).
   static void AtExit();
 
   static std::atomic<Runtime*> instance_;
@@ -143,6 +144,7 @@ class Runtime {
   mutable std::mutex swap_mutex_;        // serialises swaps and auto swap-in
   CUdevice swapped_from_ = 0;            // guarded by swap_mutex_
   std::atomic<CUdevice> app_device_{0};  // written under swap_mutex_ (and by Init)
+  std::atomic<bool> exiting_{false};     // set by AtExit
   ControlServer* control_ = nullptr;     // owned, never destroyed
   ArbiterHost* arbiter_host_ = nullptr;  // owned, never destroyed
   std::atomic<ArbiterClient*> arbiter_{nullptr};  // owned, never destroyed
