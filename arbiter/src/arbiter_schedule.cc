@@ -528,15 +528,25 @@ void ArbiterImpl::PollClient(Client& c, uint64_t now_ns) {
     RemoveClient(c.id, 2, now_ns);
     return;
   }
+  // The view describes the client under the grant the channel names now. A grant issued while
+  // acting on it (a swap-in's completion granting a pending grant, a lease adopted) makes all
+  // of it stale at once: a client quick enough (or an arbiter descheduled in between) runs the
+  // new grant and releases it, burst ended, before we look. Only `released` re-read passed that
+  // off as a slice expiry of a burst still running (the stale in_burst), and the policy granted
+  // it again: a grant nobody asked for (ArbiterLease.TakeVersusRevokeRacesNeverLeaveTwoHolders
+  // under ASan). So the whole view is read again after a grant; a failed read is retried at the
+  // next poll (the doorbell is armed before the loop sleeps).
+  const uint32_t read_under = c.chan.grant_seq();
   if (!c.transfers.empty() && c.transfers.front().issued &&
       view->ack_seq == c.transfers.front().order_seq) {
     CompleteTransfer(c, *view, now_ns);
     if (ById(c.id) == nullptr) return;
-    // A swap-in's completion may have granted (a pending grant): `released` was read for the
-    // previous grant and would pass the new one off as released at once (two holders).
-    view->released = c.chan.Released();
   }
   if (!PollLease(c, view, now_ns)) return;  // a lease take is adopted here (arbiter_lease.cc)
+  if (c.chan.grant_seq() != read_under) {
+    view = c.chan.ReadClient(std::max(now_ns, NowNs()));
+    if (!view.ok()) return;
+  }
   if (c.holding && !view->released && view->state == shm::ClientTokenState::kDraining) {
     // The holder is about to release: prepare the next tenant and wait briefly for it.
     HintNext(c.hold_gpu);
