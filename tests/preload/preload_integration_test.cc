@@ -142,6 +142,10 @@ TEST_P(DeviceView, OneDeviceTheConfiguredGpu) {
       {"sync", "0"},
       {"dtoh", "0"},
       {"result_ok", "1"},
+      {"vmm", "0"},
+      {"vmm_ok", "1"},
+      {"vmm_ordinal", "1"},
+      {"vmm_other", invalid_device},
   };
   for (const auto& [key, value] : expected) EXPECT_EQ(S(kv, key), value) << key;
 }
@@ -161,6 +165,8 @@ TEST_F(ShimTest, DeviceViewDefaultsAndWithoutTheShim) {
   EXPECT_EQ(S(kv, "device"), "0");
   EXPECT_EQ(S(kv, "ptr_ordinal"), "0");
   EXPECT_EQ(S(kv, "result_ok"), "1");
+  EXPECT_EQ(S(kv, "vmm_ok"), "1");
+  EXPECT_EQ(S(kv, "vmm_ordinal"), "0");
   kv = RunKeyValues({GSHARE_PROBE, "devices", "linked"}, [&] {
     auto plain = env;
     plain["LD_PRELOAD"] = "";

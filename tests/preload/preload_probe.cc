@@ -822,6 +822,49 @@ int Devices(const std::string& how) {
   std::printf("dtoh=%d\n", static_cast<int>(cuMemcpyDtoH(host.data(), p, n * sizeof(float))));
   std::printf("result_ok=%d\n", host[0] == 4.5f && host[n - 1] == 4.5f ? 1 : 0);
   (void)api.mem_free(p);
+  // The program's own VMM memory with the device named by its ordinal 0 (as PyTorch's
+  // expandable segments do with cudart's device index): created, mapped and accessible on the
+  // program's device, where its kernel reads it.
+  CUmemAllocationProp prop{};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = 0;
+  size_t gran = 0;
+  CUdeviceptr va = 0;
+  CUmemGenericAllocationHandle handle = 0;
+  CUresult vmm = cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
+  if (vmm == CUDA_SUCCESS) vmm = cuMemAddressReserve(&va, gran, 0, 0, 0);
+  if (vmm == CUDA_SUCCESS) vmm = cuMemCreate(&handle, gran, &prop, 0);
+  if (vmm == CUDA_SUCCESS) vmm = cuMemMap(va, gran, 0, handle, 0);
+  CUmemAccessDesc access{};
+  access.location = prop.location;
+  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  if (vmm == CUDA_SUCCESS) vmm = cuMemSetAccess(va, gran, &access, 1);
+  const size_t vn = gran / sizeof(float);
+  std::vector<float> vhost(vn, 1.0f);
+  if (vmm == CUDA_SUCCESS) vmm = cuMemcpyHtoD(va, vhost.data(), gran);
+  if (vmm == CUDA_SUCCESS && scale != nullptr) {
+    uint64_t count_param = vn;
+    float a = 2.0f;
+    void* params[] = {&a, &va, &va, &count_param};
+    vmm = cuLaunchKernel(scale, static_cast<unsigned>((vn + 255) / 256), 1, 1, 256, 1, 1, 0,
+                         nullptr, params, nullptr);
+  }
+  if (vmm == CUDA_SUCCESS) vmm = cuCtxSynchronize();
+  if (vmm == CUDA_SUCCESS) vmm = cuMemcpyDtoH(vhost.data(), va, gran);
+  int vmm_ordinal = -1;
+  (void)api.pointer_attribute(&vmm_ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, va);
+  std::printf("vmm=%d\nvmm_ok=%d\nvmm_ordinal=%d\n", static_cast<int>(vmm),
+              vmm == CUDA_SUCCESS && vhost[0] == 3.0f && vhost[vn - 1] == 3.0f ? 1 : 0, vmm_ordinal);
+  if (va != 0) (void)cuMemUnmap(va, gran);
+  if (handle != 0) (void)cuMemRelease(handle);
+  if (va != 0) (void)cuMemAddressFree(va, gran);
+  // A device the program does not see (ordinal 2).
+  prop.location.id = 2;
+  CUmemGenericAllocationHandle unseen = 0;
+  const CUresult bad = cuMemCreate(&unseen, gran, &prop, 0);
+  std::printf("vmm_other=%d\n", static_cast<int>(bad));
+  if (bad == CUDA_SUCCESS) (void)cuMemRelease(unseen);
   return 0;
 }
 

@@ -4,6 +4,9 @@
 // other call that takes a CUdevice (contexts, attributes, cuMemCreate locations, ...) reaches
 // the right GPU untranslated; only the calls that count, enumerate or search devices are hooked.
 // Before cuInit (or with a configuration error) the driver's own answer or error is returned.
+#include <vector>
+
+#include "hooks/device_view.h"
 #include "hooks/export.h"
 #include "runtime/runtime.h"
 
@@ -70,6 +73,37 @@ GSHARE_EXPORT CUresult cuDeviceGetP2PAttribute(int* value, CUdevice_P2PAttribute
     return CUDA_ERROR_INVALID_DEVICE;
   }
   return rt.real().cuDeviceGetP2PAttribute(value, attrib, srcDevice, dstDevice);
+}
+
+// Memory locations name the application's one device as ordinal 0 or as its CUdevice
+// (hooks/device_view.h): cuMemSetAccess and cuMemGetAllocationGranularity see the physical GPU.
+GSHARE_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc* desc,
+                                      size_t count) {
+  const Runtime& rt = Runtime::Get();
+  if (rt.status() != CUDA_SUCCESS) return rt.status();
+  if (rt.real().cuMemSetAccess == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  if (desc == nullptr || count == 0) return rt.real().cuMemSetAccess(ptr, size, desc, count);
+  std::vector<CUmemAccessDesc> mapped(desc, desc + count);
+  for (CUmemAccessDesc& d : mapped) {
+    if (const CUresult r = gshare::preload::MapDeviceLocation(rt, &d.location); r != CUDA_SUCCESS) {
+      return r;
+    }
+  }
+  return rt.real().cuMemSetAccess(ptr, size, mapped.data(), count);
+}
+
+GSHARE_EXPORT CUresult cuMemGetAllocationGranularity(size_t* granularity,
+                                                     const CUmemAllocationProp* prop,
+                                                     CUmemAllocationGranularity_flags option) {
+  const Runtime& rt = Runtime::Get();
+  if (rt.status() != CUDA_SUCCESS) return rt.status();
+  if (rt.real().cuMemGetAllocationGranularity == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  if (prop == nullptr) return rt.real().cuMemGetAllocationGranularity(granularity, prop, option);
+  CUmemAllocationProp mapped = *prop;
+  if (const CUresult r = gshare::preload::MapDeviceLocation(rt, &mapped.location); r != CUDA_SUCCESS) {
+    return r;
+  }
+  return rt.real().cuMemGetAllocationGranularity(granularity, &mapped, option);
 }
 
 }  // extern "C"

@@ -3,6 +3,7 @@
 // against the quota before the real call (an allocation over quota fails with
 // CUDA_ERROR_OUT_OF_MEMORY and reaches no driver) and given back when released. None of it is
 // swappable: it stays resident while the vGPU is swapped out (see docs/preload.md).
+#include "hooks/device_view.h"
 #include "hooks/export.h"
 #include "hooks/external_tracker.h"
 #include "hooks/memory_access.h"
@@ -62,10 +63,20 @@ GSHARE_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t 
     if (rt.real().cuMemCreate == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
     return rt.real().cuMemCreate(handle, size, prop, flags);
   }
+  // The location names the application's one device (ordinal 0 or its CUdevice).
+  CUmemAllocationProp mapped{};
+  if (prop != nullptr) {
+    mapped = *prop;
+    if (const CUresult r = gshare::preload::MapDeviceLocation(Runtime::Get(), &mapped.location);
+        r != CUDA_SUCCESS) {
+      return r;
+    }
+  }
+  const CUmemAllocationProp* real_prop = prop != nullptr ? &mapped : nullptr;
   return TrackedCall(
       ExternalKind::kAppVmm, size,
       [&](const gshare::preload::RealDriver& real) {
-        return real.cuMemCreate != nullptr ? real.cuMemCreate(handle, size, prop, flags)
+        return real.cuMemCreate != nullptr ? real.cuMemCreate(handle, size, real_prop, flags)
                                            : CUDA_ERROR_NOT_SUPPORTED;
       },
       [&] { return static_cast<uint64_t>(*handle); });
