@@ -9,6 +9,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <future>
 #include <mutex>
@@ -58,6 +59,21 @@ bool DrainAll(uint32_t timeout_ms) {
   return f.wait_for(std::chrono::milliseconds(timeout_ms)) == std::future_status::ready;
 }
 
+// Fault injection for tests of the callers' failure paths: SIMCUDA_CHECKPOINT_FAILURES=N makes
+// this process's first N checkpoint requests fail (CUDA_ERROR_OPERATING_SYSTEM), leaving the
+// process locked, so the caller's Unlock resumes it.
+bool InjectCheckpointFailure() {
+  static const long failures = [] {
+    const char* text = std::getenv("SIMCUDA_CHECKPOINT_FAILURES");
+    return text != nullptr ? std::strtol(text, nullptr, 10) : 0L;
+  }();
+  static std::atomic<long> injected{0};
+  if (injected.load() >= failures) return false;
+  ++injected;
+  Log(LogLevel::kWarn, "checkpoint failure injected (SIMCUDA_CHECKPOINT_FAILURES=%ld)", failures);
+  return true;
+}
+
 // Maps GPU pairs (UUIDs) to a device map old ordinal -> new ordinal.
 bool DeviceMap(const CheckpointRequest& req, std::vector<int>* map) {
   DriverState* d = Driver();
@@ -97,6 +113,10 @@ CheckpointReply Handle(const CheckpointRequest& req) {
     case CheckpointOp::kCheckpoint:
       if (state != CU_PROCESS_STATE_LOCKED) {
         reply.result = CUDA_ERROR_ILLEGAL_STATE;
+        break;
+      }
+      if (InjectCheckpointFailure()) {
+        reply.result = CUDA_ERROR_OPERATING_SYSTEM;  // still LOCKED: Unlock resumes the process
         break;
       }
       reply.result = CheckpointDeviceMemory();

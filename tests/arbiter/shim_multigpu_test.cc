@@ -30,12 +30,15 @@ struct Where {
 };
 
 // Starts `preload_probe swap` (a `big_mib` block plus a few random allocations, checksummed).
+// `extra_env`: more "K=V" for the probe (e.g. simcuda's fault injection).
 std::unique_ptr<test::ChildProcess> StartProbe(const Simcuda& simcuda, const ArbiterProcess& arb,
                                                const TempDir& dir, const std::string& name,
-                                               const std::string& quota, int big_mib) {
+                                               const std::string& quota, int big_mib,
+                                               const std::vector<std::string>& extra_env = {}) {
+  std::vector<std::string> env = ShimEnv(simcuda, arb.socket(), quota, name, dir / (name + ".log"));
+  env.insert(env.end(), extra_env.begin(), extra_env.end());
   auto probe = std::make_unique<test::ChildProcess>(
-      std::vector<std::string>{PROBE_BIN, "swap", "11", "6", std::to_string(big_mib)},
-      EnvMap(ShimEnv(simcuda, arb.socket(), quota, name, dir / (name + ".log"))));
+      std::vector<std::string>{PROBE_BIN, "swap", "11", "6", std::to_string(big_mib)}, EnvMap(env));
   std::string line;
   if (!probe->ReadLine(&line) || line.rfind("ready", 0) != 0) {
     ADD_FAILURE() << name << ": " << line << probe->err() << ReadFile(dir / (name + ".log"));
@@ -125,21 +128,18 @@ TEST(ShimMultiGpu, EachProgramSeesOnlyTheGpuTheArbiterAssigned) {
   for (const auto& gpu : summary["gpus"]) EXPECT_EQ(gpu["overshoot_events"], 0) << summary.dump();
 }
 
-// Four programs with 600 MiB quotas take turns on two 1 GiB GPUs: the arbiter swaps idle ones
-// out and swaps busy ones in wherever there is room. A swapped-out program placed on the other
-// GPU is moved whole (lock, checkpoint, restore with the GPU pair, unlock, then the shim's
-// swap-in there): afterwards its context is on its memory's GPU, its data is intact and its
-// kernels run there, at unchanged pointers.
-TEST(ShimMultiGpu, ProgramsMovedToTheOtherGpuComputeThere) {
-  TwoGpuNode node("multigpu-moved", {"--slice", "5ms"});
-  ASSERT_TRUE(node.arb.Start()) << ReadFile(node.arb.log());
+// Four programs with 600 MiB quotas (probe environment plus `extra_env`) take turns on the
+// node's two 1 GiB GPUs for three rounds; after every turn each program's data and kernel
+// checksums are intact and its context, memory and primary contexts are on one GPU. Returns the
+// arbiter's summary.
+nlohmann::json TakeTurns(TwoGpuNode& node, const std::vector<std::string>& extra_env) {
   const TempDir& dir = node.dir;
-  const Simcuda& simcuda = node.simcuda;
   ArbiterProcess& arb = node.arb;
   std::vector<std::unique_ptr<test::ChildProcess>> probes;
   for (int i = 0; i < 4; ++i) {
-    probes.push_back(StartProbe(simcuda, arb, dir, "m" + std::to_string(i), "600MiB", 300));
-    ASSERT_NE(probes.back(), nullptr) << ReadFile(arb.log());
+    probes.push_back(
+        StartProbe(node.simcuda, arb, dir, "m" + std::to_string(i), "600MiB", 300, extra_env));
+    if (probes.back() == nullptr) return nlohmann::json();
   }
   for (int round = 0; round < 3; ++round) {
     for (size_t i = 0; i < probes.size(); ++i) {
@@ -155,10 +155,33 @@ TEST(ShimMultiGpu, ProgramsMovedToTheOtherGpuComputeThere) {
     probe->WriteLine("quit");
     EXPECT_EQ(probe->Wait(), 0) << probe->err();
   }
-  const nlohmann::json summary = arb.Stop();
-  ASSERT_TRUE(summary.is_object()) << ReadFile(arb.log());
-  EXPECT_GT(summary["context_moves"].get<int>(), 0) << summary.dump() << ReadFile(arb.log());
-  EXPECT_NE(ReadFile(arb.log()).find("contexts moved from GPU"), std::string::npos);
+  return arb.Stop();
+}
+
+// Four programs with 600 MiB quotas take turns on two 1 GiB GPUs: the arbiter swaps idle ones
+// out and swaps busy ones in wherever there is room. A swapped-out program placed on the other
+// GPU is moved whole (lock, checkpoint, restore with the GPU pair, unlock, then the shim's
+// swap-in there): afterwards its context is on its memory's GPU, its data is intact and its
+// kernels run there, at unchanged pointers.
+TEST(ShimMultiGpu, ProgramsMovedToTheOtherGpuComputeThere) {
+  TwoGpuNode node("multigpu-moved", {"--slice", "5ms"});
+  ASSERT_TRUE(node.arb.Start()) << ReadFile(node.arb.log());
+  const nlohmann::json summary = TakeTurns(node, {});
+  ASSERT_TRUE(summary.is_object()) << ReadFile(node.arb.log());
+  EXPECT_GT(summary["context_moves"].get<int>(), 0) << summary.dump() << ReadFile(node.arb.log());
+  EXPECT_NE(ReadFile(node.arb.log()).find("contexts moved from GPU"), std::string::npos);
+}
+
+// The same with every program's first checkpoint failing (simcuda's fault injection): a move
+// whose checkpoint fails leaves the program where it was (unlocked again, swapped out, never
+// frozen); it runs again (moved by a later attempt, or placed back) with its data intact.
+TEST(ShimMultiGpu, AMoveWhoseCheckpointFailsLeavesTheProgramRunnable) {
+  TwoGpuNode node("multigpu-move-fails", {"--slice", "5ms"});
+  ASSERT_TRUE(node.arb.Start()) << ReadFile(node.arb.log());
+  const nlohmann::json summary = TakeTurns(node, {"SIMCUDA_CHECKPOINT_FAILURES=1"});
+  ASSERT_TRUE(summary.is_object()) << ReadFile(node.arb.log());
+  EXPECT_NE(ReadFile(node.arb.log()).find("failed at the checkpoint"), std::string::npos)
+      << summary.dump() << ReadFile(node.arb.log());
 }
 
 // Functions deep-evicted (checkpointed) while idle are restored by the driver wherever the policy
