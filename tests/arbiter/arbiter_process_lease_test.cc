@@ -52,7 +52,8 @@ TEST(ArbiterLease, SoleTenantsLaterRequestsTakeTheLeaseWithoutARoundTrip) {
                                    {"--quota-mib", "128", "--slo-ms", "50", "--requests", "20",
                                     "--submissions", "4", "--work-us", "1000", "--gap-us",
                                     "20000", "--idle-release-us", "300"});
-  ASSERT_EQ(ExitCode(WaitFor(f.pid, seconds(60))), 0) << ReadFile(f.out) << ReadFile(arb.log());
+  ASSERT_EQ(ExitCode(WaitFor(f.pid, Scaled(seconds(60)))), 0)
+      << ReadFile(f.out) << ReadFile(arb.log());
   const auto report = LastJsonLine(f.out);
   const auto summary = arb.Stop();
   ASSERT_TRUE(summary.is_object());
@@ -101,7 +102,8 @@ TEST(ArbiterLease, WithoutTheLeaseEveryRequestWaitsForAGrant) {
                                    {"--quota-mib", "128", "--slo-ms", "50", "--requests", "8",
                                     "--submissions", "2", "--work-us", "500", "--gap-us", "10000",
                                     "--lease", "0"});
-  ASSERT_EQ(ExitCode(WaitFor(f.pid, seconds(60))), 0) << ReadFile(f.out) << ReadFile(arb.log());
+  ASSERT_EQ(ExitCode(WaitFor(f.pid, Scaled(seconds(60)))), 0)
+      << ReadFile(f.out) << ReadFile(arb.log());
   const auto report = LastJsonLine(f.out);
   const auto summary = arb.Stop();
   const int waited = report.value("waited_grants", -1);
@@ -137,7 +139,8 @@ ArrivalRun IdleLeaseHolderThenArrival(const std::string& quota_mib, const std::s
                                          second_requests, "--gap-us", "20000", "--start-delay-us",
                                          "400000", "--shared", shared});
   for (const auto* f : {&first, &second})
-    EXPECT_EQ(ExitCode(WaitFor(f->pid, seconds(60))), 0) << ReadFile(f->out) << ReadFile(arb.log());
+    EXPECT_EQ(ExitCode(WaitFor(f->pid, Scaled(seconds(60)))), 0)
+        << ReadFile(f->out) << ReadFile(arb.log());
   run.first_report = LastJsonLine(first.out);
   run.summary = arb.Stop();
   EXPECT_TRUE(run.summary.is_object());
@@ -212,7 +215,8 @@ TEST(ArbiterLease, TenantThatKeepsRetakingItsLeaseDoesNotStarveANewcomer) {
                                            "3", "--gap-us", "10000", "--start-delay-us", "150000",
                                            "--shared", shared});
   for (const auto* f : {&tenant, &newcomer})
-    EXPECT_EQ(ExitCode(WaitFor(f->pid, seconds(90))), 0) << ReadFile(f->out) << ReadFile(arb.log());
+    EXPECT_EQ(ExitCode(WaitFor(f->pid, Scaled(seconds(90)))), 0)
+        << ReadFile(f->out) << ReadFile(arb.log());
   EXPECT_GT(LastJsonLine(tenant.out).value("lease_takes", 0), 0) << ReadFile(tenant.out);
   ASSERT_TRUE(arb.Stop().is_object());
   uint32_t tenant_id = 0;
@@ -249,7 +253,8 @@ TEST(ArbiterLease, TakeVersusRevokeRacesNeverLeaveTwoHolders) {
   int takes = 0;
   int acquisitions = 0;
   for (const auto& f : fns) {
-    EXPECT_EQ(ExitCode(WaitFor(f.pid, seconds(90))), 0) << ReadFile(f.out) << ReadFile(arb.log());
+    EXPECT_EQ(ExitCode(WaitFor(f.pid, Scaled(seconds(90)))), 0)
+        << ReadFile(f.out) << ReadFile(arb.log());
     const auto r = LastJsonLine(f.out);
     EXPECT_EQ(r.value("overlaps", -1), 0) << ReadFile(f.out);
     takes += r.value("lease_takes", 0);

@@ -110,7 +110,8 @@ TEST(ArbiterMetrics, ScrapedPageIsValidPrometheusTextWithTheFiguresThatRan) {
                           "640", "--slo-ms", "200", "--requests", "20", "--work-us", "1000",
                           "--gap-us", "2000"},
                          dir / (std::string(name) + ".out"), dir / (std::string(name) + ".err")));
-  for (pid_t pid : pids) EXPECT_EQ(ExitCode(WaitFor(pid, seconds(90))), 0) << ReadFile(arb.log());
+  for (pid_t pid : pids) EXPECT_EQ(ExitCode(WaitFor(pid, Scaled(seconds(90)))), 0)
+      << ReadFile(arb.log());
 
   httplib::Client http("127.0.0.1", port);
   Page page;

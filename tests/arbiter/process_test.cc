@@ -49,7 +49,7 @@ TEST(ArbiterProcess, OversubscribedFunctionsTakeTurnsAndAllFinish) {
                                  "--requests", "15", "--work-us", "3000", "--gap-us", "2000",
                                  "--shared", shared}));
   for (auto& f : fns) {
-    const int code = ExitCode(WaitFor(f.pid, seconds(90)));
+    const int code = ExitCode(WaitFor(f.pid, Scaled(seconds(90))));
     EXPECT_EQ(code, 0) << ReadFile(f.out) << ReadFile(arb.log());
     const auto report = LastJsonLine(f.out);
     ASSERT_TRUE(report.is_object()) << ReadFile(f.out);
@@ -120,7 +120,7 @@ TEST(ArbiterProcess, MalformedRegistrationsAreRefusedAndServingContinues) {
 
   // The arbiter still serves a well-formed function.
   const Function f = StartFunction(dir, arb, "ok", {"--quota-mib", "128", "--requests", "3"});
-  EXPECT_EQ(ExitCode(WaitFor(f.pid, seconds(60))), 0) << ReadFile(f.out);
+  EXPECT_EQ(ExitCode(WaitFor(f.pid, Scaled(seconds(60)))), 0) << ReadFile(f.out);
   const auto summary = arb.Stop();
   ASSERT_TRUE(summary.is_object());
   EXPECT_EQ(summary["refusals"], 3);
@@ -150,9 +150,10 @@ TEST(ArbiterProcess, KilledHolderIsReclaimedAndOthersContinue) {
   const Function b = StartFunction(dir, arb, "b", {"--quota-mib", "500", "--requests", "5"});
   std::this_thread::sleep_for(milliseconds(100));
   ::kill(victim.pid, SIGKILL);
-  EXPECT_EQ(ExitCode(WaitFor(victim.pid, seconds(30))), -1 - SIGKILL);
-  EXPECT_EQ(ExitCode(WaitFor(a.pid, seconds(60))), 0) << ReadFile(a.out) << ReadFile(arb.log());
-  EXPECT_EQ(ExitCode(WaitFor(b.pid, seconds(60))), 0) << ReadFile(b.out);
+  EXPECT_EQ(ExitCode(WaitFor(victim.pid, Scaled(seconds(30)))), -1 - SIGKILL);
+  EXPECT_EQ(ExitCode(WaitFor(a.pid, Scaled(seconds(60)))), 0)
+      << ReadFile(a.out) << ReadFile(arb.log());
+  EXPECT_EQ(ExitCode(WaitFor(b.pid, Scaled(seconds(60)))), 0) << ReadFile(b.out);
   const auto summary = arb.Stop();
   ASSERT_TRUE(summary.is_object());
   // Functions exit without a goodbye (like a real process), so a and b count as deaths too.
@@ -190,7 +191,7 @@ TEST(ArbiterProcess, ArbiterRestartDoesNotDisturbFunctions) {
       ++n;
     return n;
   };
-  const auto deadline = std::chrono::steady_clock::now() + seconds(60);
+  const auto deadline = std::chrono::steady_clock::now() + Scaled(seconds(60));
   while (registered() < 3 && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(milliseconds(10));
   ASSERT_EQ(registered(), 3u) << ReadFile(arb.log());
@@ -198,7 +199,8 @@ TEST(ArbiterProcess, ArbiterRestartDoesNotDisturbFunctions) {
   std::this_thread::sleep_for(milliseconds(150));
   ASSERT_TRUE(arb.Start()) << ReadFile(arb.log());
   for (auto& f : fns) {
-    EXPECT_EQ(ExitCode(WaitFor(f.pid, seconds(90))), 0) << ReadFile(f.out) << ReadFile(arb.log());
+    EXPECT_EQ(ExitCode(WaitFor(f.pid, Scaled(seconds(90)))), 0)
+        << ReadFile(f.out) << ReadFile(arb.log());
     const auto report = LastJsonLine(f.out);
     ASSERT_TRUE(report.is_object()) << ReadFile(f.out);
     EXPECT_EQ(report["registrations"], 2) << ReadFile(f.out);
@@ -220,9 +222,10 @@ TEST(ArbiterProcess, IdleFunctionReleasesWithoutPreemption) {
   const Function busy = StartFunction(dir, arb, "busy",
                                       {"--quota-mib", "128", "--requests", "5",
                                        "--start-delay-us", "200000"});
-  EXPECT_EQ(ExitCode(WaitFor(busy.pid, seconds(25))), 0) << ReadFile(busy.out) << ReadFile(arb.log());
+  EXPECT_EQ(ExitCode(WaitFor(busy.pid, Scaled(seconds(25)))), 0)
+      << ReadFile(busy.out) << ReadFile(arb.log());
   ::kill(idle.pid, SIGKILL);
-  (void)WaitFor(idle.pid, seconds(30));
+  (void)WaitFor(idle.pid, Scaled(seconds(30)));
   const auto summary = arb.Stop();
   ASSERT_TRUE(summary.is_object());
   EXPECT_EQ(summary["preemptions"], 0);
@@ -245,7 +248,7 @@ TEST(ArbiterProcess, HandoffFollowsDeadlines) {
                                         {"--quota-mib", "128", "--slo-ms", "100", "--requests",
                                          "1", "--start-delay-us", "150000"});
   for (const auto* f : {&holder, &lax, &urgent})
-    EXPECT_EQ(ExitCode(WaitFor(f->pid, seconds(30))), 0) << ReadFile(f->out);
+    EXPECT_EQ(ExitCode(WaitFor(f->pid, Scaled(seconds(30)))), 0) << ReadFile(f->out);
   ASSERT_TRUE(arb.Stop().is_object());
   // Map client ids to SLOs from the registrations, then list grants in order.
   std::map<uint32_t, uint64_t> slo;
@@ -289,7 +292,7 @@ TEST(ArbiterProcess, SigtermStopsCleanlyAndFunctionsCarryOn) {
   ASSERT_TRUE(summary.is_object()) << ReadFile(arb.log());
   EXPECT_NE(ReadFile(arb.log()).find("SIGTERM"), std::string::npos);
   for (auto& f : fns) {
-    EXPECT_EQ(ExitCode(WaitFor(f.pid, seconds(60))), 0) << ReadFile(f.out);
+    EXPECT_EQ(ExitCode(WaitFor(f.pid, Scaled(seconds(60)))), 0) << ReadFile(f.out);
     const auto report = LastJsonLine(f.out);
     ASSERT_TRUE(report.is_object()) << ReadFile(f.out);
     // value(): a const json's operator[] on a missing key is undefined (ASan: heap overflow).
@@ -339,7 +342,7 @@ TEST(ArbiterProcess, AnotherUidCannotOpenAChannel) {
   ::waitpid(child, &status, 0);
   EXPECT_EQ(ExitCode(status), 0) << "a process of uid 65534 opened another uid's channel fds";
   ::kill(f.pid, SIGKILL);
-  (void)WaitFor(f.pid, seconds(30));
+  (void)WaitFor(f.pid, Scaled(seconds(30)));
 }
 
 TEST(ArbiterProcess, PrometheusMetrics) {
@@ -350,7 +353,7 @@ TEST(ArbiterProcess, PrometheusMetrics) {
                            "--metrics", "127.0.0.1:" + std::to_string(port)});
   ASSERT_TRUE(arb.Start()) << ReadFile(arb.log());
   const Function f = StartFunction(dir, arb, "m", {"--quota-mib", "64", "--requests", "3"});
-  EXPECT_EQ(ExitCode(WaitFor(f.pid, seconds(60))), 0) << ReadFile(f.out);
+  EXPECT_EQ(ExitCode(WaitFor(f.pid, Scaled(seconds(60)))), 0) << ReadFile(f.out);
   httplib::Client http("127.0.0.1", port);
   std::string body;
   // Snapshots are published at most every 100 ms: poll until the grants show (safety timeout).
@@ -395,7 +398,7 @@ TEST(ArbiterProcess, LongIdleFunctionIsDeepEvictedAndRestored) {
   const pid_t fn = Spawn({CUDA_FUNCTION_BIN, "--socket", arb.socket(), "--name", "sleepy",
                           "--pause-ms", "600", "--iterations", "3", "--slo-ms", "20"},
                          out, dir / "sleepy.err", env);
-  EXPECT_EQ(ExitCode(WaitFor(fn, seconds(60))), 0) << ReadFile(out) << ReadFile(arb.log());
+  EXPECT_EQ(ExitCode(WaitFor(fn, Scaled(seconds(60)))), 0) << ReadFile(out) << ReadFile(arb.log());
   const auto report = LastJsonLine(out);
   ASSERT_TRUE(report.is_object()) << ReadFile(out);
   EXPECT_EQ(report["intact"], true);
@@ -431,8 +434,10 @@ TEST(ArbiterProcess, FunctionIgnoringPreemptionIsCheckpointedAndRestored) {
   const pid_t good = Spawn({CUDA_FUNCTION_BIN, "--socket", arb.socket(), "--name", "good",
                             "--iterations", "5", "--slo-ms", "50"},
                            good_out, dir / "good.err", env);
-  EXPECT_EQ(ExitCode(WaitFor(good, seconds(60))), 0) << ReadFile(good_out) << ReadFile(arb.log());
-  EXPECT_EQ(ExitCode(WaitFor(rogue, seconds(60))), 0) << ReadFile(rogue_out) << ReadFile(arb.log());
+  EXPECT_EQ(ExitCode(WaitFor(good, Scaled(seconds(60)))), 0)
+      << ReadFile(good_out) << ReadFile(arb.log());
+  EXPECT_EQ(ExitCode(WaitFor(rogue, Scaled(seconds(60)))), 0)
+      << ReadFile(rogue_out) << ReadFile(arb.log());
   const auto report = LastJsonLine(rogue_out);
   ASSERT_TRUE(report.is_object()) << ReadFile(rogue_out);
   EXPECT_EQ(report["intact"], true);
@@ -463,7 +468,7 @@ TEST(ArbiterProcess, PolicySwapOutKeepsAnIdleVgpuResidentUntilItsMemoryIsNeeded)
     if (bursts < 2) std::this_thread::sleep_for(milliseconds(10));
   }
   ::kill(f.pid, SIGKILL);
-  (void)WaitFor(f.pid, seconds(30));
+  (void)WaitFor(f.pid, Scaled(seconds(30)));
   ASSERT_EQ(bursts, 2u) << ReadFile(arb.log());
   const auto summary = arb.Stop();
   ASSERT_TRUE(summary.is_object()) << ReadFile(arb.log());
@@ -503,7 +508,8 @@ TEST(ArbiterProcess, WaiterOnAnotherGpuDoesNotPreemptTheHolder) {
                                         {"--quota-mib", "200", "--slo-ms", "20", "--requests", "3",
                                          "--work-us", "1000", "--start-delay-us", "80000"});
   for (const auto* f : {&first, &second, &waiter})
-    EXPECT_EQ(ExitCode(WaitFor(f->pid, seconds(60))), 0) << ReadFile(f->out) << ReadFile(arb.log());
+    EXPECT_EQ(ExitCode(WaitFor(f->pid, Scaled(seconds(60)))), 0)
+        << ReadFile(f->out) << ReadFile(arb.log());
   ASSERT_TRUE(arb.Stop().is_object()) << ReadFile(arb.log());
   std::map<uint32_t, uint64_t> quota_mib;  // client id -> quota, to tell them apart
   std::map<uint64_t, std::set<uint32_t>> grant_gpus;

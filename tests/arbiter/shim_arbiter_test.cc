@@ -70,7 +70,7 @@ TEST_F(ShimArbiter, OversubscribedPreloadedProgramsTakeTurnsWithCorrectData) {
     programs.push_back(p);
   }
   for (const Program& p : programs) {
-    EXPECT_EQ(ExitCode(WaitFor(p.pid, seconds(120))), 0)
+    EXPECT_EQ(ExitCode(WaitFor(p.pid, Scaled(seconds(120)))), 0)
         << ReadFile(p.out) << ReadFile(p.err) << ReadFile(p.log) << ReadFile(arb.log());
     const std::string out = ReadFile(p.out);
     EXPECT_NE(out.find("done\nerrors=0\n"), std::string::npos) << out << ReadFile(p.log);
@@ -88,7 +88,7 @@ TEST_F(ShimArbiter, OversubscribedPreloadedProgramsTakeTurnsWithCorrectData) {
 std::vector<std::string> ReadPointers(test::ChildProcess* probe) {
   std::vector<std::string> ptrs;
   std::string line;
-  while (probe->ReadLine(&line) && line != "end") ptrs.push_back(line);
+  while (probe->ReadLine(&line, LineWait()) && line != "end") ptrs.push_back(line);
   return ptrs;
 }
 
@@ -109,7 +109,7 @@ void RunSwapProbes(const Simcuda& simcuda, const ArbiterProcess& arb, const Temp
         EnvMap(ShimEnv(simcuda, arb.socket(), quota, name, dir / (name + ".log")))));
     ASSERT_TRUE(probes.back()->started());
     std::string line;
-    ASSERT_TRUE(probes.back()->ReadLine(&line)) << ReadFile(dir / (name + ".log"));
+    ASSERT_TRUE(probes.back()->ReadLine(&line, LineWait())) << ReadFile(dir / (name + ".log"));
     ASSERT_EQ(line.rfind("ready", 0), 0u) << line;
     pointers.push_back(ReadPointers(probes.back().get()));
     ASSERT_FALSE(pointers.back().empty());
@@ -119,12 +119,13 @@ void RunSwapProbes(const Simcuda& simcuda, const ArbiterProcess& arb, const Temp
       std::string line;
       if (grow_mib > 0) {
         ASSERT_TRUE(probes[i]->WriteLine("grow " + std::to_string(grow_mib)));
-        ASSERT_TRUE(probes[i]->ReadLine(&line)) << "probe " << i << " died: " << probes[i]->err();
+        ASSERT_TRUE(probes[i]->ReadLine(&line, LineWait()))
+            << "probe " << i << " died: " << probes[i]->err();
         ASSERT_EQ(line.rfind("grown ptr=", 0), 0u) << line;
         pointers[i].push_back(line.substr(6));
       }
       ASSERT_TRUE(probes[i]->WriteLine("verify"));
-      ASSERT_TRUE(probes[i]->ReadLine(&line))
+      ASSERT_TRUE(probes[i]->ReadLine(&line, LineWait()))
           << "probe " << i << " died: " << probes[i]->err() << ReadFile(dir / ("s" + std::to_string(i) + ".log"))
           << ReadFile(arb.log());
       EXPECT_NE(line.find(" bad=0 "), std::string::npos) << line;
@@ -134,7 +135,7 @@ void RunSwapProbes(const Simcuda& simcuda, const ArbiterProcess& arb, const Temp
   }
   for (auto& probe : probes) {
     probe->WriteLine("quit");
-    EXPECT_EQ(probe->Wait(), 0) << probe->err();
+    EXPECT_EQ(probe->Wait(ExitWait()), 0) << probe->err();
   }
 }
 
@@ -199,7 +200,7 @@ TEST(ShimArbiterStandAlone, NoArbiterListeningRunsStandAloneAndLogsIt) {
   const pid_t pid = Spawn({PROBE_BIN, "stress", "2", "10"}, out, dir / "p.err",
                           ShimEnv(simcuda, dir / "nobody.sock", "256MiB", "alone", log));
   ASSERT_GT(pid, 0);
-  EXPECT_EQ(ExitCode(WaitFor(pid, seconds(60))), 0) << ReadFile(out) << ReadFile(log);
+  EXPECT_EQ(ExitCode(WaitFor(pid, Scaled(seconds(60)))), 0) << ReadFile(out) << ReadFile(log);
   EXPECT_NE(ReadFile(out).find("done\nerrors=0\n"), std::string::npos) << ReadFile(out);
   const std::string text = ReadFile(log);
   EXPECT_NE(text.find("running stand-alone"), std::string::npos) << text;

@@ -32,8 +32,8 @@ using test::UnixRequest;
 // Waits for the probe's "ready" block (its pointers up to "end").
 bool ReadReady(ChildProcess* probe, std::string* first) {
   std::string line;
-  if (!probe->ReadLine(first)) return false;
-  while (probe->ReadLine(&line) && line != "end") {
+  if (!probe->ReadLine(first, LineWait())) return false;
+  while (probe->ReadLine(&line, LineWait()) && line != "end") {
   }
   return first->rfind("ready", 0) == 0;
 }
@@ -63,7 +63,7 @@ class ShimInflight : public ::testing::Test {
                                int back_to) {
     std::string line;
     ASSERT_TRUE(probe->WriteLine("inflight " + std::to_string(ms)));
-    ASSERT_TRUE(probe->ReadLine(&line));
+    ASSERT_TRUE(probe->ReadLine(&line, LineWait()));
     ASSERT_EQ(line, "queued");
     const std::string out = UnixRequest(socket, "swap-out");
     ASSERT_EQ(out.rfind("ok bytes=", 0), 0u) << out << "\n" << ReadFile(dir.path() + "/shim.log");
@@ -74,13 +74,14 @@ class ShimInflight : public ::testing::Test {
     std::this_thread::sleep_for(std::chrono::milliseconds(ms + 200));
     ASSERT_EQ(UnixRequest(socket, "swap-in " + std::to_string(back_to)).rfind("ok", 0), 0u);
     ASSERT_TRUE(probe->WriteLine("collect"));
-    ASSERT_TRUE(probe->ReadLine(&line)) << "the program died: " << probe->Wait() << probe->err();
+    ASSERT_TRUE(probe->ReadLine(&line, LineWait()))
+        << "the program died: " << probe->Wait(ExitWait()) << probe->err();
     EXPECT_EQ(line, "collected ok=1");
     ASSERT_TRUE(probe->WriteLine("verify"));
-    ASSERT_TRUE(probe->ReadLine(&line));
+    ASSERT_TRUE(probe->ReadLine(&line, LineWait()));
     EXPECT_NE(line.find(" bad=0 kernel_bad=0"), std::string::npos) << line;
     std::string ptr;
-    while (probe->ReadLine(&ptr) && ptr != "end") {
+    while (probe->ReadLine(&ptr, LineWait()) && ptr != "end") {
     }
   }
 
@@ -107,7 +108,7 @@ TEST_F(ShimInflight, SwapOutWaitsForQueuedWorkOnTheSameDevice) {
   EXPECT_NE(last_swap_out_.find(" pin_ns=0 "), std::string::npos) << last_swap_out_;
   EXPECT_NE(last_swap_out_.find(" unmap_ns="), std::string::npos) << last_swap_out_;
   ASSERT_TRUE(probe.WriteLine("quit"));
-  EXPECT_EQ(probe.Wait(), 0) << probe.err();
+  EXPECT_EQ(probe.Wait(ExitWait()), 0) << probe.err();
 }
 
 // The demo's crash came from a vGPU moved to GPU 1 while the program's context and stream
@@ -128,7 +129,7 @@ TEST_F(ShimInflight, SwapInOntoAnotherGpuIsRefusedAndDrainsStayCorrect) {
   SwapOutUnderRunningWork(&probe, socket, 400, 0);
   SwapOutUnderRunningWork(&probe, socket, 200, 0);
   ASSERT_TRUE(probe.WriteLine("quit"));
-  EXPECT_EQ(probe.Wait(), 0) << probe.err();
+  EXPECT_EQ(probe.Wait(ExitWait()), 0) << probe.err();
 }
 
 // The longest time a grant was held before its release began (the shim logs "released grant N
@@ -163,30 +164,30 @@ TEST_F(ShimInflight, TokenIsKeptWhileWorkIsInFlightOrAStreamCaptures) {
 
   size_t from = ReadFile(log).size();
   ASSERT_TRUE(probe.WriteLine("inflight 400"));
-  ASSERT_TRUE(probe.ReadLine(&line));
+  ASSERT_TRUE(probe.ReadLine(&line, LineWait()));
   ASSERT_EQ(line, "queued");
   std::this_thread::sleep_for(std::chrono::milliseconds(700));  // the program submits nothing
   ASSERT_TRUE(probe.WriteLine("collect"));
-  ASSERT_TRUE(probe.ReadLine(&line));
+  ASSERT_TRUE(probe.ReadLine(&line, LineWait()));
   EXPECT_EQ(line, "collected ok=1");
   // A lower bound only: the grant cannot have been given back before the kernel ended.
   EXPECT_GE(LongestHoldUs(ReadFile(log), from), 400'000) << ReadFile(log).substr(from);
 
   from = ReadFile(log).size();
   ASSERT_TRUE(probe.WriteLine("capture 400"));
-  ASSERT_TRUE(probe.ReadLine(&line));
+  ASSERT_TRUE(probe.ReadLine(&line, LineWait()));
   EXPECT_EQ(line, "captured end=" + std::to_string(CUDA_ERROR_NOT_SUPPORTED))
       << "the capture was disturbed (" << CUDA_ERROR_STREAM_CAPTURE_INVALIDATED
       << " = invalidated)";
   ASSERT_TRUE(probe.WriteLine("verify"));
-  ASSERT_TRUE(probe.ReadLine(&line));
+  ASSERT_TRUE(probe.ReadLine(&line, LineWait()));
   EXPECT_NE(line.find(" bad=0 kernel_bad=0"), std::string::npos) << line;
   std::string ptr;
-  while (probe.ReadLine(&ptr) && ptr != "end") {
+  while (probe.ReadLine(&ptr, LineWait()) && ptr != "end") {
   }
   EXPECT_GE(LongestHoldUs(ReadFile(log), from), 400'000) << ReadFile(log).substr(from);
   ASSERT_TRUE(probe.WriteLine("quit"));
-  EXPECT_EQ(probe.Wait(), 0) << probe.err();
+  EXPECT_EQ(probe.Wait(ExitWait()), 0) << probe.err();
   const nlohmann::json summary = arb.Stop();
   ASSERT_TRUE(summary.is_object()) << ReadFile(arb.log());
   EXPECT_EQ(summary["client_deaths"], 0) << summary.dump();

@@ -24,10 +24,11 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-// Polls `path` until it contains `needle` `count` times (safety-net timeout, not a measurement).
+// Polls `path` until it contains `needle` `count` times (safety-net timeout, scaled, not a
+// measurement).
 bool WaitForLog(const std::string& path, const std::string& needle, int count = 1,
                 std::chrono::seconds timeout = std::chrono::seconds(60)) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  const auto deadline = std::chrono::steady_clock::now() + Scaled(timeout);
   for (;;) {
     const std::string text = ReadFile(path);
     int seen = 0;
@@ -55,20 +56,20 @@ Probe StartProbe(const Simcuda& simcuda, const ArbiterProcess& arb, const TempDi
   p.process = std::make_unique<test::ChildProcess>(
       std::vector<std::string>{PROBE_BIN, "swap", "3", "8", "64"}, EnvMap(env));
   std::string line;
-  EXPECT_TRUE(p.process->ReadLine(&line)) << ReadFile(p.log);
+  EXPECT_TRUE(p.process->ReadLine(&line, LineWait())) << ReadFile(p.log);
   EXPECT_EQ(line.rfind("ready", 0), 0u) << line;
-  while (p.process->ReadLine(&line) && line != "end") {
+  while (p.process->ReadLine(&line, LineWait()) && line != "end") {
   }
   return p;
 }
 
 // Asks the probe to verify its data; returns the "verified ..." line ("" if none came).
-std::string Verify(Probe& p, milliseconds timeout = milliseconds(60000)) {
+std::string Verify(Probe& p, milliseconds timeout = LineWait()) {
   if (!p.process->WriteLine("verify")) return "";
   std::string line;
   if (!p.process->ReadLine(&line, timeout)) return "";
   std::string rest;
-  while (p.process->ReadLine(&rest) && rest != "end") {
+  while (p.process->ReadLine(&rest, LineWait()) && rest != "end") {
   }
   return line;
 }
@@ -112,7 +113,7 @@ TEST_F(ShimLiveness, ArbiterKilledProgramsRunFailOpenAndReRegister) {
   }
   for (Probe& p : probes) {
     p.process->WriteLine("quit");
-    EXPECT_EQ(p.process->Wait(), 0) << p.process->err();
+    EXPECT_EQ(p.process->Wait(ExitWait()), 0) << p.process->err();
   }
   const nlohmann::json summary = arb.Stop();
   ASSERT_TRUE(summary.is_object()) << ReadFile(arb.log());
@@ -133,13 +134,13 @@ TEST_F(ShimLiveness, FailClosedHoldsSubmissionsUntilAnArbiterIsBack) {
   // Held: no answer while no arbiter runs (the wait is the test's, not a speed requirement).
   EXPECT_FALSE(p.process->ReadLine(&line, milliseconds(700))) << "answered while held: " << line;
   ASSERT_TRUE(arb.Start()) << ReadFile(arb.log());
-  ASSERT_TRUE(p.process->ReadLine(&line)) << ReadFile(p.log) << ReadFile(arb.log());
+  ASSERT_TRUE(p.process->ReadLine(&line, LineWait())) << ReadFile(p.log) << ReadFile(arb.log());
   EXPECT_TRUE(Intact(line)) << line;
-  while (p.process->ReadLine(&line) && line != "end") {
+  while (p.process->ReadLine(&line, LineWait()) && line != "end") {
   }
   EXPECT_NE(ReadFile(p.log).find("(re-registration)"), std::string::npos) << ReadFile(p.log);
   p.process->WriteLine("quit");
-  EXPECT_EQ(p.process->Wait(), 0) << p.process->err();
+  EXPECT_EQ(p.process->Wait(ExitWait()), 0) << p.process->err();
   const nlohmann::json summary = arb.Stop();
   ASSERT_TRUE(summary.is_object()) << ReadFile(arb.log());
   EXPECT_EQ(summary["re_registrations"], 1) << summary.dump();
@@ -159,7 +160,8 @@ TEST_F(ShimLiveness, NormalExitSaysGoodbye) {
   }
   for (size_t i = 0; i < pids.size(); ++i) {
     const std::string name = "leaver" + std::to_string(i);
-    EXPECT_EQ(ExitCode(WaitFor(pids[i], seconds(120))), 0) << ReadFile(dir / (name + ".err"));
+    EXPECT_EQ(ExitCode(WaitFor(pids[i], Scaled(seconds(120)))), 0)
+        << ReadFile(dir / (name + ".err"));
     EXPECT_NE(ReadFile(dir / (name + ".out")).find("errors=0"), std::string::npos);
     EXPECT_NE(ReadFile(dir / (name + ".log")).find("said goodbye to the arbiter"),
               std::string::npos)
@@ -185,14 +187,14 @@ TEST_F(ShimLiveness, KilledBusyProgramDoesNotStopTheOther) {
   ASSERT_TRUE(WaitForLog(busy_log, "registered with the arbiter at")) << ReadFile(busy_log);
   EXPECT_TRUE(Intact(Verify(quiet))) << "sharing with the busy one: " << ReadFile(quiet.log);
   ASSERT_EQ(::kill(busy, SIGKILL), 0);
-  EXPECT_EQ(WaitFor(busy, seconds(30)) & 0x7f, SIGKILL);
+  EXPECT_EQ(WaitFor(busy, Scaled(seconds(30))) & 0x7f, SIGKILL);
   EXPECT_TRUE(WaitForLog(arb.log(), "'busy' pid " + std::to_string(busy) + " is gone"))
       << ReadFile(arb.log());
   for (int round = 0; round < 3; ++round) {
     EXPECT_TRUE(Intact(Verify(quiet))) << "after the kill: " << ReadFile(quiet.log) << ReadFile(arb.log());
   }
   quiet.process->WriteLine("quit");
-  EXPECT_EQ(quiet.process->Wait(), 0) << quiet.process->err();
+  EXPECT_EQ(quiet.process->Wait(ExitWait()), 0) << quiet.process->err();
   const nlohmann::json summary = arb.Stop();
   ASSERT_TRUE(summary.is_object()) << ReadFile(arb.log());
   // The killed one; the other exited normally and said goodbye (a clean unregister).
@@ -218,20 +220,20 @@ TEST(ShimPlacement, EachVgpuAllocatesOnTheGpuTheArbiterAssigned) {
         std::vector<std::string>{PROBE_BIN, "swap", "5", "0", "600"},
         EnvMap(ShimEnv(simcuda, arb.socket(), "700MiB", name, log))));
     std::string line;
-    ASSERT_TRUE(probes.back()->ReadLine(&line)) << ReadFile(log) << ReadFile(arb.log());
+    ASSERT_TRUE(probes.back()->ReadLine(&line, LineWait())) << ReadFile(log) << ReadFile(arb.log());
     ASSERT_EQ(line.rfind("ready", 0), 0u) << line << ReadFile(log);
-    while (probes.back()->ReadLine(&line) && line != "end") {
+    while (probes.back()->ReadLine(&line, LineWait()) && line != "end") {
     }
   }
   for (auto& probe : probes) {
     ASSERT_TRUE(probe->WriteLine("verify"));
     std::string line;
-    ASSERT_TRUE(probe->ReadLine(&line));
+    ASSERT_TRUE(probe->ReadLine(&line, LineWait()));
     EXPECT_TRUE(Intact(line)) << line;
-    while (probe->ReadLine(&line) && line != "end") {
+    while (probe->ReadLine(&line, LineWait()) && line != "end") {
     }
     probe->WriteLine("quit");
-    EXPECT_EQ(probe->Wait(), 0) << probe->err();
+    EXPECT_EQ(probe->Wait(ExitWait()), 0) << probe->err();
   }
   const nlohmann::json summary = arb.Stop();
   ASSERT_TRUE(summary.is_object()) << ReadFile(arb.log());

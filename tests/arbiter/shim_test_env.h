@@ -5,12 +5,20 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <map>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "test_util.h"
+
 namespace gshare::arbiter::testing {
+
+// The shim tests' safety nets for a probe's next line and for its exit, scaled for sanitizer
+// builds (TimeScale(): a program under TSan runs about ten times slower).
+inline std::chrono::milliseconds LineWait() { return Scaled(std::chrono::seconds(60)); }
+inline std::chrono::milliseconds ExitWait() { return Scaled(std::chrono::seconds(120)); }
 
 // simcuda's environment for one test: its own device registry, removed when the test ends.
 class Simcuda {

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -35,6 +36,19 @@ TempDir::TempDir() {
 TempDir::~TempDir() {
   std::error_code ec;
   std::filesystem::remove_all(path_, ec);
+}
+
+int TimeScale() {
+  static const int scale = [] {
+    const char* text = std::getenv("GSHARE_TEST_TIME_SCALE");
+    const int value = text != nullptr ? std::atoi(text) : 1;
+    return value > 0 ? value : 1;
+  }();
+  return scale;
+}
+
+std::chrono::milliseconds Scaled(std::chrono::milliseconds safety_net) {
+  return safety_net * TimeScale();
 }
 
 pid_t Spawn(const std::vector<std::string>& argv, const std::string& out_file,
@@ -162,7 +176,7 @@ bool ArbiterProcess::Start() {
   pid_ = Spawn(argv, "", log_, env);
   if (pid_ <= 0) return false;
   // Ready once it logged that it listens (the socket file alone may precede listen()).
-  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  const auto end = std::chrono::steady_clock::now() + Scaled(std::chrono::seconds(20));
   while (ReadFile(log_).find("listening on", log_before) == std::string::npos) {
     int status = 0;
     if (::waitpid(pid_, &status, WNOHANG) == pid_) {
@@ -181,7 +195,7 @@ bool ArbiterProcess::Start() {
 nlohmann::json ArbiterProcess::Stop() {
   if (pid_ <= 0) return nullptr;
   ::kill(pid_, SIGTERM);
-  const int status = WaitFor(pid_, std::chrono::seconds(30));
+  const int status = WaitFor(pid_, Scaled(std::chrono::seconds(30)));
   pid_ = -1;
   if (ExitCode(status) != 0) return nullptr;
   return nlohmann::json::parse(ReadFile(summary_), nullptr, false);
@@ -190,7 +204,7 @@ nlohmann::json ArbiterProcess::Stop() {
 void ArbiterProcess::Kill() {
   if (pid_ <= 0) return;
   ::kill(pid_, SIGKILL);
-  (void)WaitFor(pid_, std::chrono::seconds(30));
+  (void)WaitFor(pid_, Scaled(std::chrono::seconds(30)));
   pid_ = -1;
 }
 

@@ -32,6 +32,12 @@ class TempDir {
 pid_t Spawn(const std::vector<std::string>& argv, const std::string& out_file,
             const std::string& err_file, const std::vector<std::string>& env = {});
 
+// Multiplier for the tests' safety-net waits in slow builds: GSHARE_TEST_TIME_SCALE, which
+// scripts/sanitize.sh sets (3 under ASan, 10 under TSan); 1 when unset or not a positive integer.
+int TimeScale();
+// `safety_net` * TimeScale(): a wait that only bounds a hang, never a measurement.
+std::chrono::milliseconds Scaled(std::chrono::milliseconds safety_net);
+
 // Waits for `pid` up to `timeout` (a safety net, not a measurement); returns the wait status,
 // or -1 on timeout (the process is then killed).
 int WaitFor(pid_t pid, std::chrono::milliseconds timeout);

@@ -13,14 +13,7 @@
 
 namespace gshare::fault {
 
-int TimeScale() {
-  static const int scale = [] {
-    const char* text = std::getenv("GSHARE_TEST_TIME_SCALE");
-    const int value = text != nullptr ? std::atoi(text) : 1;
-    return value > 0 ? value : 1;
-  }();
-  return scale;
-}
+int TimeScale() { return arbiter::testing::TimeScale(); }  // one reading of the variable
 
 using arbiter::testing::ExitCode;
 using arbiter::testing::LastJsonLine;
