@@ -40,11 +40,11 @@ std::unique_ptr<test::ChildProcess> StartProbe(const Simcuda& simcuda, const Arb
   auto probe = std::make_unique<test::ChildProcess>(
       std::vector<std::string>{PROBE_BIN, "swap", "11", "6", std::to_string(big_mib)}, EnvMap(env));
   std::string line;
-  if (!probe->ReadLine(&line) || line.rfind("ready", 0) != 0) {
+  if (!probe->ReadLine(&line, LineWait()) || line.rfind("ready", 0) != 0) {
     ADD_FAILURE() << name << ": " << line << probe->err() << ReadFile(dir / (name + ".log"));
     return nullptr;
   }
-  while (probe->ReadLine(&line) && line != "end") {
+  while (probe->ReadLine(&line, LineWait()) && line != "end") {
   }
   return probe;
 }
@@ -53,17 +53,17 @@ std::unique_ptr<test::ChildProcess> StartProbe(const Simcuda& simcuda, const Arb
 void ExpectIntact(test::ChildProcess* probe, const std::string& context) {
   ASSERT_TRUE(probe->WriteLine("verify"));
   std::string line;
-  ASSERT_TRUE(probe->ReadLine(&line)) << context << probe->err();
+  ASSERT_TRUE(probe->ReadLine(&line, LineWait())) << context << probe->err();
   EXPECT_NE(line.find(" bad=0 "), std::string::npos) << line << context;
   EXPECT_NE(line.find("kernel_bad=0"), std::string::npos) << line << context;
-  while (probe->ReadLine(&line) && line != "end") {
+  while (probe->ReadLine(&line, LineWait()) && line != "end") {
   }
 }
 
 Where AskWhere(test::ChildProcess* probe) {
   Where w;
   std::string line;
-  if (!probe->WriteLine("where") || !probe->ReadLine(&line)) return w;
+  if (!probe->WriteLine("where") || !probe->ReadLine(&line, LineWait())) return w;
   std::smatch m;
   if (std::regex_search(line, m,
                         std::regex("ctx_device=(-?\\d+) count=(-?\\d+) ptr_ordinal=(-?\\d+) "
@@ -121,7 +121,7 @@ TEST(ShimMultiGpu, EachProgramSeesOnlyTheGpuTheArbiterAssigned) {
   }
   for (auto& probe : probes) {
     probe->WriteLine("quit");
-    EXPECT_EQ(probe->Wait(), 0) << probe->err();
+    EXPECT_EQ(probe->Wait(ExitWait()), 0) << probe->err();
   }
   const nlohmann::json summary = arb.Stop();
   ASSERT_TRUE(summary.is_object()) << ReadFile(arb.log());
@@ -153,7 +153,7 @@ nlohmann::json TakeTurns(TwoGpuNode& node, const std::vector<std::string>& extra
   }
   for (auto& probe : probes) {
     probe->WriteLine("quit");
-    EXPECT_EQ(probe->Wait(), 0) << probe->err();
+    EXPECT_EQ(probe->Wait(ExitWait()), 0) << probe->err();
   }
   return arb.Stop();
 }
@@ -198,7 +198,7 @@ TEST(ShimMultiGpu, RestoredOntoTheOtherGpuTheShimFollows) {
   ASSERT_NE(first, nullptr) << ReadFile(arb.log());
   // Wait until the idle function is checkpointed (deep eviction, off its GPU; its service
   // thread's background work may restore it a few times first).
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  const auto until = std::chrono::steady_clock::now() + Scaled(std::chrono::seconds(30));
   auto checkpointed = [&] {
     const std::string log = ReadFile(arb.log());
     const size_t evicted = log.rfind("'r0' idle for");
@@ -227,7 +227,7 @@ TEST(ShimMultiGpu, RestoredOntoTheOtherGpuTheShimFollows) {
       << logs << ReadFile(arb.log());
   for (auto* probe : {first.get(), second.get()}) {
     probe->WriteLine("quit");
-    EXPECT_EQ(probe->Wait(), 0) << probe->err();
+    EXPECT_EQ(probe->Wait(ExitWait()), 0) << probe->err();
   }
   const nlohmann::json summary = arb.Stop();
   ASSERT_TRUE(summary.is_object()) << ReadFile(arb.log());
