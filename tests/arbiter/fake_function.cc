@@ -72,11 +72,13 @@ class FakeHost final : public ShimHost {
   }
   bool Resident() const override { return resident_.load(); }
   uint64_t ResidentBytes() const override { return resident_.load() ? bytes_ : 0; }
-  uint32_t CurrentGpu() const override { return gpu_; }
+  uint32_t CurrentGpu() const override { return gpu_.load(); }
 
   bool DataIntact() const { return Sum() == checksum_; }
-  uint64_t swap_outs_ = 0;
-  uint64_t swap_ins_ = 0;
+  // Counted by the client's service thread (swap orders), read by main at the end while the
+  // arbiter may still order a swap: atomics (a TSan report made the function exit 66).
+  std::atomic<uint64_t> swap_outs_{0};
+  std::atomic<uint64_t> swap_ins_{0};
 
  private:
   uint64_t Sum() const {
@@ -90,7 +92,7 @@ class FakeHost final : public ShimHost {
   std::vector<uint32_t> host_;
   uint64_t checksum_ = 0;
   uint64_t bytes_ = 0;
-  uint32_t gpu_ = 0;
+  std::atomic<uint32_t> gpu_{0};
   uint64_t drain_ns_ = 0;
 };
 
@@ -179,7 +181,8 @@ int main(int argc, char** argv) {
       "\"waited_grants\":%llu}\n",
       requests, overlaps, not_resident, corrupt,
       static_cast<unsigned long long>((*client)->registrations()),
-      static_cast<unsigned long long>(host.swap_outs_), static_cast<unsigned long long>(host.swap_ins_),
+      static_cast<unsigned long long>(host.swap_outs_.load()),
+      static_cast<unsigned long long>(host.swap_ins_.load()),
       static_cast<unsigned long long>(max_wait_ns / 1000),
       static_cast<unsigned long long>((*client)->lease_takes()),
       static_cast<unsigned long long>((*client)->waited_grants()));
