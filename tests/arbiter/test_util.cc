@@ -10,6 +10,9 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -86,7 +89,13 @@ int WaitFor(pid_t pid, std::chrono::milliseconds timeout) {
     int status = 0;
     const pid_t r = ::waitpid(pid, &status, WNOHANG);
     if (r == pid) return status;
-    if (r < 0) return -1;
+    if (r < 0) {
+      // Under TSan a signal handled inside the intercepted call can surface as EINTR even with
+      // WNOHANG (FaultTest.DeviceOutOfMemoryDuringSwapIn gave up on a live worker): retry.
+      if (errno == EINTR) continue;
+      std::fprintf(stderr, "WaitFor(%d): waitpid: %s\n", static_cast<int>(pid), std::strerror(errno));
+      return -1;
+    }
     if (std::chrono::steady_clock::now() > end) {
       ::kill(pid, SIGKILL);
       ::waitpid(pid, &status, 0);
