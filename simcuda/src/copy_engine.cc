@@ -170,6 +170,9 @@ CUresult RunOp(CUstream stream, bool per_thread_entry, bool sync, OpFn op, const
   CUstream_st* s = nullptr;
   if (CUresult r = ResolveStream(stream, per_thread_entry, &s); r != CUDA_SUCCESS) return r;
   if (reach != nullptr && reach->bytes() != 0) {
+    // Before reading the context's device: a restore may be moving the contexts to other
+    // devices while the process is locked (a TSan report: CheckpointTest.StateMachine...).
+    WaitIfLocked();
     const int dev = s->ctx->device;
     const bool dst_ok = VmmReachableFrom(dev, reach->dst, SideExtent(reach->dst_pitch, reach->dst_height, *reach));
     const bool src_ok = reach->src == 0 ||
