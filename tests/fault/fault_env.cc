@@ -24,6 +24,7 @@ FaultNode::FaultNode(const std::string& devices, const std::string& link_gbps,
                      std::vector<std::string> arbiter_args)
     : tag_(std::filesystem::path(dir_.path()).filename().string()),
       registry_("/" + tag_ + "-simcuda"),
+      created_(std::filesystem::file_time_type::clock::now()),
       devices_(devices),
       link_gbps_(link_gbps),
       arbiter_(dir_, std::move(arbiter_args)) {
@@ -166,6 +167,8 @@ std::vector<std::string> FaultNode::LeftoverShm(const std::vector<pid_t>& pids) 
   for (const auto& e : std::filesystem::directory_iterator("/dev/shm", ec)) {
     const std::string name = e.path().filename().string();
     if ("/" + name == registry_) continue;
+    const auto written = std::filesystem::last_write_time(e.path(), ec);
+    if (!ec && written < created_) continue;  // from before this node: not its leftover
     bool mine = name.find(tag_) != std::string::npos;
     for (const pid_t pid : pids) {
       const std::string p = std::to_string(pid);

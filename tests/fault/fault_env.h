@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <optional>
 #include <string>
@@ -98,7 +99,9 @@ class FaultNode {
 
   // Names in /dev/shm left by this node's processes: those containing this node's tag (other
   // than the simcuda registry, which the node removes itself) or one of `pids` as a number.
-  // Every segment gshare makes is an anonymous memfd, so this is expected to be empty.
+  // Every segment gshare makes is an anonymous memfd, so this is expected to be empty. Names
+  // older than the node are skipped: pids are reused (pid_max is often 32768), so a stale file
+  // of an earlier run can carry the number of one of this node's processes.
   std::vector<std::string> LeftoverShm(const std::vector<pid_t>& pids) const;
   const std::string& tag() const { return tag_; }
 
@@ -107,6 +110,7 @@ class FaultNode {
   std::vector<pid_t> children_;  // killed (if still running) and reaped on destruction
   std::string tag_;
   std::string registry_;
+  std::filesystem::file_time_type created_;  // LeftoverShm ignores older names
   std::string devices_;
   std::string link_gbps_;
   ArbiterProcess arbiter_;

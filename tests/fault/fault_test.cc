@@ -150,7 +150,8 @@ class FaultTest : public ::testing::Test {
     const auto used = node_.DeviceUsed();
     ASSERT_TRUE(used.has_value());
     EXPECT_EQ(*used, 0u) << "device memory still accounted to someone";
-    EXPECT_TRUE(node_.LeftoverShm(all_pids_).empty());
+    const std::vector<std::string> leftover = node_.LeftoverShm(all_pids_);
+    EXPECT_TRUE(leftover.empty()) << "left in /dev/shm: " << leftover.front();
     summary_ = summary;
   }
 
