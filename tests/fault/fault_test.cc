@@ -546,14 +546,14 @@ TEST(ShimRepro, FreeWhileAKernelStillWritesTheMemory) {
   FaultNode node("1x512MiB", "0", {});
   const std::string out = node.dir() / "plain.out";
   pid_t pid = arbiter::testing::Spawn({WORKER_BIN, "free-in-flight"}, out, "", node.SimcudaEnv());
-  ASSERT_EQ(ExitCode(WaitFor(pid, seconds(60))), 0) << ReadFile(out);
+  ASSERT_EQ(ExitCode(WaitFor(pid, seconds(60) * TimeScale())), 0) << ReadFile(out);
   std::vector<std::string> env = node.SimcudaEnv();
   env.push_back(std::string("LD_PRELOAD=") + PRELOAD_LIB);
   env.push_back("GSHARE_VGPU_MEMORY=256MiB");
   env.push_back("GSHARE_LOG_FILE=" + (node.dir() / "shim.log"));
   const std::string shim_out = node.dir() / "shim.out";
   pid = arbiter::testing::Spawn({WORKER_BIN, "free-in-flight"}, shim_out, "", env);
-  EXPECT_EQ(ExitCode(WaitFor(pid, seconds(60))), 0)
+  EXPECT_EQ(ExitCode(WaitFor(pid, seconds(60) * TimeScale())), 0)
       << "(-12 = SIGSEGV)\n" << ReadFile(shim_out) << ReadFile(node.dir() / "shim.log");
   EXPECT_NE(ReadFile(shim_out).find("ok\n"), std::string::npos);
 }
@@ -568,7 +568,7 @@ TEST_F(FaultTest, ClientThatStopsReadingItsChannel) {
   ASSERT_TRUE(node_.WaitForEvent(0, [](const Event& e) { return e.type == EventType::kRegister; },
                                  kEventTimeout));
   const Worker a = SpawnPairMember("a", 14, 4);
-  ExpectIntact(a, seconds(60));
+  ExpectIntact(a, seconds(60) * TimeScale());
   ::kill(deaf, SIGKILL);
   (void)WaitFor(deaf, seconds(10));
   ExpectCleanNode();
@@ -585,7 +585,7 @@ TEST_F(FaultTest, ClientThatHoldsTheTokenAndStopsReading) {
   ASSERT_TRUE(node_.WaitForEvent(0, [](const Event& e) { return e.type == EventType::kGrant; },
                                  kEventTimeout)) << Log();
   const Worker a = SpawnPairMember("a", 15, 4);
-  ExpectIntact(a, seconds(60));
+  ExpectIntact(a, seconds(60) * TimeScale());
   ::kill(hold, SIGKILL);
   (void)WaitFor(hold, seconds(10));
   ExpectCleanNode();
@@ -601,7 +601,7 @@ TEST_F(FaultTest, ClientFloodingRequests) {
   all_pids_.push_back(flood);
   const Worker a = SpawnPairMember("a", 16, 6);
   ExpectIntact(a);
-  EXPECT_EQ(ExitCode(WaitFor(flood, seconds(60))), 0) << ReadFile(node_.dir() / "flood.out");
+  EXPECT_EQ(ExitCode(WaitFor(flood, seconds(60) * TimeScale())), 0) << ReadFile(node_.dir() / "flood.out");
   const std::string out = ReadFile(node_.dir() / "flood.out");
   EXPECT_NE(out.find("flooded"), std::string::npos) << out;
   EXPECT_NE(out.find("closed"), std::string::npos) << "the flooder was not disconnected: " << out;
@@ -627,13 +627,13 @@ pid_t SpawnRawClient(FaultNode& node, std::vector<pid_t>& pids, const std::strin
 TEST_F(FaultTest, SlowChannelWriterIsNotMalformedButAStuckOneIs) {
   const pid_t slow = SpawnRawClient(node_, all_pids_, "stall-write", {"--stall-ms", "600"}, "slow.out");
   const Worker a = SpawnPairMember("a", 17, 4);
-  EXPECT_EQ(ExitCode(WaitFor(slow, seconds(60))), 0) << ReadFile(node_.dir() / "slow.out");
+  EXPECT_EQ(ExitCode(WaitFor(slow, seconds(60) * TimeScale())), 0) << ReadFile(node_.dir() / "slow.out");
   std::string out = ReadFile(node_.dir() / "slow.out");
   EXPECT_NE(out.find("completed"), std::string::npos) << out;
   EXPECT_NE(out.find("still connected"), std::string::npos) << "a slow writer was disconnected: " << out << Log();
 
   const pid_t stuck = SpawnRawClient(node_, all_pids_, "stall-write", {"--stall-ms", "0"}, "stuck.out");
-  EXPECT_EQ(ExitCode(WaitFor(stuck, seconds(60))), 0) << ReadFile(node_.dir() / "stuck.out");
+  EXPECT_EQ(ExitCode(WaitFor(stuck, seconds(60) * TimeScale())), 0) << ReadFile(node_.dir() / "stuck.out");
   out = ReadFile(node_.dir() / "stuck.out");
   EXPECT_NE(out.find("closed"), std::string::npos) << out;
   EXPECT_EQ(out.find("completed"), std::string::npos) << out;
@@ -670,7 +670,7 @@ TEST_F(FaultFlood, DoorbellFlooderIsMutedThenDisconnectedWhileOthersKeepRunning)
        "64", "--seconds", "60"},
       node_.dir() / "flood.out", ""));
   all_pids_.push_back(flood);
-  EXPECT_EQ(ExitCode(WaitFor(flood, seconds(90))), 0) << ReadFile(node_.dir() / "flood.out");
+  EXPECT_EQ(ExitCode(WaitFor(flood, seconds(90) * TimeScale())), 0) << ReadFile(node_.dir() / "flood.out");
   const std::string out = ReadFile(node_.dir() / "flood.out");
   EXPECT_NE(out.find("flooded"), std::string::npos) << out;
   EXPECT_NE(out.find("closed"), std::string::npos) << "the flooder was not disconnected: " << out;
@@ -733,17 +733,17 @@ TEST_F(FaultTest, DeviceOutOfMemoryDuringSwapIn) {
   const pid_t hog = node_.Track(arbiter::testing::Spawn({WORKER_BIN, "hog", "--mib", "360", "--until", release},
                                             node_.dir() / "hog.out", "", node_.SimcudaEnv()));
   all_pids_.push_back(hog);
-  const auto end = std::chrono::steady_clock::now() + seconds(60);
+  const auto end = std::chrono::steady_clock::now() + seconds(60) * TimeScale();
   while (Log().find("swap-in onto GPU 0 failed") == std::string::npos &&
          std::chrono::steady_clock::now() < end)
     std::this_thread::sleep_for(milliseconds(20));
   std::ofstream(release).put('1');
-  EXPECT_EQ(ExitCode(WaitFor(hog, seconds(30))), 0) << ReadFile(node_.dir() / "hog.out");
+  EXPECT_EQ(ExitCode(WaitFor(hog, seconds(30) * TimeScale())), 0) << ReadFile(node_.dir() / "hog.out");
   EXPECT_NE(ReadFile(node_.dir() / "hog.out").find("held"), std::string::npos);
   EXPECT_NE(Log().find("swap-in onto GPU 0 failed"), std::string::npos)
       << "the fault was not reached: no swap-in failed\n" << Log();
-  ExpectIntact(a, seconds(90));
-  ExpectIntact(b, seconds(90));
+  ExpectIntact(a, seconds(90) * TimeScale());
+  ExpectIntact(b, seconds(90) * TimeScale());
   ExpectCleanNode();
 }
 

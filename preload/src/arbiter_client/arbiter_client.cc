@@ -469,7 +469,13 @@ void ArbiterClient::SayGoodbye(const std::string& reason, std::chrono::milliseco
       std::lock_guard<std::mutex> lock(mu_);
       exited = thread_exited_;
     }
-    if (exited) thread_.join();
+    // Still busy after the wait (a swap in progress): detached, so a thread that ends during the
+    // exit is not left unjoined (the client is never destroyed, so it may go on using it).
+    if (exited) {
+      thread_.join();
+    } else {
+      thread_.detach();
+    }
   }
   if (fd >= 0) {
     const shm::Status s = shm::SendClientGoodbye(fd, reason, std::chrono::milliseconds(50));
