@@ -62,6 +62,16 @@ TEST(Config, LeaseAndKeptMemory) {
             std::string::npos);
 }
 
+TEST(Config, DeviceOrdinal) {
+  EXPECT_EQ(Parse({}).device, 0);
+  EXPECT_EQ(Parse({{"GSHARE_DEVICE", "3"}}).device, 3);
+  for (const char* bad : {"-1", "gpu1", "1.5", "99999999999"}) {
+    const Config c = Parse({{"GSHARE_DEVICE", bad}});
+    EXPECT_NE(c.error.find(std::string("GSHARE_DEVICE='") + bad + "'"), std::string::npos) << bad;
+    EXPECT_EQ(c.device, 0) << bad;
+  }
+}
+
 TEST(Config, ControlSocketExpandsPid) {
   const Config c = Parse({{"GSHARE_CONTROL_SOCKET", "/tmp/gshare-%p.sock"}}, 42);
   EXPECT_EQ(c.control_socket, "/tmp/gshare-42.sock");
