@@ -413,6 +413,8 @@ shm::Status WriteSummary(const std::string& path, const ArbiterStats& s) {
   j["context_moves"] = s.context_moves;
   j["doorbell_mutes"] = s.doorbell_mutes;
   j["flood_disconnects"] = s.flood_disconnects;
+  j["order_timeouts"] = s.order_timeouts;
+  j["unenforceable"] = s.unenforceable;
   j["deep_evictions"] = s.deep_evictions;
   j["lease_offers"] = s.lease_offers;
   j["lease_takes"] = s.lease_takes;

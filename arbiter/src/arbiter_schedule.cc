@@ -491,6 +491,7 @@ void ArbiterImpl::Enforce(Client& c, uint64_t now_ns) {
                   c.id, c.name, c.pid, s.ToString());
     Record(shm::EventType::kRevoke, &c, ordinal, c.chan.grant_seq(), 0);
     c.chan.Revoke();
+    ++stats_.unenforceable;
     RemoveClient(c.id, kUnregisterUnenforceable, now_ns);
     return;
   }
@@ -644,6 +645,7 @@ void ArbiterImpl::CheckOrders(uint64_t now_ns) {
                   "longer reads its channel: disconnecting it",
                   c.id, c.name, c.pid, c.transfers.front().order_seq,
                   (now_ns - c.transfers.front().issued_ns) / 1'000'000'000ULL);
+    ++stats_.order_timeouts;
     RemoveClient(id, kUnregisterOrderTimeout, now_ns);
   }
 }

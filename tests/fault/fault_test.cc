@@ -144,7 +144,7 @@ class FaultTest : public ::testing::Test {
     const auto& gpu = summary["gpus"][0];
     EXPECT_EQ(gpu["reserved_bytes"].get<uint64_t>(), 0u) << summary.dump() << Log();
     if (!restarted) {
-      EXPECT_EQ(gpu["overshoot_events"], 0) << summary.dump();
+      EXPECT_EQ(gpu["overshoot_events"], 0) << summary.dump() << Log();
       EXPECT_LE(gpu["peak_reserved_bytes"].get<uint64_t>(), gpu["usable_bytes"].get<uint64_t>());
     }
     const auto used = node_.DeviceUsed();
@@ -572,6 +572,8 @@ TEST_F(FaultTest, ClientThatStopsReadingItsChannel) {
   ::kill(deaf, SIGKILL);
   (void)WaitFor(deaf, seconds(10));
   ExpectCleanNode();
+  EXPECT_EQ(summary_["order_timeouts"].get<int>(), 1) << summary_.dump();
+  EXPECT_EQ(summary_["client_deaths"].get<int>(), 0) << summary_.dump();
 }
 
 // A client that takes the token and never gives it back nor answers (and is no CUDA process,

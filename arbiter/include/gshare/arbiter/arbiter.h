@@ -54,6 +54,8 @@ struct ArbiterStats {
   uint64_t context_moves = 0;
   uint64_t doorbell_mutes = 0;     // a client's doorbell muted for exceeding doorbell_rate
   uint64_t flood_disconnects = 0;  // clients disconnected for flooding (doorbell_flood_disconnect)
+  uint64_t order_timeouts = 0;     // clients disconnected for not acknowledging a swap order
+  uint64_t unenforceable = 0;      // holders disconnected: preemption ignored, checkpoint failed
   // Sole-tenant leases (docs/arbiter.md, "The lease"). A take is also counted in `grants`.
   uint64_t lease_offers = 0;
   uint64_t lease_takes = 0;         // offers the client took (a grant without a round trip)
