@@ -1,0 +1,41 @@
+// preload_probe's modes, one function each (the command line is documented in
+// tests/preload/preload_probe.cc). Each prints "key=value" lines on stdout and returns the
+// program's exit code: 0, or 1 after an "error=<what>:<CUresult>" line.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace gshare::probe {
+
+// quota.cc: totals, free-memory movement and quota enforcement, reached `how` (driver.h's
+// LoadBy), allocating chunk_mib MiB blocks until refused.
+int Totals(const std::string& how, uint64_t chunk_mib);
+// quota.cc: cuInit's result and one allocation's (malformed configuration tests).
+int Init();
+// quota.cc: allocation state across fork(): the child's own view.
+int Fork();
+// quota.cc: allocates mib MiB, prints the result.
+int Alloc(uint64_t mib);
+
+// swap.cc: checksummed blocks, then commands on stdin (verify, grow, inflight, collect,
+// capture, where, quit).
+int Swap(uint32_t seed, int count, uint64_t big_mib);
+
+// kernels.cc: the sample kernels' result checksums.
+int Kernels();
+
+// stress.cc: `threads` threads copying, launching checksum kernels and verifying on their own
+// streams, `iterations` rounds each.
+int Stress(int threads, int iterations);
+
+// lookup.cc: where dlsym (per handle) and cuGetProcAddress_v2 lead.
+int Lookup();
+
+// memory_api.cc: stream-ordered and pool allocations, pitch, pointer queries, VMM handles.
+int MemoryApi();
+
+// devices.cc: the devices the program sees, reached `how`, and its work on them.
+int Devices(const std::string& how);
+
+}  // namespace gshare::probe
