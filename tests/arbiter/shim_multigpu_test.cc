@@ -7,7 +7,6 @@
 // so "verify" (copies back and checksum kernels) fails wherever contexts and memory disagree.
 #include <chrono>
 #include <memory>
-#include <regex>
 #include <string>
 #include <thread>
 #include <utility>
@@ -15,65 +14,54 @@
 
 #include <gtest/gtest.h>
 
-#include "child_process.h"
 #include "shim_test_env.h"
+#include "swap_probe.h"
 #include "test_util.h"
 
 namespace gshare::arbiter::testing {
 namespace {
 
-struct Where {
-  int ctx_device = -1;
-  int count = -1;
-  int ptr_ordinal = -1;
-  unsigned primary = 0;  // bit per physical GPU holding an active primary context
-};
-
 // Starts `preload_probe swap` (a `big_mib` block plus a few random allocations, checksummed).
 // `extra_env`: more "K=V" for the probe (e.g. simcuda's fault injection).
-std::unique_ptr<test::ChildProcess> StartProbe(const Simcuda& simcuda, const ArbiterProcess& arb,
-                                               const TempDir& dir, const std::string& name,
-                                               const std::string& quota, int big_mib,
-                                               const std::vector<std::string>& extra_env = {}) {
+std::unique_ptr<test::SwapProbe> StartProbe(const Simcuda& simcuda, const ArbiterProcess& arb,
+                                            const TempDir& dir, const std::string& name,
+                                            const std::string& quota, int big_mib,
+                                            const std::vector<std::string>& extra_env = {}) {
   std::vector<std::string> env = ShimEnv(simcuda, arb.socket(), quota, name, dir / (name + ".log"));
   env.insert(env.end(), extra_env.begin(), extra_env.end());
-  auto probe = std::make_unique<test::ChildProcess>(
-      std::vector<std::string>{PROBE_BIN, "swap", "11", "6", std::to_string(big_mib)}, EnvMap(env));
-  std::string line;
-  if (!probe->ReadLine(&line, LineWait()) || line.rfind("ready", 0) != 0) {
-    ADD_FAILURE() << name << ": " << line << probe->err() << ReadFile(dir / (name + ".log"));
+  auto probe = std::make_unique<test::SwapProbe>(PROBE_BIN, 11, 6, big_mib, EnvMap(env), LineWait());
+  if (!probe->ready()) {
+    ADD_FAILURE() << name << ": " << probe->ready_line() << ReadFile(dir / (name + ".log"));
     return nullptr;
-  }
-  while (probe->ReadLine(&line, LineWait()) && line != "end") {
   }
   return probe;
 }
 
-// "verify": every block's bytes and kernel checksums must be intact.
-void ExpectIntact(test::ChildProcess* probe, const std::string& context) {
-  ASSERT_TRUE(probe->WriteLine("verify"));
-  std::string line;
-  ASSERT_TRUE(probe->ReadLine(&line, LineWait())) << context << probe->err();
-  EXPECT_NE(line.find(" bad=0 "), std::string::npos) << line << context;
-  EXPECT_NE(line.find("kernel_bad=0"), std::string::npos) << line << context;
-  while (probe->ReadLine(&line, LineWait()) && line != "end") {
+// The probe's data and kernel checksums are intact ("verify") and it computes on one GPU
+// ("where"): it sees one device, its context and its memory are on the same GPU, and no other
+// GPU holds a primary context of it. `context`: logs to print on failure. Returns its "where".
+test::Where ExpectIntactOnOneGpu(test::SwapProbe* probe, const std::string& context) {
+  const test::Verified verified = probe->Verify();
+  EXPECT_TRUE(verified.intact()) << verified.line << context;
+  const test::Where w = probe->AskWhere();
+  EXPECT_EQ(w.count, 1) << context;
+  EXPECT_EQ(w.ptr_ordinal, w.ctx_device) << context;
+  EXPECT_EQ(w.primary, w.ctx_device >= 0 ? 1u << w.ctx_device : 0u)
+      << "contexts on other GPUs: " << w.primary << context;
+  return w;
+}
+
+// "quit" to every probe: each exits cleanly.
+void QuitAll(const std::vector<test::SwapProbe*>& probes) {
+  for (test::SwapProbe* probe : probes) {
+    EXPECT_EQ(probe->Quit(ExitWait()), 0) << probe->process().err();
   }
 }
 
-Where AskWhere(test::ChildProcess* probe) {
-  Where w;
-  std::string line;
-  if (!probe->WriteLine("where") || !probe->ReadLine(&line, LineWait())) return w;
-  std::smatch m;
-  if (std::regex_search(line, m,
-                        std::regex("ctx_device=(-?\\d+) count=(-?\\d+) ptr_ordinal=(-?\\d+) "
-                                   "primary=(\\d+)"))) {
-    w.ctx_device = std::stoi(m[1]);
-    w.count = std::stoi(m[2]);
-    w.ptr_ordinal = std::stoi(m[3]);
-    w.primary = static_cast<unsigned>(std::stoul(m[4]));
-  }
-  return w;
+std::vector<test::SwapProbe*> Raw(const std::vector<std::unique_ptr<test::SwapProbe>>& probes) {
+  std::vector<test::SwapProbe*> raw;
+  for (const auto& probe : probes) raw.push_back(probe.get());
+  return raw;
 }
 
 // A real gshare-arbiter managing two simulated 1 GiB GPUs, for one test.
@@ -99,7 +87,7 @@ TEST(ShimMultiGpu, EachProgramSeesOnlyTheGpuTheArbiterAssigned) {
   const TempDir& dir = node.dir;
   const Simcuda& simcuda = node.simcuda;
   ArbiterProcess& arb = node.arb;
-  std::vector<std::unique_ptr<test::ChildProcess>> probes;
+  std::vector<std::unique_ptr<test::SwapProbe>> probes;
   for (const char* name : {"p0", "p1"}) {
     probes.push_back(StartProbe(simcuda, arb, dir, name, "700MiB", 500));
     ASSERT_NE(probes.back(), nullptr) << ReadFile(arb.log());
@@ -112,17 +100,9 @@ TEST(ShimMultiGpu, EachProgramSeesOnlyTheGpuTheArbiterAssigned) {
   }
   for (size_t i = 0; i < probes.size(); ++i) {
     const std::string log = ReadFile(dir / ("p" + std::to_string(i) + ".log"));
-    ExpectIntact(probes[i].get(), log);
-    const Where w = AskWhere(probes[i].get());
-    EXPECT_EQ(w.count, 1) << log;
-    EXPECT_GE(w.ctx_device, 0);
-    EXPECT_EQ(w.ptr_ordinal, w.ctx_device) << log;
-    EXPECT_EQ(w.primary, 1u << w.ctx_device) << "contexts on other GPUs: " << w.primary << log;
+    EXPECT_GE(ExpectIntactOnOneGpu(probes[i].get(), log).ctx_device, 0) << log;
   }
-  for (auto& probe : probes) {
-    probe->WriteLine("quit");
-    EXPECT_EQ(probe->Wait(ExitWait()), 0) << probe->err();
-  }
+  QuitAll(Raw(probes));
   const nlohmann::json summary = arb.Stop();
   ASSERT_TRUE(summary.is_object()) << ReadFile(arb.log());
   for (const auto& gpu : summary["gpus"]) EXPECT_EQ(gpu["overshoot_events"], 0) << summary.dump();
@@ -135,7 +115,7 @@ TEST(ShimMultiGpu, EachProgramSeesOnlyTheGpuTheArbiterAssigned) {
 nlohmann::json TakeTurns(TwoGpuNode& node, const std::vector<std::string>& extra_env) {
   const TempDir& dir = node.dir;
   ArbiterProcess& arb = node.arb;
-  std::vector<std::unique_ptr<test::ChildProcess>> probes;
+  std::vector<std::unique_ptr<test::SwapProbe>> probes;
   for (int i = 0; i < 4; ++i) {
     probes.push_back(
         StartProbe(node.simcuda, arb, dir, "m" + std::to_string(i), "600MiB", 300, extra_env));
@@ -143,18 +123,11 @@ nlohmann::json TakeTurns(TwoGpuNode& node, const std::vector<std::string>& extra
   }
   for (int round = 0; round < 3; ++round) {
     for (size_t i = 0; i < probes.size(); ++i) {
-      const std::string log_path = dir / ("m" + std::to_string(i) + ".log");
-      ExpectIntact(probes[i].get(), ReadFile(log_path));
-      const Where w = AskWhere(probes[i].get());
-      EXPECT_EQ(w.count, 1);
-      EXPECT_EQ(w.ptr_ordinal, w.ctx_device) << ReadFile(log_path) << ReadFile(arb.log());
-      EXPECT_EQ(w.primary, w.ctx_device >= 0 ? 1u << w.ctx_device : 0u);
+      ExpectIntactOnOneGpu(probes[i].get(),
+                           ReadFile(dir / ("m" + std::to_string(i) + ".log")) + ReadFile(arb.log()));
     }
   }
-  for (auto& probe : probes) {
-    probe->WriteLine("quit");
-    EXPECT_EQ(probe->Wait(ExitWait()), 0) << probe->err();
-  }
+  QuitAll(Raw(probes));
   return arb.Stop();
 }
 
@@ -212,23 +185,15 @@ TEST(ShimMultiGpu, RestoredOntoTheOtherGpuTheShimFollows) {
   // 700 MiB quotas on 1 GiB GPUs, one per GPU), restoring a checkpointed one wherever it puts it.
   auto second = StartProbe(simcuda, arb, dir, "r1", "700MiB", 128);
   ASSERT_NE(second, nullptr) << ReadFile(arb.log());
-  {
-    for (auto* probe : {first.get(), second.get()}) {
-      ExpectIntact(probe, ReadFile(dir / "r0.log") + ReadFile(dir / "r1.log") + ReadFile(arb.log()));
-      const Where w = AskWhere(probe);
-      EXPECT_EQ(w.count, 1);
-      EXPECT_EQ(w.ptr_ordinal, w.ctx_device) << ReadFile(arb.log());
-      EXPECT_EQ(w.primary, w.ctx_device >= 0 ? 1u << w.ctx_device : 0u);
-    }
+  for (test::SwapProbe* probe : {first.get(), second.get()}) {
+    ExpectIntactOnOneGpu(probe,
+                         ReadFile(dir / "r0.log") + ReadFile(dir / "r1.log") + ReadFile(arb.log()));
   }
   // One of them was restored onto a GPU other than its own, and its shim followed.
   const std::string logs = ReadFile(dir / "r0.log") + ReadFile(dir / "r1.log");
   EXPECT_NE(logs.find("the driver moved this process from GPU"), std::string::npos)
       << logs << ReadFile(arb.log());
-  for (auto* probe : {first.get(), second.get()}) {
-    probe->WriteLine("quit");
-    EXPECT_EQ(probe->Wait(ExitWait()), 0) << probe->err();
-  }
+  QuitAll({first.get(), second.get()});
   const nlohmann::json summary = arb.Stop();
   ASSERT_TRUE(summary.is_object()) << ReadFile(arb.log());
   EXPECT_GT(summary["restores"].get<int>(), 0) << summary.dump() << ReadFile(arb.log());

@@ -17,6 +17,7 @@
 #include <gtest/gtest.h>
 
 #include "child_process.h"
+#include "swap_probe.h"
 
 namespace gshare::test {
 namespace {
@@ -71,6 +72,15 @@ std::string S(const std::map<std::string, std::string>& kv, const std::string& k
   return it == kv.end() ? "<missing>" : it->second;
 }
 
+// Expects every key of `expected` to hold its value in `kv` (the key is named on failure).
+void ExpectValues(const std::map<std::string, std::string>& kv,
+                  const std::map<std::string, std::string>& expected) {
+  for (const auto& [key, value] : expected) EXPECT_EQ(S(kv, key), value) << key;
+}
+
+// A number as the probe prints it.
+std::string N(uint64_t value) { return std::to_string(value); }
+
 class ReachDriver : public ShimTest, public ::testing::WithParamInterface<const char*> {};
 
 // The test name of a way of reaching the driver ("procaddr-ptds" -> "procaddr_ptds").
@@ -87,23 +97,24 @@ TEST_P(ReachDriver, QuotaTotalsAndFreeMovement) {
   const auto kv = RunKeyValues({GSHARE_PROBE, "totals", GetParam(), "64"}, Env(true), &err);
   ASSERT_EQ(S(kv, "exit"), "0") << S(kv, "error") << "\n" << err;
   EXPECT_EQ(err, "") << "the shim must stay silent unless asked";
-  EXPECT_EQ(U(kv, "total"), kGiB);
-  EXPECT_EQ(U(kv, "device_total"), kGiB);
-  EXPECT_EQ(U(kv, "free_start"), kGiB);
-  EXPECT_EQ(U(kv, "free_after_first"), kGiB - 64 * kMiB);
-  EXPECT_EQ(U(kv, "allocations"), 16u);  // 16 x 64 MiB fill the 1 GiB quota exactly
-  EXPECT_EQ(U(kv, "refusal"), static_cast<uint64_t>(CUDA_ERROR_OUT_OF_MEMORY));
-  EXPECT_EQ(U(kv, "free_at_refusal"), 0u);
-  EXPECT_EQ(U(kv, "free_monotonic"), 1u);
-  EXPECT_EQ(U(kv, "free_end"), kGiB);
   EXPECT_EQ(S(kv, "mem_alloc_fn").rfind("libgshare.so:cuMemAlloc_v2", 0), 0u)
       << S(kv, "mem_alloc_fn");
-  const std::string how = GetParam();
-  const bool ptds = how == "procaddr-ptds";
-  EXPECT_EQ(S(kv, "memcpy_htod_async_fn"),
-            ptds ? "libgshare.so:cuMemcpyHtoDAsync_v2_ptsz" : "libgshare.so:cuMemcpyHtoDAsync_v2");
-  EXPECT_EQ(S(kv, "launch_kernel_fn"),
-            ptds ? "libgshare.so:cuLaunchKernel_ptsz" : "libgshare.so:cuLaunchKernel");
+  const bool ptds = std::string(GetParam()) == "procaddr-ptds";
+  ExpectValues(kv, {
+                       {"total", N(kGiB)},
+                       {"device_total", N(kGiB)},
+                       {"free_start", N(kGiB)},
+                       {"free_after_first", N(kGiB - 64 * kMiB)},
+                       {"allocations", "16"},  // 16 x 64 MiB fill the 1 GiB quota exactly
+                       {"refusal", N(CUDA_ERROR_OUT_OF_MEMORY)},
+                       {"free_at_refusal", "0"},
+                       {"free_monotonic", "1"},
+                       {"free_end", N(kGiB)},
+                       {"memcpy_htod_async_fn", ptds ? "libgshare.so:cuMemcpyHtoDAsync_v2_ptsz"
+                                                     : "libgshare.so:cuMemcpyHtoDAsync_v2"},
+                       {"launch_kernel_fn",
+                        ptds ? "libgshare.so:cuLaunchKernel_ptsz" : "libgshare.so:cuLaunchKernel"},
+                   });
 }
 
 INSTANTIATE_TEST_SUITE_P(Ways, ReachDriver,
@@ -123,11 +134,11 @@ TEST_P(DeviceView, OneDeviceTheConfiguredGpu) {
   const auto kv = RunKeyValues({GSHARE_PROBE, "devices", GetParam()}, env, &err);
   ASSERT_EQ(S(kv, "exit"), "0") << S(kv, "error") << "\n" << err;
   EXPECT_EQ(err, "");
-  const std::string invalid_device = std::to_string(CUDA_ERROR_INVALID_DEVICE);
-  const std::map<std::string, std::string> expected = {
+  const std::string invalid_device = N(CUDA_ERROR_INVALID_DEVICE);
+  ExpectValues(kv, {
       {"count_fn", "libgshare.so:cuDeviceGetCount"},
       {"device_get_fn", "libgshare.so:cuDeviceGet"},
-      {"count_before_init", std::to_string(CUDA_ERROR_NOT_INITIALIZED)},
+      {"count_before_init", N(CUDA_ERROR_NOT_INITIALIZED)},
       {"count", "1"},
       {"device", "1"},
       {"device1", invalid_device},
@@ -146,8 +157,7 @@ TEST_P(DeviceView, OneDeviceTheConfiguredGpu) {
       {"vmm_ok", "1"},
       {"vmm_ordinal", "1"},
       {"vmm_other", invalid_device},
-  };
-  for (const auto& [key, value] : expected) EXPECT_EQ(S(kv, key), value) << key;
+  });
 }
 
 INSTANTIATE_TEST_SUITE_P(Ways, DeviceView,
@@ -161,21 +171,19 @@ TEST_F(ShimTest, DeviceViewDefaultsAndWithoutTheShim) {
   env["SIMCUDA_DEVICES"] = "2x4GiB";
   auto kv = RunKeyValues({GSHARE_PROBE, "devices", "linked"}, env);
   ASSERT_EQ(S(kv, "exit"), "0") << S(kv, "error");
-  EXPECT_EQ(S(kv, "count"), "1");
-  EXPECT_EQ(S(kv, "device"), "0");
-  EXPECT_EQ(S(kv, "ptr_ordinal"), "0");
-  EXPECT_EQ(S(kv, "result_ok"), "1");
-  EXPECT_EQ(S(kv, "vmm_ok"), "1");
-  EXPECT_EQ(S(kv, "vmm_ordinal"), "0");
+  ExpectValues(kv, {{"count", "1"},
+                   {"device", "0"},
+                   {"ptr_ordinal", "0"},
+                   {"result_ok", "1"},
+                   {"vmm_ok", "1"},
+                   {"vmm_ordinal", "0"}});
   kv = RunKeyValues({GSHARE_PROBE, "devices", "linked"}, [&] {
     auto plain = env;
     plain["LD_PRELOAD"] = "";
     return plain;
   }());
   ASSERT_EQ(S(kv, "exit"), "0") << S(kv, "error");
-  EXPECT_EQ(S(kv, "count"), "2");
-  EXPECT_EQ(S(kv, "device1"), "0");
-  EXPECT_EQ(S(kv, "peer_other"), "0");
+  ExpectValues(kv, {{"count", "2"}, {"device1", "0"}, {"peer_other", "0"}});
   env["GSHARE_DEVICE"] = "2";
   kv = RunKeyValues({GSHARE_PROBE, "init"}, env);
   EXPECT_EQ(U(kv, "init"), static_cast<uint64_t>(CUDA_ERROR_INVALID_DEVICE));
@@ -223,52 +231,56 @@ TEST_F(ShimTest, MalformedConfigurationIsLoggedWhenAsked) {
 TEST_F(ShimTest, DlsymAndGetProcAddressHonourHandlesAndVersions) {
   const auto kv = RunKeyValues({GSHARE_PROBE, "lookup"}, Env(true));
   ASSERT_EQ(S(kv, "exit"), "0");
-  EXPECT_EQ(S(kv, "default_alloc"), "libgshare.so:cuMemAlloc_v2");
-  EXPECT_EQ(S(kv, "next_alloc"), "libgshare.so:cuMemAlloc_v2");
-  EXPECT_EQ(S(kv, "cuda_alloc"), "libgshare.so:cuMemAlloc_v2");
-  EXPECT_EQ(S(kv, "libc_alloc"), "none");  // another library's handle: no driver symbol there
+  ExpectValues(kv, {
+                       {"default_alloc", "libgshare.so:cuMemAlloc_v2"},
+                       {"next_alloc", "libgshare.so:cuMemAlloc_v2"},
+                       {"cuda_alloc", "libgshare.so:cuMemAlloc_v2"},
+                       {"libc_alloc", "none"},  // another library's handle: no driver symbol
+                       {"cuda_unhooked", "libcuda.so.1:cuCtxGetCurrent"},
+                       {"cuda_export_table", "libcuda.so.1:cuGetExportTable"},
+                       {"cuda_missing", "none"},
+                       {"get_proc", "libgshare.so:cuGetProcAddress_v2"},
+                       {"proc_get_proc", "0:0:libgshare.so:cuGetProcAddress_v2"},
+                       {"proc_get_proc_11", "0:0:libgshare.so:cuGetProcAddress"},
+                       {"proc_alloc_12", "0:0:libgshare.so:cuMemAlloc_v2"},
+                       {"proc_htod_ptds", "0:0:libgshare.so:cuMemcpyHtoD_v2_ptds"},
+                       {"proc_export_table", "0:0:libcuda.so.1:cuGetExportTable"},
+                       {"proc_unhooked", "0:0:libcuda.so.1:cuCtxGetCurrent"},
+                   });
   // The first definition after the probe: libc's, or in a sanitizer build the runtime's
   // interceptor (libasan/libtsan come before libc); never the shim's, never none.
   const std::string next_malloc = S(kv, "next_malloc");
   EXPECT_TRUE(next_malloc.rfind("libc.so.6:", 0) == 0 || next_malloc.rfind("libasan.so", 0) == 0 ||
               next_malloc.rfind("libtsan.so", 0) == 0)
       << next_malloc;
-  EXPECT_EQ(S(kv, "cuda_unhooked"), "libcuda.so.1:cuCtxGetCurrent");
-  EXPECT_EQ(S(kv, "cuda_export_table"), "libcuda.so.1:cuGetExportTable");
-  EXPECT_EQ(S(kv, "cuda_missing"), "none");
-  EXPECT_EQ(S(kv, "get_proc"), "libgshare.so:cuGetProcAddress_v2");
-  EXPECT_EQ(S(kv, "proc_get_proc"), "0:0:libgshare.so:cuGetProcAddress_v2");
-  EXPECT_EQ(S(kv, "proc_get_proc_11"), "0:0:libgshare.so:cuGetProcAddress");
-  EXPECT_EQ(S(kv, "proc_alloc_12"), "0:0:libgshare.so:cuMemAlloc_v2");
-  EXPECT_EQ(S(kv, "proc_htod_ptds"), "0:0:libgshare.so:cuMemcpyHtoD_v2_ptds");
-  EXPECT_EQ(S(kv, "proc_export_table"), "0:0:libcuda.so.1:cuGetExportTable");
-  EXPECT_EQ(S(kv, "proc_unhooked"), "0:0:libcuda.so.1:cuCtxGetCurrent");
   EXPECT_NE(S(kv, "proc_missing").rfind("0:0:", 0), 0u) << S(kv, "proc_missing");
 }
 
 TEST_F(ShimTest, StreamOrderedPoolsPitchPointerQueriesAndAppVmm) {
   const auto kv = RunKeyValues({GSHARE_PROBE, "memory-api"}, Env(true));
   ASSERT_EQ(S(kv, "exit"), "0") << S(kv, "error");
-  EXPECT_EQ(U(kv, "free0"), kGiB);
-  EXPECT_EQ(U(kv, "range"), 0u);
-  EXPECT_EQ(U(kv, "range_base_ok"), 1u);
-  EXPECT_EQ(U(kv, "range_size"), 1000u);  // the allocation, not the chunk behind it
-  EXPECT_EQ(U(kv, "attr_base_ok"), 1u);
-  EXPECT_EQ(U(kv, "attr_size"), 1000u);
-  EXPECT_EQ(U(kv, "attrs"), 0u);
-  EXPECT_EQ(U(kv, "attrs_base_ok"), 1u);
-  EXPECT_EQ(U(kv, "attrs_size"), 1000u);
-  EXPECT_EQ(U(kv, "pitch_alloc"), 0u);
   EXPECT_GE(U(kv, "pitch"), 1000u);
-  EXPECT_EQ(U(kv, "async_allocations"), 8u);  // 8 x 128 MiB = 1 GiB
-  EXPECT_EQ(U(kv, "async_refusal"), static_cast<uint64_t>(CUDA_ERROR_OUT_OF_MEMORY));
-  EXPECT_EQ(U(kv, "free_after_async"), kGiB);
-  EXPECT_EQ(U(kv, "pool_alloc"), 0u);
-  EXPECT_EQ(U(kv, "pool_free_delta"), 256 * kMiB);
-  EXPECT_EQ(U(kv, "vmm_create"), 0u);
-  EXPECT_EQ(U(kv, "vmm_free_delta"), 256 * kMiB);
-  EXPECT_EQ(U(kv, "vmm_over_quota"), static_cast<uint64_t>(CUDA_ERROR_OUT_OF_MEMORY));
-  EXPECT_EQ(U(kv, "free_end"), kGiB);
+  ExpectValues(kv, {
+                       {"free0", N(kGiB)},
+                       {"range", "0"},
+                       {"range_base_ok", "1"},
+                       {"range_size", "1000"},  // the allocation, not the chunk behind it
+                       {"attr_base_ok", "1"},
+                       {"attr_size", "1000"},
+                       {"attrs", "0"},
+                       {"attrs_base_ok", "1"},
+                       {"attrs_size", "1000"},
+                       {"pitch_alloc", "0"},
+                       {"async_allocations", "8"},  // 8 x 128 MiB = 1 GiB
+                       {"async_refusal", N(CUDA_ERROR_OUT_OF_MEMORY)},
+                       {"free_after_async", N(kGiB)},
+                       {"pool_alloc", "0"},
+                       {"pool_free_delta", N(256 * kMiB)},
+                       {"vmm_create", "0"},
+                       {"vmm_free_delta", N(256 * kMiB)},
+                       {"vmm_over_quota", N(CUDA_ERROR_OUT_OF_MEMORY)},
+                       {"free_end", N(kGiB)},
+                   });
 }
 
 TEST_F(ShimTest, NeverRecursesIntoItself) {
@@ -282,13 +294,13 @@ TEST_F(ShimTest, NeverRecursesIntoItself) {
 TEST_F(ShimTest, ForkedChildGetsItsOwnVgpu) {
   const auto kv = RunKeyValues({GSHARE_PROBE, "fork"}, Env(true));
   ASSERT_EQ(S(kv, "exit"), "0") << S(kv, "error");
-  EXPECT_EQ(U(kv, "parent_free"), kGiB - 256 * kMiB);
-  EXPECT_EQ(U(kv, "child_exit"), 0u);
-  EXPECT_EQ(U(kv, "child_init"), 0u);
-  EXPECT_EQ(U(kv, "child_total"), kGiB);
-  EXPECT_EQ(U(kv, "child_free"), kGiB);
-  EXPECT_EQ(U(kv, "child_alloc"), 0u);
-  EXPECT_EQ(U(kv, "parent_free_after"), kGiB - 256 * kMiB);
+  ExpectValues(kv, {{"parent_free", N(kGiB - 256 * kMiB)},
+                   {"child_exit", "0"},
+                   {"child_init", "0"},
+                   {"child_total", N(kGiB)},
+                   {"child_free", N(kGiB)},
+                   {"child_alloc", "0"},
+                   {"parent_free_after", N(kGiB - 256 * kMiB)}});
 }
 
 TEST_F(ShimTest, SampleKernelsIdenticalWithAndWithoutTheShim) {
@@ -302,29 +314,17 @@ TEST_F(ShimTest, SampleKernelsIdenticalWithAndWithoutTheShim) {
   EXPECT_NE(S(plain, "c1"), "0");
 }
 
-// Reads "ptr=..." lines up to "end".
-std::vector<std::string> ReadPointers(ChildProcess* probe) {
-  std::vector<std::string> ptrs;
-  std::string line;
-  while (probe->ReadLine(&line) && line != "end") ptrs.push_back(line);
-  return ptrs;
-}
-
 TEST_F(ShimTest, SwapOutAndInThroughTheControlSocket) {
   // Device 512 MiB; the probe holds a 128 MiB block plus random ones (bytes .. 256 MiB; about
   // 100 MiB with this seed).
   auto env = Env(true, "1GiB", "512MiB");
   const std::string socket = (dir_ / "control-%p.sock").string();
   env["GSHARE_CONTROL_SOCKET"] = socket;
-  ChildProcess probe({GSHARE_PROBE, "swap", "7", "10", "128"}, env);
-  ASSERT_TRUE(probe.started());
-  std::string line;
-  ASSERT_TRUE(probe.ReadLine(&line)) << "probe did not get ready";
-  ASSERT_EQ(line.rfind("ready", 0), 0u) << line;
-  const std::vector<std::string> before = ReadPointers(&probe);
+  SwapProbe probe(GSHARE_PROBE, 7, 10, 128, env);
+  ASSERT_TRUE(probe.ready()) << "probe did not get ready: " << probe.ready_line();
+  const std::vector<std::string>& before = probe.pointers();
   ASSERT_FALSE(before.empty());
-  std::string path = socket;
-  path.replace(path.find("%p"), 2, std::to_string(probe.pid()));
+  const std::string path = PathForPid(socket, probe.pid());
 
   // While resident, another process cannot take 384 MiB of the 512 MiB device.
   const auto blocked = RunKeyValues({GSHARE_PROBE, "alloc", "384"}, Env(false, "", "512MiB"));
@@ -344,29 +344,21 @@ TEST_F(ShimTest, SwapOutAndInThroughTheControlSocket) {
   ASSERT_EQ(in.rfind("ok bytes=", 0), 0u) << in;
   EXPECT_NE(UnixRequest(path, "stats").find("resident=1"), std::string::npos);
 
-  ASSERT_TRUE(probe.WriteLine("verify"));
-  ASSERT_TRUE(probe.ReadLine(&line));
-  EXPECT_NE(line.find(" bad=0 "), std::string::npos) << line;
-  EXPECT_NE(line.find("kernel_bad=0"), std::string::npos) << line;
-  EXPECT_EQ(ReadPointers(&probe), before) << "application pointers must not change";
+  Verified verified = probe.Verify();
+  ASSERT_TRUE(verified.answered) << verified.line;
+  EXPECT_TRUE(verified.intact()) << verified.line;
+  EXPECT_EQ(verified.pointers, before) << "application pointers must not change";
 
   // A second round trip, then the application touches its memory while swapped out: the
   // submission gate swaps it back in by itself.
   ASSERT_EQ(UnixRequest(path, "swap-out").rfind("ok", 0), 0u);
-  ASSERT_TRUE(probe.WriteLine("verify"));
-  ASSERT_TRUE(probe.ReadLine(&line));
-  EXPECT_NE(line.find(" bad=0 "), std::string::npos) << line;
-  EXPECT_EQ(ReadPointers(&probe), before);
+  verified = probe.Verify();
+  ASSERT_TRUE(verified.answered) << verified.line;
+  EXPECT_TRUE(verified.intact()) << verified.line;
+  EXPECT_EQ(verified.pointers, before);
   EXPECT_NE(UnixRequest(path, "stats").find("resident=1"), std::string::npos);
-  probe.WriteLine("quit");
-  EXPECT_EQ(probe.Wait(), 0) << probe.err();
+  EXPECT_EQ(probe.Quit(), 0) << probe.process().err();
 }
-
-}  // namespace
-}  // namespace gshare::test
-
-namespace gshare::test {
-namespace {
 
 // Swaps while several application threads copy, launch and verify: the gate must drain them
 // before the memory is unmapped (an unmapped page faults on simcuda), admit them again after the
@@ -380,8 +372,7 @@ TEST_F(ShimTest, SwapsWhileThreadsSubmit) {
   std::string line;
   ASSERT_TRUE(probe.ReadLine(&line));
   ASSERT_EQ(line, "started");
-  std::string path = socket;
-  path.replace(path.find("%p"), 2, std::to_string(probe.pid()));
+  const std::string path = PathForPid(socket, probe.pid());
   // Swap out and in until the workers finish (bounded).
   int swapped = 0;
   bool done = false;
