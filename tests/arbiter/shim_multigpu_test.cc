@@ -21,22 +21,6 @@
 namespace gshare::arbiter::testing {
 namespace {
 
-// Starts `preload_probe swap` (a `big_mib` block plus a few random allocations, checksummed).
-// `extra_env`: more "K=V" for the probe (e.g. simcuda's fault injection).
-std::unique_ptr<test::SwapProbe> StartProbe(const Simcuda& simcuda, const ArbiterProcess& arb,
-                                            const TempDir& dir, const std::string& name,
-                                            const std::string& quota, int big_mib,
-                                            const std::vector<std::string>& extra_env = {}) {
-  std::vector<std::string> env = ShimEnv(simcuda, arb.socket(), quota, name, dir / (name + ".log"));
-  env.insert(env.end(), extra_env.begin(), extra_env.end());
-  auto probe = std::make_unique<test::SwapProbe>(PROBE_BIN, 11, 6, big_mib, EnvMap(env), LineWait());
-  if (!probe->ready()) {
-    ADD_FAILURE() << name << ": " << probe->ready_line() << ReadFile(dir / (name + ".log"));
-    return nullptr;
-  }
-  return probe;
-}
-
 // The probe's data and kernel checksums are intact ("verify") and it computes on one GPU
 // ("where"): it sees one device, its context and its memory are on the same GPU, and no other
 // GPU holds a primary context of it. `context`: logs to print on failure. Returns its "where".
@@ -70,6 +54,27 @@ struct TwoGpuNode {
       : simcuda(tag, "2x1GiB"), arb(dir, std::move(args)) {
     arb.env = simcuda.env();
   }
+
+  // Starts `preload_probe swap` named `name` under the shim (a `big_mib` block plus a few random
+  // allocations, checksummed; its log in dir/<name>.log). `extra_env`: more "K=V" for the probe
+  // (e.g. simcuda's fault injection). nullptr (and a test failure) if it did not get ready.
+  std::unique_ptr<test::SwapProbe> StartProbe(const std::string& name, const std::string& quota,
+                                              int big_mib,
+                                              const std::vector<std::string>& extra_env = {}) {
+    std::vector<std::string> env = ShimEnv(simcuda, arb.socket(), quota, name, Log(name));
+    env.insert(env.end(), extra_env.begin(), extra_env.end());
+    auto probe =
+        std::make_unique<test::SwapProbe>(PROBE_BIN, 11, 6, big_mib, EnvMap(env), LineWait());
+    if (!probe->ready()) {
+      ADD_FAILURE() << name << ": " << probe->ready_line() << ReadFile(Log(name))
+                    << ReadFile(arb.log());
+      return nullptr;
+    }
+    return probe;
+  }
+  // The shim's log of the probe `name`.
+  std::string Log(const std::string& name) const { return dir / (name + ".log"); }
+
   TempDir dir;
   const Simcuda simcuda;
   ArbiterProcess arb;
@@ -84,22 +89,20 @@ struct TwoGpuNode {
 TEST(ShimMultiGpu, EachProgramSeesOnlyTheGpuTheArbiterAssigned) {
   TwoGpuNode node("multigpu-assigned", {"--slice", "5ms", "--policy", "fifo"});
   ASSERT_TRUE(node.arb.Start()) << ReadFile(node.arb.log());
-  const TempDir& dir = node.dir;
-  const Simcuda& simcuda = node.simcuda;
   ArbiterProcess& arb = node.arb;
   std::vector<std::unique_ptr<test::SwapProbe>> probes;
   for (const char* name : {"p0", "p1"}) {
-    probes.push_back(StartProbe(simcuda, arb, dir, name, "700MiB", 500));
-    ASSERT_NE(probes.back(), nullptr) << ReadFile(arb.log());
+    probes.push_back(node.StartProbe(name, "700MiB", 500));
+    ASSERT_NE(probes.back(), nullptr);
   }
   {
-    const std::string log = ReadFile(dir / "p1.log");  // p0 was assigned GPU 0: nothing moved
+    const std::string log = ReadFile(node.Log("p1"));  // p0 was assigned GPU 0: nothing moved
     EXPECT_NE(log.find("the application's device is GPU 1 (assigned by the arbiter)"),
               std::string::npos)
         << log << ReadFile(arb.log());
   }
   for (size_t i = 0; i < probes.size(); ++i) {
-    const std::string log = ReadFile(dir / ("p" + std::to_string(i) + ".log"));
+    const std::string log = ReadFile(node.Log("p" + std::to_string(i)));
     EXPECT_GE(ExpectIntactOnOneGpu(probes[i].get(), log).ctx_device, 0) << log;
   }
   QuitAll(Raw(probes));
@@ -113,18 +116,17 @@ TEST(ShimMultiGpu, EachProgramSeesOnlyTheGpuTheArbiterAssigned) {
 // checksums are intact and its context, memory and primary contexts are on one GPU. Returns the
 // arbiter's summary.
 nlohmann::json TakeTurns(TwoGpuNode& node, const std::vector<std::string>& extra_env) {
-  const TempDir& dir = node.dir;
   ArbiterProcess& arb = node.arb;
   std::vector<std::unique_ptr<test::SwapProbe>> probes;
   for (int i = 0; i < 4; ++i) {
     probes.push_back(
-        StartProbe(node.simcuda, arb, dir, "m" + std::to_string(i), "600MiB", 300, extra_env));
+        node.StartProbe("m" + std::to_string(i), "600MiB", 300, extra_env));
     if (probes.back() == nullptr) return nlohmann::json();
   }
   for (int round = 0; round < 3; ++round) {
     for (size_t i = 0; i < probes.size(); ++i) {
       ExpectIntactOnOneGpu(probes[i].get(),
-                           ReadFile(dir / ("m" + std::to_string(i) + ".log")) + ReadFile(arb.log()));
+                           ReadFile(node.Log("m" + std::to_string(i))) + ReadFile(arb.log()));
     }
   }
   QuitAll(Raw(probes));
@@ -164,11 +166,9 @@ TEST(ShimMultiGpu, AMoveWhoseCheckpointFailsLeavesTheProgramRunnable) {
 TEST(ShimMultiGpu, RestoredOntoTheOtherGpuTheShimFollows) {
   TwoGpuNode node("multigpu-restored", {"--slice", "5ms", "--deep-evict-after", "100ms"});
   ASSERT_TRUE(node.arb.Start()) << ReadFile(node.arb.log());
-  const TempDir& dir = node.dir;
-  const Simcuda& simcuda = node.simcuda;
   ArbiterProcess& arb = node.arb;
-  auto first = StartProbe(simcuda, arb, dir, "r0", "700MiB", 128);
-  ASSERT_NE(first, nullptr) << ReadFile(arb.log());
+  auto first = node.StartProbe("r0", "700MiB", 128);
+  ASSERT_NE(first, nullptr);
   // Wait until the idle function is checkpointed (deep eviction, off its GPU; its service
   // thread's background work may restore it a few times first).
   const auto until = std::chrono::steady_clock::now() + Scaled(std::chrono::seconds(30));
@@ -183,14 +183,14 @@ TEST(ShimMultiGpu, RestoredOntoTheOtherGpuTheShimFollows) {
   }
   // Another function registers while the first is off its GPU; the policy places both (with
   // 700 MiB quotas on 1 GiB GPUs, one per GPU), restoring a checkpointed one wherever it puts it.
-  auto second = StartProbe(simcuda, arb, dir, "r1", "700MiB", 128);
-  ASSERT_NE(second, nullptr) << ReadFile(arb.log());
+  auto second = node.StartProbe("r1", "700MiB", 128);
+  ASSERT_NE(second, nullptr);
   for (test::SwapProbe* probe : {first.get(), second.get()}) {
     ExpectIntactOnOneGpu(probe,
-                         ReadFile(dir / "r0.log") + ReadFile(dir / "r1.log") + ReadFile(arb.log()));
+                         ReadFile(node.Log("r0")) + ReadFile(node.Log("r1")) + ReadFile(arb.log()));
   }
   // One of them was restored onto a GPU other than its own, and its shim followed.
-  const std::string logs = ReadFile(dir / "r0.log") + ReadFile(dir / "r1.log");
+  const std::string logs = ReadFile(node.Log("r0")) + ReadFile(node.Log("r1"));
   EXPECT_NE(logs.find("the driver moved this process from GPU"), std::string::npos)
       << logs << ReadFile(arb.log());
   QuitAll({first.get(), second.get()});

@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <future>
 #include <vector>
 
 #include "simcuda/kernels/ptx.h"
@@ -36,8 +35,6 @@ class LaunchTest : public simcuda_test::DriverTest {
   }
   CUmodule mod_ = nullptr;
 };
-
-void CUDA_CB WaitFor(void* future) { static_cast<std::shared_future<void>*>(future)->wait(); }
 
 TEST_F(LaunchTest, VectorAddWithKernelParams) {
   const u64 n = 1000;
@@ -96,16 +93,15 @@ TEST_F(LaunchTest, ParameterValuesAreCopiedAtLaunch) {
   ASSERT_CU(cuMemAlloc(&second, n * 4));
   CUstream s;
   ASSERT_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
-  std::promise<void> gate;
-  std::shared_future<void> opened = gate.get_future().share();
-  ASSERT_CU(cuLaunchHostFunc(s, WaitFor, &opened));
+  simcuda_test::StreamGate gate;
+  ASSERT_CU(gate.Close(s));
   unsigned seed = 11;
   CUdeviceptr out = first;
   void* params[] = {&out, const_cast<u64*>(&n), &seed};
   ASSERT_CU(cuLaunchKernel(Fn("fill_u32"), 1, 1, 1, 256, 1, 1, 0, s, params, nullptr));
   seed = 99;  // must not affect the queued launch
   out = second;
-  gate.set_value();
+  gate.Open();
   ASSERT_CU(cuStreamSynchronize(s));
   seed = 11;
   ASSERT_CU(cuLaunchKernel(Fn("fill_u32"), 1, 1, 1, 256, 1, 1, 0, s, params, nullptr));
@@ -122,16 +118,15 @@ TEST_F(LaunchTest, KernelDurationInSimulatedTime) {
   CUevent e0, e1;
   ASSERT_CU(cuEventCreate(&e0, 0));
   ASSERT_CU(cuEventCreate(&e1, 0));
-  std::promise<void> gate;
-  std::shared_future<void> opened = gate.get_future().share();
-  ASSERT_CU(cuLaunchHostFunc(s, WaitFor, &opened));
+  simcuda_test::StreamGate gate;
+  ASSERT_CU(gate.Close(s));
   ASSERT_CU(cuEventRecord(e0, s));
   u64 ns = 10'000'000;
   void* params[] = {&ns};
   ASSERT_CU(cuLaunchKernel(Fn("sleep_ns"), 1, 1, 1, 1, 1, 1, 0, s, params, nullptr));
   ASSERT_CU(cuLaunchKernel(Fn("sleep_ns"), 1, 1, 1, 1, 1, 1, 0, s, params, nullptr));
   ASSERT_CU(cuEventRecord(e1, s));
-  gate.set_value();
+  gate.Open();
   ASSERT_CU(cuEventSynchronize(e1));
   float ms = 0;
   ASSERT_CU(cuEventElapsedTime(&ms, e0, e1));

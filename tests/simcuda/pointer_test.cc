@@ -102,10 +102,7 @@ TEST_F(PointerTest, VmmMappingAttributes) {
   CUdeviceptr va;
   const size_t g = 2u << 20;
   ASSERT_CU(cuMemAddressReserve(&va, g, 0, 0, 0));
-  CUmemAllocationProp prop{};
-  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  prop.location.id = 1;
+  const CUmemAllocationProp prop = simcuda_test::PinnedOn(1);
   CUmemGenericAllocationHandle h;
   ASSERT_CU(cuMemCreate(&h, g, &prop, 0));
   ASSERT_CU(cuMemMap(va, g, 0, h, 0));

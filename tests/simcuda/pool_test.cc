@@ -1,13 +1,9 @@
 // Tests of stream-ordered allocation and memory pools.
-#include <future>
-
 #include "test_util.h"
 
 namespace {
 
 using PoolTest = simcuda_test::DriverTest;
-
-void CUDA_CB WaitFor(void* future) { static_cast<std::shared_future<void>*>(future)->wait(); }
 
 TEST_F(PoolTest, AllocAsyncAndFreeInStreamOrder) {
   CUstream s;
@@ -27,13 +23,12 @@ TEST_F(PoolTest, AllocAsyncAndFreeInStreamOrder) {
   ASSERT_CU(cuMemPoolGetAttribute(def, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &used));
   EXPECT_GE(used, 4u << 20);
   // The free waits for earlier work in the stream.
-  std::promise<void> gate;
-  std::shared_future<void> opened = gate.get_future().share();
-  ASSERT_CU(cuLaunchHostFunc(s, WaitFor, &opened));
+  simcuda_test::StreamGate gate;
+  ASSERT_CU(gate.Close(s));
   ASSERT_CU(cuMemFreeAsync(p, s));
   ASSERT_CU(cuMemGetInfo(&free1, &total));
   EXPECT_EQ(free0 - free1, 4u << 20);  // not yet freed
-  gate.set_value();
+  gate.Open();
   ASSERT_CU(cuStreamSynchronize(s));
   ASSERT_CU(cuMemGetInfo(&free1, &total));
   EXPECT_EQ(free1, free0);

@@ -46,16 +46,10 @@ class ReachTest : public simcuda_test::DriverTest {
   // A mapping of physical memory of `device` readable and writable by `access_device` only.
   static void MapOn(int device, int access_device, CUdeviceptr* va, CUmemGenericAllocationHandle* h) {
     ASSERT_CU(cuMemAddressReserve(va, kGran, 0, 0, 0));
-    CUmemAllocationProp p{};
-    p.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-    p.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    p.location.id = device;
+    const CUmemAllocationProp p = simcuda_test::PinnedOn(device);
     ASSERT_CU(cuMemCreate(h, kGran, &p, 0));
     ASSERT_CU(cuMemMap(*va, kGran, 0, *h, 0));
-    CUmemAccessDesc d{};
-    d.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    d.location.id = access_device;
-    d.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    const CUmemAccessDesc d = simcuda_test::ReadWriteOn(access_device);
     ASSERT_CU(cuMemSetAccess(*va, kGran, &d, 1));
   }
   CUmodule mod0_ = nullptr, mod1_ = nullptr;
@@ -84,10 +78,7 @@ TEST_F(ReachTest, VmmMemoryIsReachableOnlyFromDevicesGrantedAccess) {
   EXPECT_EQ(out[0], 3.0f);
   EXPECT_EQ(out[n - 1], 3.0f);
   // Granting device 0 access makes it reachable from device 0 as well.
-  CUmemAccessDesc d{};
-  d.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  d.location.id = 0;
-  d.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  const CUmemAccessDesc d = simcuda_test::ReadWriteOn(0);
   ASSERT_CU(cuMemSetAccess(va, kGran, &d, 1));
   ASSERT_CU(Triple(saxpy0_, va, n));
   ASSERT_CU(cuMemcpyDtoH(out.data(), va, kGran));

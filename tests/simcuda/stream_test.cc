@@ -3,7 +3,6 @@
 #include <dirent.h>
 
 #include <atomic>
-#include <future>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -14,17 +13,7 @@
 namespace {
 
 using StreamTest = simcuda_test::DriverTest;
-
-// A host function that blocks its stream until Open() is called.
-class Gate {
- public:
-  static void CUDA_CB Wait(void* self) { static_cast<Gate*>(self)->future_.wait(); }
-  void Open() { promise_.set_value(); }
-
- private:
-  std::promise<void> promise_;
-  std::shared_future<void> future_ = promise_.get_future().share();
-};
+using simcuda_test::StreamGate;
 
 // Records the order in which host functions ran.
 struct Log {
@@ -49,12 +38,32 @@ struct Log {
   }
 };
 
+// Holds `first` behind a closed gate, queues a host function marking `a` on `first`, then one
+// marking `b` on `second`; runs `while_closed()`, opens the gate, synchronises the context and
+// returns the order in which the marks ran.
+template <typename F>
+std::string OrderBehindGate(CUstream first, char a, CUstream second, char b, F while_closed) {
+  Log log;
+  StreamGate gate;
+  EXPECT_CU(gate.Close(first));
+  EXPECT_CU(cuLaunchHostFunc(first, Log::Append, log.Mark(a)));
+  EXPECT_CU(cuLaunchHostFunc(second, Log::Append, log.Mark(b)));
+  while_closed();
+  gate.Open();
+  EXPECT_CU(cuCtxSynchronize());
+  return log.order;
+}
+
+std::string OrderBehindGate(CUstream first, char a, CUstream second, char b) {
+  return OrderBehindGate(first, a, second, b, [] {});
+}
+
 TEST_F(StreamTest, OperationsRunInOrderOnTheWorker) {
   CUstream s;
   ASSERT_CU(cuStreamCreate(&s, 0));
   Log log;
-  Gate gate;
-  ASSERT_CU(cuLaunchHostFunc(s, Gate::Wait, &gate));
+  StreamGate gate;
+  ASSERT_CU(gate.Close(s));
   for (char c : std::string("abcdef")) ASSERT_CU(cuLaunchHostFunc(s, Log::Append, log.Mark(c)));
   EXPECT_CU_ERR(cuStreamQuery(s), CUDA_ERROR_NOT_READY);
   gate.Open();
@@ -67,28 +76,14 @@ TEST_F(StreamTest, OperationsRunInOrderOnTheWorker) {
 TEST_F(StreamTest, LegacyStreamWaitsForBlockingStreams) {
   CUstream a;
   ASSERT_CU(cuStreamCreate(&a, CU_STREAM_DEFAULT));
-  Log log;
-  Gate gate;
-  ASSERT_CU(cuLaunchHostFunc(a, Gate::Wait, &gate));
-  ASSERT_CU(cuLaunchHostFunc(a, Log::Append, log.Mark('A')));
-  ASSERT_CU(cuLaunchHostFunc(nullptr, Log::Append, log.Mark('L')));
-  gate.Open();
-  ASSERT_CU(cuCtxSynchronize());
-  EXPECT_EQ(log.order, "AL");
+  EXPECT_EQ(OrderBehindGate(a, 'A', nullptr, 'L'), "AL");
   ASSERT_CU(cuStreamDestroy(a));
 }
 
 TEST_F(StreamTest, BlockingStreamsWaitForTheLegacyStream) {
   CUstream a;
   ASSERT_CU(cuStreamCreate(&a, CU_STREAM_DEFAULT));
-  Log log;
-  Gate gate;
-  ASSERT_CU(cuLaunchHostFunc(CU_STREAM_LEGACY, Gate::Wait, &gate));
-  ASSERT_CU(cuLaunchHostFunc(CU_STREAM_LEGACY, Log::Append, log.Mark('L')));
-  ASSERT_CU(cuLaunchHostFunc(a, Log::Append, log.Mark('A')));
-  gate.Open();
-  ASSERT_CU(cuCtxSynchronize());
-  EXPECT_EQ(log.order, "LA");
+  EXPECT_EQ(OrderBehindGate(CU_STREAM_LEGACY, 'L', a, 'A'), "LA");
   ASSERT_CU(cuStreamDestroy(a));
 }
 
@@ -98,15 +93,11 @@ TEST_F(StreamTest, NonBlockingStreamsDoNotSynchroniseWithLegacy) {
   unsigned flags = 0;
   ASSERT_CU(cuStreamGetFlags(n, &flags));
   EXPECT_EQ(flags, static_cast<unsigned>(CU_STREAM_NON_BLOCKING));
-  Log log;
-  Gate gate;
-  ASSERT_CU(cuLaunchHostFunc(n, Gate::Wait, &gate));
-  ASSERT_CU(cuLaunchHostFunc(n, Log::Append, log.Mark('N')));
-  ASSERT_CU(cuLaunchHostFunc(nullptr, Log::Append, log.Mark('L')));
-  ASSERT_CU(cuStreamSynchronize(nullptr));  // would deadlock if legacy waited for `n`
-  gate.Open();
-  ASSERT_CU(cuStreamSynchronize(n));
-  EXPECT_EQ(log.order, "LN");
+  EXPECT_EQ(OrderBehindGate(n, 'N', nullptr, 'L', [] {
+              // Would deadlock if the legacy stream waited for `n`.
+              EXPECT_CU(cuStreamSynchronize(nullptr));
+            }),
+            "LN");
   ASSERT_CU(cuStreamDestroy(n));
 }
 
@@ -186,8 +177,8 @@ TEST_F(StreamTest, EventsTimeACopyInSimulatedTime) {
   ASSERT_CU(cuEventCreate(&e1, CU_EVENT_DEFAULT));
   float ms = 0;
   EXPECT_CU_ERR(cuEventElapsedTime(&ms, e0, e1), CUDA_ERROR_INVALID_HANDLE);  // not recorded
-  Gate gate;
-  ASSERT_CU(cuLaunchHostFunc(s, Gate::Wait, &gate));
+  StreamGate gate;
+  ASSERT_CU(gate.Close(s));
   ASSERT_CU(cuEventRecord(e0, s));
   ASSERT_CU(cuMemcpyHtoDAsync(d, host.data(), n, s));
   ASSERT_CU(cuEventRecord(e1, s));
@@ -211,8 +202,8 @@ TEST_F(StreamTest, StreamWaitEventOrdersAcrossStreams) {
   CUevent e;
   ASSERT_CU(cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
   Log log;
-  Gate gate;
-  ASSERT_CU(cuLaunchHostFunc(a, Gate::Wait, &gate));
+  StreamGate gate;
+  ASSERT_CU(gate.Close(a));
   ASSERT_CU(cuLaunchHostFunc(a, Log::Append, log.Mark('a')));
   ASSERT_CU(cuEventRecord(e, a));
   ASSERT_CU(cuStreamWaitEvent(b, e, 0));

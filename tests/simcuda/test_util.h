@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <sys/types.h>
 
+#include <future>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,36 @@ class DriverTest : public ::testing::Test {
   CUcontext ctx_ = nullptr;
   CUdevice dev_ = 0;
 };
+
+// A host function that holds a stream until Open(): work queued behind it waits.
+// Open() must be called before the gate is destroyed (the stream's worker waits on it).
+class StreamGate {
+ public:
+  // Queues the gate on `stream`.
+  CUresult Close(CUstream stream) { return cuLaunchHostFunc(stream, &StreamGate::Wait, this); }
+  void Open() { promise_.set_value(); }
+
+ private:
+  static void CUDA_CB Wait(void* self) { static_cast<StreamGate*>(self)->opened_.wait(); }
+  std::promise<void> promise_;
+  std::shared_future<void> opened_ = promise_.get_future().share();
+};
+
+// VMM: the properties of pinned physical memory on `device`, and read-write access for it.
+inline CUmemAllocationProp PinnedOn(int device) {
+  CUmemAllocationProp p{};
+  p.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  p.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  p.location.id = device;
+  return p;
+}
+inline CUmemAccessDesc ReadWriteOn(int device) {
+  CUmemAccessDesc d{};
+  d.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  d.location.id = device;
+  d.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  return d;
+}
 
 // Free memory of `device` as cuMemGetInfo reports it (through its primary context).
 size_t FreeOn(int device);

@@ -17,18 +17,12 @@ constexpr size_t kGran = 2u << 20;
 class VmmTest : public simcuda_test::DriverTest {
  protected:
   static CUmemAllocationProp Prop(int device, bool exportable = false) {
-    CUmemAllocationProp p{};
-    p.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-    p.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    p.location.id = device;
+    CUmemAllocationProp p = simcuda_test::PinnedOn(device);
     if (exportable) p.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
     return p;
   }
   static void Grant(CUdeviceptr ptr, size_t size, int device) {
-    CUmemAccessDesc d{};
-    d.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    d.location.id = device;
-    d.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    const CUmemAccessDesc d = simcuda_test::ReadWriteOn(device);
     ASSERT_CU(cuMemSetAccess(ptr, size, &d, 1));
   }
   static size_t FreeOn(int device) { return simcuda_test::FreeOn(device); }
