@@ -38,13 +38,14 @@ struct Setup {
 };
 
 Table LoadTable(void* h) {
+  using gshare::bench::LoadSymbol;
   Table t;
-  t.launch = reinterpret_cast<PFN_cuLaunchKernel_v4000>(dlsym(h, "cuLaunchKernel"));
-  t.htod_async = reinterpret_cast<PFN_cuMemcpyHtoDAsync_v3020>(dlsym(h, "cuMemcpyHtoDAsync_v2"));
-  t.dtoh_async = reinterpret_cast<PFN_cuMemcpyDtoHAsync_v3020>(dlsym(h, "cuMemcpyDtoHAsync_v2"));
-  t.memset_async = reinterpret_cast<PFN_cuMemsetD32Async_v3020>(dlsym(h, "cuMemsetD32Async"));
-  t.event_record = reinterpret_cast<PFN_cuEventRecord_v2000>(dlsym(h, "cuEventRecord"));
-  t.wait_event = reinterpret_cast<PFN_cuStreamWaitEvent_v3020>(dlsym(h, "cuStreamWaitEvent"));
+  LoadSymbol(h, "cuLaunchKernel", &t.launch);
+  LoadSymbol(h, "cuMemcpyHtoDAsync_v2", &t.htod_async);
+  LoadSymbol(h, "cuMemcpyDtoHAsync_v2", &t.dtoh_async);
+  LoadSymbol(h, "cuMemsetD32Async", &t.memset_async);
+  LoadSymbol(h, "cuEventRecord", &t.event_record);
+  LoadSymbol(h, "cuStreamWaitEvent", &t.wait_event);
   return t;
 }
 
@@ -73,12 +74,7 @@ constexpr int kBatch = 256;
 
 template <typename Op>
 void Compare(benchmark::State& state, Op op) {
-  Setup& s = GetSetup();
-  if (!s.ok) {
-    state.SkipWithError("set-up failed");
-    return;
-  }
-  gshare::bench::CompareDirectAndShim(state, s.direct, s.shim, kBatch, op, [] {});
+  gshare::bench::CompareOrSkip(state, GetSetup(), kBatch, op, [] {});
 }
 
 void BM_LaunchKernelHook(benchmark::State& state) {
@@ -139,12 +135,7 @@ BENCHMARK(BM_StreamWaitEventHook)->UseRealTime();
 void BM_BertLikeRequestHooks(benchmark::State& state) {
   static int ids[64] = {};
   static float out[256] = {};
-  Setup& s = GetSetup();
-  if (!s.ok) {
-    state.SkipWithError("set-up failed");
-    return;
-  }
-  gshare::bench::CompareDirectAndShim(state, s.direct, s.shim, kBatch / 32, [](const Table& t) {
+  gshare::bench::CompareOrSkip(state, GetSetup(), kBatch / 32, [](const Table& t) {
     benchmark::DoNotOptimize(t.htod_async(0x1000, ids, sizeof(ids), kStream));
     for (int k = 0; k < 47; ++k)
       benchmark::DoNotOptimize(t.launch(nullptr, 4, 1, 1, 128, 1, 1, 0, kStream, nullptr, nullptr));

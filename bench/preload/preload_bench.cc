@@ -46,19 +46,15 @@ struct Setup {
   bool ok = false;
 };
 
-template <typename T>
-void Load(void* h, const char* name, T* out) {
-  *out = reinterpret_cast<T>(dlsym(h, name));
-}
-
 Table LoadTable(void* h) {
+  using gshare::bench::LoadSymbol;
   Table t;
-  Load(h, "cuLaunchKernel", &t.launch);
-  Load(h, "cuMemcpyHtoDAsync_v2", &t.htod_async);
-  Load(h, "cuMemAlloc_v2", &t.alloc);
-  Load(h, "cuMemFree_v2", &t.free);
-  Load(h, "cuPointerGetAttributes", &t.pointer_attributes);
-  Load(h, "cuMemGetInfo_v2", &t.mem_get_info);
+  LoadSymbol(h, "cuLaunchKernel", &t.launch);
+  LoadSymbol(h, "cuMemcpyHtoDAsync_v2", &t.htod_async);
+  LoadSymbol(h, "cuMemAlloc_v2", &t.alloc);
+  LoadSymbol(h, "cuMemFree_v2", &t.free);
+  LoadSymbol(h, "cuPointerGetAttributes", &t.pointer_attributes);
+  LoadSymbol(h, "cuMemGetInfo_v2", &t.mem_get_info);
   return t;
 }
 
@@ -104,12 +100,7 @@ constexpr int kBatch = 128;
 template <typename Op>
 void Compare(benchmark::State& state, Op op) {
   Setup& s = GetSetup();
-  if (!s.ok) {
-    state.SkipWithError("set-up failed");
-    return;
-  }
-  gshare::bench::CompareDirectAndShim(state, s.direct, s.shim, kBatch, op,
-                                      [&s] { (void)s.sync(s.stream); });
+  gshare::bench::CompareOrSkip(state, s, kBatch, op, [&s] { (void)s.sync(s.stream); });
 }
 
 void BM_LaunchKernel(benchmark::State& state) {

@@ -1,9 +1,11 @@
 // CompareDirectAndShim: the measuring loop shared by the preload benchmarks. Each benchmark
 // iteration times one batch of calls on the direct table and one on the shim's, on the calling
 // thread's CPU clock (preemption on a loaded machine does not count), and reports per-call
-// direct_ns, shim_ns, added_ns and ratio, all from the same run.
+// direct_ns, shim_ns, added_ns and ratio, all from the same run. Also the benchmarks' typed
+// dlsym and their skip-if-the-set-up-failed wrapper.
 #pragma once
 
+#include <dlfcn.h>
 #include <time.h>
 
 #include <cstdint>
@@ -40,6 +42,23 @@ void CompareDirectAndShim(benchmark::State& state, const Table& direct, const Ta
   state.counters["shim_ns"] = shim_ns / static_cast<double>(calls);
   state.counters["added_ns"] = (shim_ns - direct_ns) / static_cast<double>(calls);
   state.counters["ratio"] = shim_ns / direct_ns;
+}
+
+// A benchmark's set-up `s` (fields: bool ok, Table direct, Table shim): CompareDirectAndShim on
+// its two tables, or the benchmark skipped with an error when the set-up failed.
+template <typename Setup, typename Op, typename After>
+void CompareOrSkip(benchmark::State& state, const Setup& s, int batch, Op op, After after) {
+  if (!s.ok) {
+    state.SkipWithError("set-up failed");
+    return;
+  }
+  CompareDirectAndShim(state, s.direct, s.shim, batch, op, after);
+}
+
+// `name` in the library `handle`, as the function-pointer type of *out (nullptr if missing).
+template <typename T>
+void LoadSymbol(void* handle, const char* name, T* out) {
+  *out = reinterpret_cast<T>(dlsym(handle, name));
 }
 
 }  // namespace gshare::bench
