@@ -95,6 +95,9 @@ void ArbiterImpl::Register(shm::RegistrationConnection conn, uint64_t now_ns) {
   // A previous arbiter instance that died between checkpointing this process and restoring it
   // left it frozen; nothing else would ever restore it.
   ThawProcess(peer.pid, req->function_name);
+  // An orphan of this process (disconnected while alive) is replaced by this registration's own
+  // reservation below: counted once, and no overshoot when it comes back resident.
+  OnRegistrationFrom(peer.pid, now_ns);
 
   auto c = std::make_unique<Client>();
   c->id = next_client_id_++;
@@ -249,8 +252,11 @@ void ArbiterImpl::RemoveClient(uint32_t client_id, uint64_t reason, uint64_t now
   DelFd(c.conn.fd());
   DelFd(c.chan.doorbell_fd());
   if (c.holding && gpus_[c.hold_gpu].holder == c.id) gpus_[c.hold_gpu].holder = 0;
-  if (c.where == Where::kCheckpointed) ThawProcess(c.pid, c.name);  // alive but disconnected
-  Unreserve(c);
+  // A checkpointed client is thawed (it runs on, disconnected) and then holds memory again.
+  const bool thawed = c.where == Where::kCheckpointed && ThawProcess(c.pid, c.name);
+  // A live process the arbiter disconnects keeps its device memory: its reservation stays,
+  // as an orphan, until the process exits or registers again (arbiter_orphans.cc).
+  if (!MaybeOrphan(c, reason, thawed, now_ns)) Unreserve(c);
   Record(shm::EventType::kUnregister, &c, shm::kNoGpu, reason);
   const policy::FunctionId fid = c.fid;
   fid_to_client_[fid] = 0;
@@ -259,8 +265,8 @@ void ArbiterImpl::RemoveClient(uint32_t client_id, uint64_t reason, uint64_t now
   PumpTransfers(now_ns);
 }
 
-void ArbiterImpl::ThawProcess(int pid, const std::string& name) {
-  if (!driver_ || pid <= 0) return;
+bool ArbiterImpl::ThawProcess(int pid, const std::string& name) {
+  if (!driver_ || pid <= 0) return false;
   const int state = driver_->ProcessState(pid);
   shm::Status s;
   if (state == CU_PROCESS_STATE_CHECKPOINTED) {
@@ -268,17 +274,18 @@ void ArbiterImpl::ThawProcess(int pid, const std::string& name) {
   } else if (state == CU_PROCESS_STATE_LOCKED) {
     s = driver_->Unlock(pid);
   } else {
-    return;  // running, gone, failed or unknown: nothing to undo
+    return false;  // running, gone, failed or unknown: nothing to undo
   }
   if (!s.ok()) {
     spdlog::error("pid {} ('{}') is left {} by a checkpoint and could not be thawed: {}", pid,
                   name, state == CU_PROCESS_STATE_LOCKED ? "locked" : "checkpointed",
                   s.ToString());
-    return;
+    return false;
   }
   ++stats_.restores;
   spdlog::warn("pid {} ('{}') was left {} by a checkpoint; restored and unlocked", pid, name,
                state == CU_PROCESS_STATE_LOCKED ? "locked" : "checkpointed");
+  return state == CU_PROCESS_STATE_CHECKPOINTED;
 }
 
 Client* ArbiterImpl::ById(uint32_t id) {

@@ -115,6 +115,7 @@ json ArbiterImpl::StatusJson(uint64_t now) {
     j["usable_bytes"] = gs.usable;
     j["reserved_bytes"] = gs.reserved;
     j["peak_reserved_bytes"] = gs.peak_reserved;
+    j["orphaned_bytes"] = gs.orphaned;
     j["drained"] = gs.drained;
     uint64_t resident = 0, swapped = 0;
     json queue = json::array();
@@ -174,6 +175,7 @@ json ArbiterImpl::StatusJson(uint64_t now) {
           {"window_s", static_cast<double>(window) / 1e9},
           {"clients", clients_.size()},
           {"gpus", gpus},
+          {"orphans", OrphansJson(now)},
           {"recent_slo_misses", misses},
           {"counters",
            {{"registrations", st.registrations}, {"grants", st.grants}, {"yields", st.yields},
@@ -181,7 +183,10 @@ json ArbiterImpl::StatusJson(uint64_t now) {
             {"swap_outs", st.swap_outs}, {"client_deaths", st.client_deaths},
             {"enforcements", st.enforcements}, {"deep_evictions", st.deep_evictions},
             {"lease_offers", st.lease_offers}, {"lease_takes", st.lease_takes},
-            {"lease_revokes", st.lease_revokes}}}};
+            {"lease_revokes", st.lease_revokes}, {"orphans_created", st.orphans_created},
+            {"orphans_released_exited", st.orphans_released_exited},
+            {"orphans_released_reregistered", st.orphans_released_reregistered},
+            {"orphans_released_no_device", st.orphans_released_no_device}}}};
 }
 
 json ArbiterImpl::ClientsJson(uint64_t now) {

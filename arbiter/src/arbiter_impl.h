@@ -16,6 +16,12 @@
 //     holding == true and hold_gpu == g.
 //  4. Each client has at most one swap order in flight (transfer.issued).
 //  5. Policy function ids are never reused; client ids are never reused within an epoch.
+//  6. gpus_[g].orphaned == sum of bytes over orphans_ on g, and it is part of
+//     gpus_[g].reserved (invariant 1 counts orphans' bytes with the clients' quotas). An orphan
+//     is the reservation of a live process the arbiter disconnected (reasons 2-5); it is bound
+//     to the process by a pidfd (never by the pid alone: pids are reused) and released only when
+//     that process exits, registers again (its new registration's reservation replaces it) or
+//     the driver knows no CUDA state of it (arbiter_orphans.cc, docs/arbiter.md "Orphans").
 #pragma once
 
 #include <sys/types.h>
@@ -119,10 +125,30 @@ struct Client {
   uint64_t registered_ns = 0;
 };
 
+// The reservation of a live process the arbiter disconnected (invariant 6): it still holds its
+// device memory, so nobody else may be given it. Owns its pidfd (watched in the epoll set: it
+// becomes readable when the process exits).
+struct Orphan {
+  uint32_t id = 0;         // never reused within an epoch; the epoll tag's low half
+  uint32_t client_id = 0;  // the client it was
+  pid_t pid = 0;
+  uid_t uid = 0;
+  std::string name;
+  uint32_t gpu = 0;  // index into gpus_
+  uint64_t bytes = 0;
+  uint64_t reason = 0;  // the unregister reason (2-5) that made it
+  uint64_t since_ns = 0;
+  shm::UniqueFd pidfd;
+};
+
+// Why an orphan was released (ArbiterStats::orphans_released_*, /metrics cause label).
+enum class OrphanRelease : uint8_t { kExited, kReRegistered, kNoDevice };
+
 struct GpuState {
   GpuInfo info;
   uint64_t usable = 0;
   uint64_t reserved = 0;
+  uint64_t orphaned = 0;  // part of `reserved`: orphans' bytes (invariant 6)
   uint64_t peak_reserved = 0;
   uint64_t overshoot_events = 0;
   uint32_t holder = 0;  // client id, 0 = none
@@ -169,8 +195,25 @@ class ArbiterImpl final : public Arbiter {
   // was checkpointed from, then unlocked; a locked one only unlocked): a client that leaves while
   // checkpointed (also at shutdown), and a process registering that a previous arbiter left
   // frozen when it died. Best effort: a process that is gone or not frozen is left alone.
-  void ThawProcess(int pid, const std::string& name);
+  // True when it restored a checkpointed process (which then holds device memory again).
+  bool ThawProcess(int pid, const std::string& name);
   std::optional<uint32_t> GpuIndex(uint32_t ordinal) const;
+
+  // ---- orphan reservations (arbiter_orphans.cc; invariant 6)
+  // Called by RemoveClient for c before its reservation is released: keeps it as an orphan when
+  // the arbiter disconnects a live process that holds device memory (reason 2-5, not while
+  // stopping). `thawed`: a checkpointed client that ThawProcess just restored (it holds memory
+  // on c.gpu again without a reservation). True when an orphan now holds the bytes (c's own
+  // reservation is then handed over, c.reserved_on reset).
+  bool MaybeOrphan(Client& c, uint64_t reason, bool thawed, uint64_t now_ns);
+  // A registration from `pid`: releases that process's orphans (replaced by the registration's
+  // own reservation) and any whose process has exited (the pid was reused). Does not issue
+  // waiting transfers (the registration reserves first).
+  void OnRegistrationFrom(pid_t pid, uint64_t now_ns);
+  // An orphan's pidfd became readable: its process exited.
+  void OnOrphanEvent(uint32_t orphan_id, uint64_t now_ns);
+  void ReleaseOrphan(uint32_t orphan_id, OrphanRelease why, uint64_t now_ns, bool pump);
+  nlohmann::json OrphansJson(uint64_t now_ns) const;
 
   // ---- scheduling (arbiter_schedule.cc)
   void Deliver(uint64_t now_ns, policy::EventBody body);
@@ -202,6 +245,8 @@ class ArbiterImpl final : public Arbiter {
   void Unreserve(Client& c);
   void Record(shm::EventType type, const Client* c, uint32_t gpu, uint64_t a0 = 0,
               uint64_t a1 = 0, uint64_t a2 = 0, uint64_t a3 = 0);
+  void RecordFor(shm::EventType type, uint32_t client_id, uint32_t gpu, uint64_t a0 = 0,
+                 uint64_t a1 = 0, uint64_t a2 = 0, uint64_t a3 = 0);
   uint64_t NextDeadlineNs() const;
 
   // ---- the sole tenant's lease (arbiter_lease.cc; docs/arbiter.md, "The lease")
@@ -266,6 +311,8 @@ class ArbiterImpl final : public Arbiter {
   shm::UniqueFd stop_;
 
   std::map<uint32_t, std::unique_ptr<Client>> clients_;
+  std::map<uint32_t, Orphan> orphans_;  // by Orphan::id
+  uint32_t next_orphan_id_ = 1;
   std::vector<uint32_t> fid_to_client_;  // policy function id -> client id (0 = gone)
   uint32_t next_client_id_ = 1;
   std::deque<std::pair<uint64_t, policy::EventBody>> pending_events_;  // completions to deliver
@@ -286,6 +333,7 @@ inline constexpr uint64_t kTagStop = 4ULL << 32;
 inline constexpr uint64_t kTagConn = 5ULL << 32;
 inline constexpr uint64_t kTagDoorbell = 6ULL << 32;
 inline constexpr uint64_t kTagControl = 7ULL << 32;
+inline constexpr uint64_t kTagOrphan = 8ULL << 32;
 
 uint64_t NowNs();
 

@@ -373,6 +373,9 @@ shm::Status ArbiterImpl::Run() {
         case kTagDoorbell:
           OnDoorbell(id, now);
           break;
+        case kTagOrphan:
+          OnOrphanEvent(id, now);
+          break;
         default:
           break;
       }
@@ -385,14 +388,22 @@ shm::Status ArbiterImpl::Run() {
   for (uint32_t id : ids) RemoveClient(id, 0, now);
   spdlog::info("arbiter stopped: {} registrations, {} grants, {} swap-ins, {} swap-outs",
                stats_.registrations, stats_.grants, stats_.swap_ins, stats_.swap_outs);
+  for (const auto& [id, o] : orphans_)  // still alive and holding memory: the summary says so
+    spdlog::warn("orphan {} of client {} '{}' (pid {}) still holds {} on GPU {}", o.id,
+                 o.client_id, o.name, o.pid, FormatByteSize(o.bytes), gpus_[o.gpu].info.ordinal);
   return {};
 }
 
 ArbiterStats ArbiterImpl::stats() const {
   ArbiterStats s = stats_;
   s.gpus.clear();
-  for (const auto& g : gpus_)
-    s.gpus.push_back({g.info.ordinal, g.usable, g.reserved, g.peak_reserved, g.overshoot_events});
+  for (uint32_t i = 0; i < gpus_.size(); ++i) {
+    const GpuState& g = gpus_[i];
+    uint32_t orphans = 0;
+    for (const auto& [id, o] : orphans_) orphans += o.gpu == i ? 1 : 0;
+    s.gpus.push_back({g.info.ordinal, g.usable, g.reserved, g.peak_reserved, g.overshoot_events,
+                      g.orphaned, orphans});
+  }
   return s;
 }
 
@@ -421,12 +432,18 @@ shm::Status WriteSummary(const std::string& path, const ArbiterStats& s) {
   j["lease_revokes"] = s.lease_revokes;
   j["lease_revokes_lost"] = s.lease_revokes_lost;
   j["lease_unconfirmed"] = s.lease_unconfirmed;
+  j["orphans_created"] = s.orphans_created;
+  j["orphans_released_exited"] = s.orphans_released_exited;
+  j["orphans_released_reregistered"] = s.orphans_released_reregistered;
+  j["orphans_released_no_device"] = s.orphans_released_no_device;
   for (const auto& g : s.gpus) {
     j["gpus"].push_back({{"ordinal", g.ordinal},
                          {"usable_bytes", g.usable_bytes},
                          {"reserved_bytes", g.reserved_bytes},
                          {"peak_reserved_bytes", g.peak_reserved_bytes},
-                         {"overshoot_events", g.overshoot_events}});
+                         {"overshoot_events", g.overshoot_events},
+                         {"orphaned_bytes", g.orphaned_bytes},
+                         {"orphans", g.orphans}});
   }
   std::ofstream out(path);
   out << j.dump(2) << "\n";

@@ -72,11 +72,16 @@ bool SoleTenant(const std::map<uint32_t, std::unique_ptr<Client>>& clients, cons
 
 void ArbiterImpl::Record(shm::EventType type, const Client* c, uint32_t gpu, uint64_t a0,
                          uint64_t a1, uint64_t a2, uint64_t a3) {
+  RecordFor(type, c != nullptr ? c->id : 0, gpu, a0, a1, a2, a3);
+}
+
+void ArbiterImpl::RecordFor(shm::EventType type, uint32_t client_id, uint32_t gpu, uint64_t a0,
+                            uint64_t a1, uint64_t a2, uint64_t a3) {
   if (!ring_) return;
   shm::Event e;
   e.timestamp_ns = NowNs();
   e.type = type;
-  e.client_id = c != nullptr ? c->id : 0;
+  e.client_id = client_id;
   e.gpu = gpu;
   e.args = {a0, a1, a2, a3};
   ring_->Append(e);

@@ -37,7 +37,10 @@ class DriverLib {
   shm::Status RestoreAndUnlock(int pid, int from, int to) const;
   // Unlocks a locked (not checkpointed) `pid`.
   shm::Status Unlock(int pid) const;
-  // Process state as the driver sees it (CU_PROCESS_STATE_*), or -1 if unknown.
+  // Whether the driver can be asked for a process's state (cuCheckpointProcessGetState).
+  bool can_query_state() const { return get_state_ != nullptr; }
+  // Process state as the driver sees it (CU_PROCESS_STATE_*), or -1 if unknown (also: a
+  // process the driver knows no CUDA state of, when can_query_state()).
   int ProcessState(int pid) const;
 
  private:

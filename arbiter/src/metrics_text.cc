@@ -111,6 +111,13 @@ std::string PrometheusText(const MetricsInput& in) {
     w.Family(c.name, "counter", c.help);
     w.Sample(c.name, "", c.value);
   }
+  w.Family("orphans_created_total", "counter",
+           "Reservations kept for live processes the arbiter disconnected.");
+  w.Sample("orphans_created_total", "", s.orphans_created);
+  w.Family("orphans_released_total", "counter", "Orphan reservations released, by cause.");
+  w.Sample("orphans_released_total", "cause=\"exited\"", s.orphans_released_exited);
+  w.Sample("orphans_released_total", "cause=\"reregistered\"", s.orphans_released_reregistered);
+  w.Sample("orphans_released_total", "cause=\"no_device\"", s.orphans_released_no_device);
 
   // Per-GPU memory.
   auto gpu_gauge = [&](const char* name, const char* help, auto get) {
@@ -128,6 +135,11 @@ std::string PrometheusText(const MetricsInput& in) {
             [&](size_t i) { return s.gpus[i].reserved_bytes; });
   gpu_gauge("gpu_peak_reserved_bytes", "Most memory ever reserved at once.",
             [&](size_t i) { return s.gpus[i].peak_reserved_bytes; });
+  gpu_gauge("gpu_orphaned_bytes",
+            "Part of the reserved memory held by live processes the arbiter disconnected.",
+            [&](size_t i) { return s.gpus[i].orphaned_bytes; });
+  gpu_gauge("gpu_orphans", "Orphan reservations on the GPU.",
+            [&](size_t i) { return uint64_t{s.gpus[i].orphans}; });
   gpu_gauge("gpu_resident_bytes", "Quotas of the vGPUs resident on the GPU.",
             [&](size_t i) { return gm(i).resident_bytes; });
   gpu_gauge("gpu_swapped_bytes", "Quotas of the vGPUs swapped out of the GPU to host memory.",

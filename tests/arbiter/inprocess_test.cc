@@ -4,148 +4,26 @@
 // time. The scripted client's channel writes that must land *inside* one arbiter loop step run
 // on the arbiter's own thread, from a spdlog sink that watches for the debug line the arbiter
 // logs at that step (the test fails if the line never comes, instead of passing vacuously).
-#include <unistd.h>
-
+// The harness is inprocess_arbiter.h.
 #include <atomic>
 #include <condition_variable>
-#include <filesystem>
-#include <functional>
-#include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 
 #include <gtest/gtest.h>
-#include <spdlog/sinks/base_sink.h>
-#include <spdlog/spdlog.h>
 
-#include "gshare/arbiter/arbiter.h"
-#include "gshare/arbiter/config.h"
-#include "gshare/shm/channel.h"
 #include "gshare/shm/futex.h"
-#include "gshare/shm/registration.h"
+#include "inprocess_arbiter.h"
 
 namespace gshare::arbiter {
 namespace {
 
+using inproc::InProcessArbiter;
+using inproc::LogHook;
+using inproc::ObeyNextOrder;
+using inproc::RegisterScripted;
+using inproc::Scripted;
 using std::chrono::seconds;
-
-// Calls `on_line` (on the logging thread, i.e. the arbiter's) for every formatted message.
-class HookSink final : public spdlog::sinks::base_sink<std::mutex> {
- public:
-  explicit HookSink(std::function<void(const std::string&)> on_line) : on_line_(std::move(on_line)) {}
-
- protected:
-  void sink_it_(const spdlog::details::log_msg& msg) override {
-    on_line_(std::string(msg.payload.data(), msg.payload.size()));
-  }
-  void flush_() override {}
-
- private:
-  std::function<void(const std::string&)> on_line_;
-};
-
-// Routes the process's default spdlog logger (the arbiter's) through a HookSink at debug level
-// while in scope.
-class LogHook {
- public:
-  explicit LogHook(std::function<void(const std::string&)> on_line)
-      : previous_(spdlog::default_logger()) {
-    auto logger = std::make_shared<spdlog::logger>(
-        "hook", std::make_shared<HookSink>(std::move(on_line)));
-    logger->set_level(spdlog::level::debug);
-    spdlog::set_default_logger(logger);
-  }
-  ~LogHook() { spdlog::set_default_logger(previous_); }
-  LogHook(const LogHook&) = delete;
-  LogHook& operator=(const LogHook&) = delete;
-
- private:
-  std::shared_ptr<spdlog::logger> previous_;
-};
-
-// An in-process arbiter on a 1 GiB GPU, serving on its own thread until Finish().
-class InProcessArbiter {
- public:
-  InProcessArbiter() {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("gsa-inproc-" + std::to_string(::getpid()) + "-" + std::to_string(counter_++));
-    std::filesystem::create_directories(dir_);
-    config_.socket_path = (dir_ / "arbiter.sock").string();
-    config_.control_socket = "off";
-    config_.gpu_memory_bytes = 1ULL << 30;
-    config_.libcuda = "/nonexistent/libcuda.so.1";
-    config_.lease = false;  // the orderings below are about plain grants
-  }
-  ~InProcessArbiter() {
-    Finish();
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
-  }
-  InProcessArbiter(const InProcessArbiter&) = delete;
-  InProcessArbiter& operator=(const InProcessArbiter&) = delete;
-
-  bool Start() {
-    auto gpus = ResolveGpus(config_);
-    if (!gpus.ok()) return false;
-    auto made = Arbiter::Create(config_, std::move(*gpus), /*handle_signals=*/false);
-    if (!made.ok()) return false;
-    arbiter_ = std::move(*made);
-    thread_ = std::thread([this] { run_status_ = arbiter_->Run(); });
-    return true;
-  }
-  // Stops the arbiter (holders get their slice and grace) and returns its statistics.
-  ArbiterStats Finish() {
-    if (thread_.joinable()) {
-      arbiter_->Stop();
-      thread_.join();
-    }
-    return arbiter_ ? arbiter_->stats() : ArbiterStats{};
-  }
-  const std::string& socket() const { return config_.socket_path; }
-
- private:
-  static inline std::atomic<int> counter_{0};
-  std::filesystem::path dir_;
-  ArbiterConfig config_;
-  std::unique_ptr<Arbiter> arbiter_;
-  std::thread thread_;
-  shm::Status run_status_;
-};
-
-// A registered scripted client.
-struct Scripted {
-  shm::Registration reg;
-  std::unique_ptr<shm::ClientChannel> chan;
-};
-
-Scripted RegisterScripted(const std::string& socket, const std::string& name, uint64_t quota) {
-  Scripted s;
-  shm::RegisterRequest req;
-  req.quota_bytes = quota;
-  req.slo_ms = 100;
-  req.function_name = name;
-  auto reg = shm::Register(socket, req, seconds(10));
-  EXPECT_TRUE(reg.ok()) << reg.status().ToString();
-  if (!reg.ok()) return s;
-  s.reg = std::move(*reg);
-  auto chan = shm::ClientChannel::Attach(std::move(s.reg.channel), std::move(s.reg.doorbell));
-  EXPECT_TRUE(chan.ok()) << chan.status().ToString();
-  if (chan.ok()) s.chan = std::make_unique<shm::ClientChannel>(std::move(*chan));
-  return s;
-}
-
-// Waits for the next swap order after `last` and acknowledges it as done.
-shm::SwapOrder ObeyNextOrder(Scripted& s, uint32_t last, uint64_t bytes) {
-  auto order = s.chan->WaitForSwapOrder(last, seconds(30));
-  EXPECT_TRUE(order.ok()) << order.status().ToString();
-  if (!order.ok()) return {};
-  const bool in = order->op == shm::SwapOp::kSwapIn;
-  (void)s.chan->AckSwap(order->seq, shm::SwapAckStatus::kOk, bytes, 1000,
-                        in ? shm::Residency::kResident : shm::Residency::kSwappedOut,
-                        in ? order->target_gpu : shm::kNoGpu, in ? bytes : 0);
-  return *order;
-}
 
 // A client whose grant comes with its swap-in's completion runs it and releases it, burst
 // ended, before the arbiter looks at its channel again (an arbiter descheduled right after

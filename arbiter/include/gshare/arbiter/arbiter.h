@@ -32,6 +32,10 @@ struct GpuStats {
   uint64_t reserved_bytes = 0;       // quotas of the vGPUs resident (or becoming resident) now
   uint64_t peak_reserved_bytes = 0;  // the most ever reserved at once (never > usable)
   uint64_t overshoot_events = 0;     // re-registrations that arrived resident beyond usable
+  // Part of reserved_bytes: reservations of live processes the arbiter disconnected, kept until
+  // the process exits, registers again or is known to hold nothing (docs/arbiter.md, "Orphans").
+  uint64_t orphaned_bytes = 0;
+  uint32_t orphans = 0;
 };
 
 struct ArbiterStats {
@@ -62,6 +66,12 @@ struct ArbiterStats {
   uint64_t lease_revokes = 0;       // offers withdrawn before a take
   uint64_t lease_revokes_lost = 0;  // revocations that found the lease taken (the client held)
   uint64_t lease_unconfirmed = 0;   // takes the policy did not grant at once (holder preempted)
+  // Orphan reservations (docs/arbiter.md, "Orphans"): created when the arbiter disconnects a
+  // live process that holds device memory; released by cause.
+  uint64_t orphans_created = 0;
+  uint64_t orphans_released_exited = 0;        // the process exited (its pidfd)
+  uint64_t orphans_released_reregistered = 0;  // the same process registered again
+  uint64_t orphans_released_no_device = 0;     // the driver knows no CUDA state of the process
 };
 
 // The GPUs to manage: from config.gpu_memory (gpu_count identical GPUs, no driver needed) or

@@ -1,0 +1,182 @@
+// Orphan reservations (invariant 6 in arbiter_impl.h; docs/arbiter.md, "Orphans"): when the
+// arbiter disconnects a process that is still alive (malformed channel, a swap order not
+// acknowledged in time, failed enforcement, a doorbell flood), that process still holds its
+// device memory — its shim runs on fail-open and registers again resident. The reservation is
+// therefore kept, bound to the process by its pidfd (SO_PEERPIDFD; a pid alone could be reused),
+// and released only when
+//   - the process exits (its pidfd, watched in the epoll set, becomes readable),
+//   - the same process registers again (same pid, pidfd not signalled): the registration's own
+//     reservation replaces it, or
+//   - the driver knows no CUDA state of the process (cuCheckpointProcessGetState fails: it is no
+//     CUDA process, so it holds no device memory), checked when the orphan would be made.
+// Without a pidfd (kernel < 6.5) the reservation is released at once, as before.
+#include <fcntl.h>
+#include <poll.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "arbiter_impl.h"
+#include "gshare/common/units.h"
+
+namespace gshare::arbiter {
+namespace {
+
+// Whether the process behind `pidfd` has exited (a pidfd polls readable from its exit on).
+bool Exited(int pidfd) {
+  pollfd p{pidfd, POLLIN, 0};
+  return ::poll(&p, 1, 0) > 0;
+}
+
+const char* ReasonName(uint64_t reason) {
+  switch (reason) {
+    case 2:
+      return "malformed_channel";
+    case kUnregisterOrderTimeout:
+      return "order_timeout";
+    case kUnregisterUnenforceable:
+      return "unenforceable";
+    case kUnregisterFlooding:
+      return "doorbell_flood";
+    default:
+      return "other";
+  }
+}
+
+const char* ReleaseName(OrphanRelease why) {
+  switch (why) {
+    case OrphanRelease::kExited:
+      return "the process exited";
+    case OrphanRelease::kReRegistered:
+      return "the process registered again (its new reservation replaces it)";
+    case OrphanRelease::kNoDevice:
+      return "the driver knows no CUDA state of the process";
+  }
+  return "?";
+}
+
+}  // namespace
+
+bool ArbiterImpl::MaybeOrphan(Client& c, uint64_t reason, bool thawed, uint64_t now_ns) {
+  if (stopping_ || reason == 0 || reason == 1) return false;  // leaving, died, or shutdown
+  std::optional<uint32_t> g = c.reserved_on;
+  if (!g && thawed) g = c.gpu;  // restored where it was: it holds memory there again
+  if (!g) return false;  // swapped out or checkpointed: it holds no device memory
+  const uint32_t ordinal = gpus_[*g].info.ordinal;
+  if (c.conn.pidfd() < 0) {
+    spdlog::warn("client {} '{}' (pid {}) disconnected alive; without a pidfd (kernel < 6.5) "
+                 "its reservation of {} on GPU {} is released now although it may still hold "
+                 "that memory",
+                 c.id, c.name, c.pid, FormatByteSize(c.quota), ordinal);
+    return false;
+  }
+  if (Exited(c.conn.pidfd())) return false;  // it died meanwhile: its memory went with it
+  ++stats_.orphans_created;
+  if (driver_ && driver_->can_query_state() && driver_->ProcessState(c.pid) < 0) {
+    ++stats_.orphans_released_no_device;
+    spdlog::info("client {} '{}' (pid {}) disconnected alive holds no device memory (the driver "
+                 "knows no CUDA state of it): its reservation of {} on GPU {} is released",
+                 c.id, c.name, c.pid, FormatByteSize(c.quota), ordinal);
+    return false;
+  }
+  Orphan o;
+  o.id = next_orphan_id_++;
+  o.client_id = c.id;
+  o.pid = c.pid;
+  o.uid = c.uid;
+  o.name = c.name;
+  o.gpu = *g;
+  o.bytes = c.quota;
+  o.reason = reason;
+  o.since_ns = now_ns;
+  o.pidfd.Reset(::fcntl(c.conn.pidfd(), F_DUPFD_CLOEXEC, 0));
+  if (!o.pidfd || !AddFd(o.pidfd.get(), kTagOrphan | o.id).ok()) {
+    spdlog::error("client {} '{}': cannot watch its pidfd ({}); its reservation is released now",
+                  c.id, c.name, std::strerror(errno));
+    return false;
+  }
+  // The bytes move from the client's reservation to the orphan: reserved is unchanged, unless
+  // a thawed process holds memory again that nothing reserved.
+  GpuState& gpu = gpus_[*g];
+  if (c.reserved_on) {
+    c.reserved_on.reset();
+  } else {
+    gpu.reserved += o.bytes;
+    gpu.peak_reserved = std::max(gpu.peak_reserved, gpu.reserved);
+    if (gpu.reserved > gpu.usable) ++gpu.overshoot_events;
+  }
+  gpu.orphaned += o.bytes;
+  spdlog::warn("client {} '{}' (pid {}) was disconnected ({}) but is alive and holds its device "
+               "memory: its {} on GPU {} stay reserved as orphan {} until it exits or registers "
+               "again",
+               c.id, c.name, c.pid, ReasonName(reason), FormatByteSize(o.bytes), ordinal, o.id);
+  RecordFor(shm::EventType::kReservation, c.id, ordinal, gpu.reserved, o.bytes);
+  orphans_.emplace(o.id, std::move(o));
+  return true;
+}
+
+void ArbiterImpl::OnRegistrationFrom(pid_t pid, uint64_t now_ns) {
+  std::vector<std::pair<uint32_t, OrphanRelease>> done;
+  for (const auto& [id, o] : orphans_) {
+    if (o.pid != pid) continue;
+    // The same pid with a pidfd that has not signalled is the same process (a pid is reused
+    // only after its process exited); a signalled one is a new process that got the pid.
+    done.emplace_back(id, Exited(o.pidfd.get()) ? OrphanRelease::kExited
+                                                : OrphanRelease::kReRegistered);
+  }
+  for (const auto& [id, why] : done) ReleaseOrphan(id, why, now_ns, /*pump=*/false);
+}
+
+void ArbiterImpl::OnOrphanEvent(uint32_t orphan_id, uint64_t now_ns) {
+  const auto it = orphans_.find(orphan_id);
+  if (it == orphans_.end() || !Exited(it->second.pidfd.get())) return;
+  ReleaseOrphan(orphan_id, OrphanRelease::kExited, now_ns, /*pump=*/true);
+}
+
+void ArbiterImpl::ReleaseOrphan(uint32_t orphan_id, OrphanRelease why, uint64_t now_ns, bool pump) {
+  const auto it = orphans_.find(orphan_id);
+  if (it == orphans_.end()) return;
+  Orphan& o = it->second;
+  DelFd(o.pidfd.get());
+  GpuState& gpu = gpus_[o.gpu];
+  gpu.reserved -= std::min(gpu.reserved, o.bytes);
+  gpu.orphaned -= std::min(gpu.orphaned, o.bytes);
+  switch (why) {
+    case OrphanRelease::kExited:
+      ++stats_.orphans_released_exited;
+      break;
+    case OrphanRelease::kReRegistered:
+      ++stats_.orphans_released_reregistered;
+      break;
+    case OrphanRelease::kNoDevice:
+      ++stats_.orphans_released_no_device;
+      break;
+  }
+  spdlog::info("orphan {} of client {} '{}' (pid {}): {} on GPU {} released after {} ms: {}",
+               o.id, o.client_id, o.name, o.pid, FormatByteSize(o.bytes), gpu.info.ordinal,
+               (now_ns - std::min(now_ns, o.since_ns)) / 1'000'000, ReleaseName(why));
+  RecordFor(shm::EventType::kReservation, o.client_id, gpu.info.ordinal, gpu.reserved, 0);
+  orphans_.erase(it);
+  if (pump) PumpTransfers(now_ns);  // a swap-in waiting for room may fit now
+}
+
+nlohmann::json ArbiterImpl::OrphansJson(uint64_t now_ns) const {
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& [id, o] : orphans_)
+    list.push_back({{"orphan", o.id},
+                    {"client", o.client_id},
+                    {"function", o.name},
+                    {"pid", o.pid},
+                    {"uid", o.uid},
+                    {"gpu", gpus_[o.gpu].info.ordinal},
+                    {"bytes", o.bytes},
+                    {"reason", ReasonName(o.reason)},
+                    {"since_s_ago", static_cast<double>(now_ns - std::min(now_ns, o.since_ns)) / 1e9}});
+  return list;
+}
+
+}  // namespace gshare::arbiter

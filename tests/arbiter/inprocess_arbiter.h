@@ -1,0 +1,169 @@
+// The arbiter driven in-process (gshare_arbiter_core on a thread) by scripted clients written
+// directly on shm/ (no shim), for tests/arbiter's in-process tests: the arbiter on its own
+// thread, scripted registrations and swap-order acknowledgements, and a spdlog hook that runs
+// a client's writes on the arbiter's thread inside the loop step that logs a given line.
+//
+// Ownership: InProcessArbiter owns its temporary directory (removed on destruction) and the
+// arbiter thread (stopped and joined by Finish or the destructor). Thread-safety: one test
+// thread; LogHook's callback runs on whichever thread logs (the arbiter's).
+#pragma once
+
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <spdlog/sinks/base_sink.h>
+#include <spdlog/spdlog.h>
+
+#include "gshare/arbiter/arbiter.h"
+#include "gshare/arbiter/config.h"
+#include "gshare/arbiter/control_client.h"
+#include "gshare/shm/channel.h"
+#include "gshare/shm/registration.h"
+
+namespace gshare::arbiter::inproc {
+
+// Calls `on_line` (on the logging thread, i.e. the arbiter's) for every formatted message.
+class HookSink final : public spdlog::sinks::base_sink<std::mutex> {
+ public:
+  explicit HookSink(std::function<void(const std::string&)> on_line) : on_line_(std::move(on_line)) {}
+
+ protected:
+  void sink_it_(const spdlog::details::log_msg& msg) override {
+    on_line_(std::string(msg.payload.data(), msg.payload.size()));
+  }
+  void flush_() override {}
+
+ private:
+  std::function<void(const std::string&)> on_line_;
+};
+
+// Routes the process's default spdlog logger (the arbiter's) through a HookSink at debug level
+// while in scope.
+class LogHook {
+ public:
+  explicit LogHook(std::function<void(const std::string&)> on_line)
+      : previous_(spdlog::default_logger()) {
+    auto logger = std::make_shared<spdlog::logger>(
+        "hook", std::make_shared<HookSink>(std::move(on_line)));
+    logger->set_level(spdlog::level::debug);
+    spdlog::set_default_logger(logger);
+  }
+  ~LogHook() { spdlog::set_default_logger(previous_); }
+  LogHook(const LogHook&) = delete;
+  LogHook& operator=(const LogHook&) = delete;
+
+ private:
+  std::shared_ptr<spdlog::logger> previous_;
+};
+
+// An in-process arbiter on a 1 GiB GPU, serving on its own thread until Finish().
+class InProcessArbiter {
+ public:
+  InProcessArbiter() {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("gsa-inproc-" + std::to_string(::getpid()) + "-" + std::to_string(counter_++));
+    std::filesystem::create_directories(dir_);
+    config_.socket_path = (dir_ / "arbiter.sock").string();
+    config_.control_socket = "off";
+    config_.gpu_memory_bytes = 1ULL << 30;
+    config_.libcuda = "/nonexistent/libcuda.so.1";
+    config_.lease = false;  // the orderings tested are about plain grants
+  }
+  ~InProcessArbiter() {
+    Finish();
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+  InProcessArbiter(const InProcessArbiter&) = delete;
+  InProcessArbiter& operator=(const InProcessArbiter&) = delete;
+
+  bool Start() {
+    auto gpus = ResolveGpus(config_);
+    if (!gpus.ok()) return false;
+    auto made = Arbiter::Create(config_, std::move(*gpus), /*handle_signals=*/false);
+    if (!made.ok()) return false;
+    arbiter_ = std::move(*made);
+    thread_ = std::thread([this] { run_status_ = arbiter_->Run(); });
+    return true;
+  }
+  // Stops the arbiter (holders get their slice and grace) and returns its statistics.
+  ArbiterStats Finish() {
+    if (thread_.joinable()) {
+      arbiter_->Stop();
+      thread_.join();
+    }
+    return arbiter_ ? arbiter_->stats() : ArbiterStats{};
+  }
+  const std::string& socket() const { return config_.socket_path; }
+  // Before Start(): the configuration to run with.
+  ArbiterConfig& config() { return config_; }
+  // Before Start(): serve the control socket (status, clients) in the test's directory.
+  void EnableControl() { config_.control_socket = (dir_ / "control.sock").string(); }
+  // The control interface's "status" reply (served on the arbiter's thread: safe while it
+  // runs, unlike stats()); null on failure.
+  nlohmann::json Status() const {
+    auto reply = ControlCall(config_.control_socket, {{"cmd", "status"}}, std::chrono::seconds(10));
+    return reply.ok() ? *reply : nlohmann::json();
+  }
+
+ private:
+  static inline std::atomic<int> counter_{0};
+  std::filesystem::path dir_;
+  ArbiterConfig config_;
+  std::unique_ptr<Arbiter> arbiter_;
+  std::thread thread_;
+  shm::Status run_status_;
+};
+
+// A registered scripted client.
+struct Scripted {
+  shm::Registration reg;
+  std::unique_ptr<shm::ClientChannel> chan;
+};
+
+// `flags`, `gpu`, `previous_id`: a re-registration (shm::kFlagReRegister with the id it had,
+// kFlagResident with its GPU).
+inline Scripted RegisterScripted(const std::string& socket, const std::string& name,
+                                 uint64_t quota, uint32_t flags = 0,
+                                 uint32_t gpu = shm::kNoGpu, uint32_t previous_id = 0) {
+  Scripted s;
+  shm::RegisterRequest req;
+  req.quota_bytes = quota;
+  req.slo_ms = 100;
+  req.function_name = name;
+  req.flags = flags;
+  req.current_gpu = gpu;
+  req.previous_client_id = previous_id;
+  auto reg = shm::Register(socket, req, std::chrono::seconds(10));
+  EXPECT_TRUE(reg.ok()) << reg.status().ToString();
+  if (!reg.ok()) return s;
+  s.reg = std::move(*reg);
+  auto chan = shm::ClientChannel::Attach(std::move(s.reg.channel), std::move(s.reg.doorbell));
+  EXPECT_TRUE(chan.ok()) << chan.status().ToString();
+  if (chan.ok()) s.chan = std::make_unique<shm::ClientChannel>(std::move(*chan));
+  return s;
+}
+
+// Waits for the next swap order after `last` and acknowledges it as done.
+inline shm::SwapOrder ObeyNextOrder(Scripted& s, uint32_t last, uint64_t bytes) {
+  auto order = s.chan->WaitForSwapOrder(last, std::chrono::seconds(30));
+  EXPECT_TRUE(order.ok()) << order.status().ToString();
+  if (!order.ok()) return {};
+  const bool in = order->op == shm::SwapOp::kSwapIn;
+  (void)s.chan->AckSwap(order->seq, shm::SwapAckStatus::kOk, bytes, 1000,
+                        in ? shm::Residency::kResident : shm::Residency::kSwappedOut,
+                        in ? order->target_gpu : shm::kNoGpu, in ? bytes : 0);
+  return *order;
+}
+
+}  // namespace gshare::arbiter::inproc
