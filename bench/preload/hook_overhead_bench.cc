@@ -18,52 +18,21 @@
 
 #include <benchmark/benchmark.h>
 
+#include "driver_table.h"
 #include "same_run_compare.h"
 
 namespace {
 
-struct Table {
-  PFN_cuLaunchKernel_v4000 launch = nullptr;
-  PFN_cuMemcpyHtoDAsync_v3020 htod_async = nullptr;
-  PFN_cuMemcpyDtoHAsync_v3020 dtoh_async = nullptr;
-  PFN_cuMemsetD32Async_v3020 memset_async = nullptr;
-  PFN_cuEventRecord_v2000 event_record = nullptr;
-  PFN_cuStreamWaitEvent_v3020 wait_event = nullptr;
-};
+using Table = gshare::bench::DriverTable;
 
-struct Setup {
-  Table direct;
-  Table shim;
-  bool ok = false;
-};
-
-Table LoadTable(void* h) {
-  using gshare::bench::LoadSymbol;
-  Table t;
-  LoadSymbol(h, "cuLaunchKernel", &t.launch);
-  LoadSymbol(h, "cuMemcpyHtoDAsync_v2", &t.htod_async);
-  LoadSymbol(h, "cuMemcpyDtoHAsync_v2", &t.dtoh_async);
-  LoadSymbol(h, "cuMemsetD32Async", &t.memset_async);
-  LoadSymbol(h, "cuEventRecord", &t.event_record);
-  LoadSymbol(h, "cuStreamWaitEvent", &t.wait_event);
-  return t;
-}
+using Setup = gshare::bench::DirectAndShim;
 
 Setup& GetSetup() {
   static Setup s = [] {
-    Setup r;
-    void* fake = dlopen(GSHARE_FAKE_DRIVER, RTLD_NOW | RTLD_LOCAL);
-    void* shim = dlopen(GSHARE_PRELOAD_LIB, RTLD_NOW | RTLD_LOCAL);
-    if (fake == nullptr || shim == nullptr) {
-      std::fprintf(stderr, "cannot load: %s\n", dlerror());
-      return r;
-    }
-    r.direct = LoadTable(fake);
-    r.shim = LoadTable(shim);
+    Setup r = gshare::bench::OpenDirectAndShim(GSHARE_FAKE_DRIVER, GSHARE_PRELOAD_LIB);
     for (const Table* t : {&r.direct, &r.shim}) {
-      r.ok = t->launch && t->htod_async && t->dtoh_async && t->memset_async && t->event_record &&
-             t->wait_event;
-      if (!r.ok) break;
+      r.ok = r.ok && t->launch && t->htod_async && t->dtoh_async && t->memset_async &&
+             t->event_record && t->wait_event;
     }
     return r;
   }();

@@ -20,55 +20,32 @@
 
 #include <benchmark/benchmark.h>
 
+#include "driver_table.h"
 #include "same_run_compare.h"
 
 #include "simcuda/kernels/ptx.h"
 
 namespace {
 
-struct Table {
-  PFN_cuLaunchKernel_v4000 launch = nullptr;
-  PFN_cuMemcpyHtoDAsync_v3020 htod_async = nullptr;
-  PFN_cuMemAlloc_v3020 alloc = nullptr;
-  PFN_cuMemFree_v3020 free = nullptr;
-  PFN_cuPointerGetAttributes_v7000 pointer_attributes = nullptr;
-  PFN_cuMemGetInfo_v3020 mem_get_info = nullptr;
-};
+using Table = gshare::bench::DriverTable;
 
-struct Setup {
-  Table direct;
-  Table shim;
+struct Setup : gshare::bench::DirectAndShim {
   PFN_cuStreamSynchronize_v2000 sync = nullptr;
   CUstream stream = nullptr;
   CUfunction kernel = nullptr;
   CUdeviceptr buffer = 0;
   CUdeviceptr vgpu_buffer = 0;  // allocated through the shim (a vGPU allocation)
-  bool ok = false;
 };
-
-Table LoadTable(void* h) {
-  using gshare::bench::LoadSymbol;
-  Table t;
-  LoadSymbol(h, "cuLaunchKernel", &t.launch);
-  LoadSymbol(h, "cuMemcpyHtoDAsync_v2", &t.htod_async);
-  LoadSymbol(h, "cuMemAlloc_v2", &t.alloc);
-  LoadSymbol(h, "cuMemFree_v2", &t.free);
-  LoadSymbol(h, "cuPointerGetAttributes", &t.pointer_attributes);
-  LoadSymbol(h, "cuMemGetInfo_v2", &t.mem_get_info);
-  return t;
-}
 
 Setup& GetSetup() {
   static Setup s = [] {
     Setup r;
-    void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    void* shim = dlopen(GSHARE_PRELOAD_LIB, RTLD_NOW | RTLD_LOCAL);
-    if (driver == nullptr || shim == nullptr) {
-      std::fprintf(stderr, "cannot load driver or shim: %s\n", dlerror());
-      return r;
-    }
-    r.direct = LoadTable(driver);
-    r.shim = LoadTable(shim);
+    static_cast<gshare::bench::DirectAndShim&>(r) =
+        gshare::bench::OpenDirectAndShim("libcuda.so.1", GSHARE_PRELOAD_LIB);
+    if (!r.ok) return r;
+    void* driver = r.driver_handle;
+    void* shim = r.shim_handle;
+    r.ok = false;  // until the context, stream, kernel and buffers are there
     // Initialise through the shim (its cuInit creates the vGPU), set up a context directly.
     auto shim_init = reinterpret_cast<PFN_cuInit_v2000>(dlsym(shim, "cuInit"));
     auto device_retain = reinterpret_cast<PFN_cuDevicePrimaryCtxRetain_v7000>(

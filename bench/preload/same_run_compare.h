@@ -1,11 +1,10 @@
 // CompareDirectAndShim: the measuring loop shared by the preload benchmarks. Each benchmark
 // iteration times one batch of calls on the direct table and one on the shim's, on the calling
 // thread's CPU clock (preemption on a loaded machine does not count), and reports per-call
-// direct_ns, shim_ns, added_ns and ratio, all from the same run. Also the benchmarks' typed
-// dlsym and their skip-if-the-set-up-failed wrapper.
+// direct_ns, shim_ns, added_ns and ratio, all from the same run; and CompareOrSkip, the same
+// for a benchmark's set-up that may have failed.
 #pragma once
 
-#include <dlfcn.h>
 #include <time.h>
 
 #include <cstdint>
@@ -53,12 +52,6 @@ void CompareOrSkip(benchmark::State& state, const Setup& s, int batch, Op op, Af
     return;
   }
   CompareDirectAndShim(state, s.direct, s.shim, batch, op, after);
-}
-
-// `name` in the library `handle`, as the function-pointer type of *out (nullptr if missing).
-template <typename T>
-void LoadSymbol(void* handle, const char* name, T* out) {
-  *out = reinterpret_cast<T>(dlsym(handle, name));
 }
 
 }  // namespace gshare::bench
