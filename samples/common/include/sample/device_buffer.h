@@ -50,45 +50,40 @@ using Stream = Owned<CUstream, DestroyStream>;
 using Event = Owned<CUevent, DestroyEvent>;
 using Module = Owned<CUmodule, UnloadModule>;
 
-// Device memory of a known size.
-class DeviceBuffer {
+// Memory of a known size: a handle plus the bytes it was allocated with.
+template <typename Ptr, CUresult (*Allocator)(Ptr*, size_t), CUresult (*Release)(Ptr)>
+class SizedMemory {
  public:
-  DeviceBuffer() = default;
-  // Allocates `bytes` (> 0) with cuMemAlloc.
+  // Allocates `bytes` (> 0), releasing what it held.
   CUresult Allocate(size_t bytes) {
     bytes_ = 0;
-    CUresult r = cuMemAlloc(mem_.out(), bytes);
+    CUresult r = Allocator(mem_.out(), bytes);
     if (r == CUDA_SUCCESS) bytes_ = bytes;
     return r;
   }
-  CUdeviceptr get() const { return mem_.get(); }
+  Ptr get() const { return mem_.get(); }
   size_t bytes() const { return bytes_; }
-  // Address of float element i (for kernels that take offsets into a buffer).
-  CUdeviceptr f32(size_t i) const { return mem_.get() + i * sizeof(float); }
 
  private:
-  Owned<CUdeviceptr, FreeDevice> mem_;
+  Owned<Ptr, Release> mem_;
   size_t bytes_ = 0;
 };
 
-// Page-locked host memory (cuMemAllocHost), the source and target of async copies.
-class PinnedBuffer {
- public:
-  PinnedBuffer() = default;
-  CUresult Allocate(size_t bytes) {
-    bytes_ = 0;
-    CUresult r = cuMemAllocHost(mem_.out(), bytes);
-    if (r == CUDA_SUCCESS) bytes_ = bytes;
-    return r;
-  }
-  void* get() const { return mem_.get(); }
-  template <typename T>
-  T* as() const { return static_cast<T*>(mem_.get()); }
-  size_t bytes() const { return bytes_; }
+inline CUresult AllocDevice(CUdeviceptr* p, size_t bytes) { return cuMemAlloc(p, bytes); }
+inline CUresult AllocHost(void** p, size_t bytes) { return cuMemAllocHost(p, bytes); }
 
- private:
-  Owned<void*, FreeHost> mem_;
-  size_t bytes_ = 0;
+// Device memory (cuMemAlloc).
+class DeviceBuffer : public SizedMemory<CUdeviceptr, AllocDevice, FreeDevice> {
+ public:
+  // Address of float element i (for kernels that take offsets into a buffer).
+  CUdeviceptr f32(size_t i) const { return get() + i * sizeof(float); }
+};
+
+// Page-locked host memory (cuMemAllocHost), the source and target of async copies.
+class PinnedBuffer : public SizedMemory<void*, AllocHost, FreeHost> {
+ public:
+  template <typename T>
+  T* as() const { return static_cast<T*>(get()); }
 };
 
 }  // namespace sample
