@@ -10,6 +10,56 @@
 
 namespace gshare::probe {
 
+namespace {
+
+// Queues saxpy(alpha 2, x == y == p, n floats) on the legacy stream: p = 3 * p.
+CUresult Triple(CUfunction saxpy, CUdeviceptr p, size_t n) {
+  uint64_t count_param = n;
+  float a = 2.0f;
+  void* params[] = {&a, &p, &p, &count_param};
+  return cuLaunchKernel(saxpy, static_cast<unsigned>((n + 255) / 256), 1, 1, 256, 1, 1, 0,
+                        nullptr, params, nullptr);
+}
+
+// The program's own VMM memory with the device named by its ordinal 0 (as PyTorch's expandable
+// segments do with cudart's device index): created, mapped and accessible on the program's
+// device, where its kernel (`saxpy`, if loaded) reads it; then a device the program does not
+// see (ordinal 2). Prints vmm, vmm_ok, vmm_ordinal, vmm_other.
+void VmmOnItsDevice(const Api& api, CUfunction saxpy) {
+  CUmemAllocationProp prop = PinnedOn(0);
+  size_t gran = 0;
+  CUdeviceptr va = 0;
+  CUmemGenericAllocationHandle handle = 0;
+  CUresult vmm = cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
+  if (vmm == CUDA_SUCCESS) vmm = cuMemAddressReserve(&va, gran, 0, 0, 0);
+  if (vmm == CUDA_SUCCESS) vmm = cuMemCreate(&handle, gran, &prop, 0);
+  if (vmm == CUDA_SUCCESS) vmm = cuMemMap(va, gran, 0, handle, 0);
+  CUmemAccessDesc access{};
+  access.location = prop.location;
+  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  if (vmm == CUDA_SUCCESS) vmm = cuMemSetAccess(va, gran, &access, 1);
+  const size_t vn = gran / sizeof(float);
+  std::vector<float> vhost(vn, 1.0f);
+  if (vmm == CUDA_SUCCESS) vmm = cuMemcpyHtoD(va, vhost.data(), gran);
+  if (vmm == CUDA_SUCCESS && saxpy != nullptr) vmm = Triple(saxpy, va, vn);
+  if (vmm == CUDA_SUCCESS) vmm = cuCtxSynchronize();
+  if (vmm == CUDA_SUCCESS) vmm = cuMemcpyDtoH(vhost.data(), va, gran);
+  int vmm_ordinal = -1;
+  (void)api.pointer_attribute(&vmm_ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, va);
+  std::printf("vmm=%d\nvmm_ok=%d\nvmm_ordinal=%d\n", static_cast<int>(vmm),
+              vmm == CUDA_SUCCESS && vhost[0] == 3.0f && vhost[vn - 1] == 3.0f ? 1 : 0, vmm_ordinal);
+  if (va != 0) (void)cuMemUnmap(va, gran);
+  if (handle != 0) (void)cuMemRelease(handle);
+  if (va != 0) (void)cuMemAddressFree(va, gran);
+  prop.location.id = 2;
+  CUmemGenericAllocationHandle unseen = 0;
+  const CUresult bad = cuMemCreate(&unseen, gran, &prop, 0);
+  std::printf("vmm_other=%d\n", static_cast<int>(bad));
+  if (bad == CUDA_SUCCESS) (void)cuMemRelease(unseen);
+}
+
+}  // namespace
+
 int Devices(const std::string& how) {
   Api api;
   if (!LoadBy(how, &api) || api.device_get_count == nullptr || api.by_pci_bus_id == nullptr ||
@@ -59,65 +109,16 @@ int Devices(const std::string& how) {
   std::vector<float> host(n, 1.5f);
   std::printf("htod=%d\n", static_cast<int>(cuMemcpyHtoD(p, host.data(), n * sizeof(float))));
   CUmodule module = nullptr;
-  CUfunction scale = nullptr;
+  CUfunction saxpy = nullptr;
   CUresult launched = cuModuleLoadData(&module, basic_kernels_ptx);
-  if (launched == CUDA_SUCCESS) launched = cuModuleGetFunction(&scale, module, "saxpy");
-  if (launched == CUDA_SUCCESS) {
-    // saxpy(alpha, x, y, n): y = alpha * x + y, here with x == y: y = 3 * y.
-    uint64_t count_param = n;
-    float a = 2.0f;
-    void* params[] = {&a, &p, &p, &count_param};
-    launched = cuLaunchKernel(scale, static_cast<unsigned>((n + 255) / 256), 1, 1, 256, 1, 1, 0,
-                              nullptr, params, nullptr);
-  }
+  if (launched == CUDA_SUCCESS) launched = cuModuleGetFunction(&saxpy, module, "saxpy");
+  if (launched == CUDA_SUCCESS) launched = Triple(saxpy, p, n);
   const CUresult synced = cuCtxSynchronize();
   std::printf("kernel=%d\nsync=%d\n", static_cast<int>(launched), static_cast<int>(synced));
   std::printf("dtoh=%d\n", static_cast<int>(cuMemcpyDtoH(host.data(), p, n * sizeof(float))));
   std::printf("result_ok=%d\n", host[0] == 4.5f && host[n - 1] == 4.5f ? 1 : 0);
   (void)api.mem_free(p);
-  // The program's own VMM memory with the device named by its ordinal 0 (as PyTorch's
-  // expandable segments do with cudart's device index): created, mapped and accessible on the
-  // program's device, where its kernel reads it.
-  CUmemAllocationProp prop{};
-  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  prop.location.id = 0;
-  size_t gran = 0;
-  CUdeviceptr va = 0;
-  CUmemGenericAllocationHandle handle = 0;
-  CUresult vmm = cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
-  if (vmm == CUDA_SUCCESS) vmm = cuMemAddressReserve(&va, gran, 0, 0, 0);
-  if (vmm == CUDA_SUCCESS) vmm = cuMemCreate(&handle, gran, &prop, 0);
-  if (vmm == CUDA_SUCCESS) vmm = cuMemMap(va, gran, 0, handle, 0);
-  CUmemAccessDesc access{};
-  access.location = prop.location;
-  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-  if (vmm == CUDA_SUCCESS) vmm = cuMemSetAccess(va, gran, &access, 1);
-  const size_t vn = gran / sizeof(float);
-  std::vector<float> vhost(vn, 1.0f);
-  if (vmm == CUDA_SUCCESS) vmm = cuMemcpyHtoD(va, vhost.data(), gran);
-  if (vmm == CUDA_SUCCESS && scale != nullptr) {
-    uint64_t count_param = vn;
-    float a = 2.0f;
-    void* params[] = {&a, &va, &va, &count_param};
-    vmm = cuLaunchKernel(scale, static_cast<unsigned>((vn + 255) / 256), 1, 1, 256, 1, 1, 0,
-                         nullptr, params, nullptr);
-  }
-  if (vmm == CUDA_SUCCESS) vmm = cuCtxSynchronize();
-  if (vmm == CUDA_SUCCESS) vmm = cuMemcpyDtoH(vhost.data(), va, gran);
-  int vmm_ordinal = -1;
-  (void)api.pointer_attribute(&vmm_ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, va);
-  std::printf("vmm=%d\nvmm_ok=%d\nvmm_ordinal=%d\n", static_cast<int>(vmm),
-              vmm == CUDA_SUCCESS && vhost[0] == 3.0f && vhost[vn - 1] == 3.0f ? 1 : 0, vmm_ordinal);
-  if (va != 0) (void)cuMemUnmap(va, gran);
-  if (handle != 0) (void)cuMemRelease(handle);
-  if (va != 0) (void)cuMemAddressFree(va, gran);
-  // A device the program does not see (ordinal 2).
-  prop.location.id = 2;
-  CUmemGenericAllocationHandle unseen = 0;
-  const CUresult bad = cuMemCreate(&unseen, gran, &prop, 0);
-  std::printf("vmm_other=%d\n", static_cast<int>(bad));
-  if (bad == CUDA_SUCCESS) (void)cuMemRelease(unseen);
+  VmmOnItsDevice(api, saxpy);
   return 0;
 }
 

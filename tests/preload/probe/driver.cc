@@ -123,6 +123,14 @@ CUresult SetUpContext(const Api& api) {
   return api.ctx_set_current(ctx);
 }
 
+CUmemAllocationProp PinnedOn(int ordinal) {
+  CUmemAllocationProp prop{};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = ordinal;
+  return prop;
+}
+
 int StartLinked(Api* api) {
   LoadLinked(api);
   if (CUresult r = SetUpContext(*api); r != CUDA_SUCCESS) return Fail("context", r);

@@ -48,6 +48,9 @@ int Fail(const char* what, CUresult r);
 // cuInit, device 0's primary context, made current on the calling thread.
 CUresult SetUpContext(const Api& api);
 
+// VMM: the properties of pinned physical memory on the device with ordinal `ordinal`.
+CUmemAllocationProp PinnedOn(int ordinal);
+
 // LoadLinked + SetUpContext: how most modes start. Returns 0, or Fail("context", ...)'s code.
 int StartLinked(Api* api);
 

@@ -76,10 +76,7 @@ int MemoryApi() {
   (void)cuMemFreeAsync(pooled, stream);
   (void)cuStreamSynchronize(stream);
   // The application's own VMM handles count against the quota.
-  CUmemAllocationProp prop{};
-  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  prop.location.id = 0;
+  const CUmemAllocationProp prop = PinnedOn(0);
   size_t gran = 0;
   (void)cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
   CUmemGenericAllocationHandle handle = 0;
