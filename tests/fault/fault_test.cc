@@ -558,8 +558,19 @@ TEST(ShimRepro, FreeWhileAKernelStillWritesTheMemory) {
   EXPECT_NE(ReadFile(shim_out).find("ok\n"), std::string::npos);
 }
 
+// A raw client the arbiter disconnects alive is no CUDA process: the arbiter's driver (simcuda,
+// which FaultNode's arbiter loads: no gpu_memory given) knows no CUDA state of it, so the
+// reservation it would keep for a live process (an orphan) is released at once, `n` times.
+void ExpectOrphansReleasedAsNoCudaProcess(const nlohmann::json& summary, int n) {
+  EXPECT_EQ(summary["orphans_created"].get<int>(), n) << summary.dump();
+  EXPECT_EQ(summary["orphans_released_no_device"].get<int>(), n) << summary.dump();
+}
+
 // A client that stops reading its channel: it registered (resident, as the arbiter sees it)
 // and never acknowledges the swap-out ordered to make room for a function that needs the GPU.
+// Disconnected alive (order timeout), it holds no device memory (no CUDA process, and the
+// arbiter's driver can tell), so its room goes to the function at once; the same client as a
+// CUDA process keeps its room until it exits (LiveDisconnectedCudaProcessKeeps... below).
 TEST_F(FaultTest, ClientThatStopsReadingItsChannel) {
   const pid_t deaf = node_.Track(arbiter::testing::Spawn(
       {RAW_CLIENT_BIN, "deaf", "--socket", node_.arbiter().socket(), "--quota-mib", "320"},
@@ -574,6 +585,7 @@ TEST_F(FaultTest, ClientThatStopsReadingItsChannel) {
   ExpectCleanNode();
   EXPECT_EQ(summary_["order_timeouts"].get<int>(), 1) << summary_.dump();
   EXPECT_EQ(summary_["client_deaths"].get<int>(), 0) << summary_.dump();
+  ExpectOrphansReleasedAsNoCudaProcess(summary_, 1);
 }
 
 // A client that takes the token and never gives it back nor answers (and is no CUDA process,
@@ -591,6 +603,8 @@ TEST_F(FaultTest, ClientThatHoldsTheTokenAndStopsReading) {
   ::kill(hold, SIGKILL);
   (void)WaitFor(hold, seconds(10));
   ExpectCleanNode();
+  EXPECT_EQ(summary_["unenforceable"].get<int>(), 1) << summary_.dump();
+  ExpectOrphansReleasedAsNoCudaProcess(summary_, 1);  // disconnected alive, no CUDA process
 }
 
 // A client that floods its channel with requests for 3 s, then writes a malformed value: the
@@ -609,6 +623,7 @@ TEST_F(FaultTest, ClientFloodingRequests) {
   EXPECT_NE(out.find("closed"), std::string::npos) << "the flooder was not disconnected: " << out;
   ExpectCleanNode();
   EXPECT_GE(summary_["malformed_channels"].get<int>(), 1) << summary_.dump();
+  ExpectOrphansReleasedAsNoCudaProcess(summary_, summary_["malformed_channels"].get<int>());
 }
 
 // Starts fault_raw_client in `mode` against the node's arbiter (64 MiB quota) with `extra`
@@ -642,6 +657,7 @@ TEST_F(FaultTest, SlowChannelWriterIsNotMalformedButAStuckOneIs) {
   ExpectIntact(a);
   ExpectCleanNode();
   EXPECT_EQ(summary_["malformed_channels"].get<int>(), 1) << summary_.dump();
+  ExpectOrphansReleasedAsNoCudaProcess(summary_, 1);  // the stuck writer, disconnected alive
 }
 
 // A client that writes its doorbell eventfd in a tight loop (ignoring whether the arbiter
@@ -705,6 +721,7 @@ TEST_F(FaultFlood, DoorbellFlooderIsMutedThenDisconnectedWhileOthersKeepRunning)
   EXPECT_GE(summary_["doorbell_mutes"].get<int>(), 1) << summary_.dump();
   EXPECT_EQ(summary_["flood_disconnects"].get<int>(), 1) << summary_.dump();
   EXPECT_EQ(summary_["malformed_channels"].get<int>(), 0) << summary_.dump();
+  ExpectOrphansReleasedAsNoCudaProcess(summary_, 1);  // the flooder, disconnected alive
 }
 
 // Device OOM during swap-in: while function b (256 MiB of data) is swapped out and a (about
@@ -791,6 +808,159 @@ TEST_F(FaultTest, HostMemoryPressureFailsSwapOut) {
   ExpectIntact(a);
   ExpectIntact(b);
   ExpectCleanNode();
+}
+
+
+// ---- Orphan reservations (docs/arbiter.md, "Orphans"). A raw client made a CUDA process that
+// holds its quota of device memory (--cuda 1: simcuda knows it) writes a malformed channel and is
+// disconnected, alive: its reservation stays (an orphan) until it exits or registers again.
+
+// Starts `fault_raw_client malformed` as a CUDA process holding 320 MiB of the 512 MiB GPU and
+// waits until the arbiter disconnected it; its output in <dir>/<out>. -1 on failure.
+pid_t SpawnDisconnectedCudaClient(FaultNode& node, std::vector<pid_t>& pids,
+                                  const std::string& out, std::vector<std::string> extra = {}) {
+  std::vector<std::string> argv = {RAW_CLIENT_BIN, "malformed", "--socket", node.arbiter().socket(),
+                                   "--quota-mib", "320", "--cuda", "1"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  const pid_t pid = node.Track(arbiter::testing::Spawn(argv, node.dir() / out, "", node.SimcudaEnv()));
+  pids.push_back(pid);
+  const auto end = std::chrono::steady_clock::now() + kEventTimeout;
+  while (!HasLine(node.dir() / out, "closed\n") && std::chrono::steady_clock::now() < end)
+    std::this_thread::sleep_for(milliseconds(5));
+  return HasLine(node.dir() / out, "closed\n") ? pid : -1;
+}
+
+// Whether the event ring shows a swap-in ordered for `client`.
+bool SwapInOrdered(FaultNode& node, uint32_t client) {
+  for (const Event& e : node.Events(0))
+    if (e.type == EventType::kSwapInBegin && e.client_id == client) return true;
+  return false;
+}
+
+// The disconnected process still holds 320 MiB on the device, and the arbiter keeps them
+// reserved: a 320 MiB function waits (no swap-in is ordered for it) until that process exits,
+// then runs with its data intact; the reservation never exceeded the GPU.
+TEST_F(FaultTest, LiveDisconnectedCudaProcessKeepsItsReservationUntilItExits) {
+  const pid_t raw = SpawnDisconnectedCudaClient(node_, all_pids_, "raw.out");
+  ASSERT_GT(raw, 0) << ReadFile(node_.dir() / "raw.out") << Log();
+  EXPECT_NE(Log().find("stay reserved as orphan"), std::string::npos) << Log();
+  const auto used = node_.DeviceUsed();
+  ASSERT_TRUE(used.has_value());
+  EXPECT_GE(*used, 320u << 20) << "the raw client does not hold its device memory";
+
+  const Worker a = SpawnPairMember("a", 21, 4);
+  // a asks for the GPU (its burst start in the ring); its swap-in would be ordered in the same
+  // loop step if there were room. Half a second later there is still none.
+  ASSERT_TRUE(node_.WaitForEvent(0, [&](const Event& e) {
+    return e.type == EventType::kBurstStart && e.client_id == ClientOf(a.pid);
+  }, kEventTimeout)) << Log();
+  std::this_thread::sleep_for(milliseconds(500));
+  EXPECT_FALSE(SwapInOrdered(node_, ClientOf(a.pid)))
+      << "a was swapped in beside memory a live process still holds\n" << Log();
+
+  ::kill(raw, SIGKILL);
+  (void)WaitFor(raw, seconds(10));
+  ExpectIntact(a, seconds(60) * TimeScale());
+  ExpectCleanNode();
+  EXPECT_EQ(summary_["malformed_channels"].get<int>(), 1) << summary_.dump();
+  EXPECT_EQ(summary_["orphans_created"].get<int>(), 1) << summary_.dump();
+  EXPECT_EQ(summary_["orphans_released_exited"].get<int>(), 1) << summary_.dump();
+}
+
+// The disconnected process registers again, resident (as a shim on fail-open does): its new
+// reservation replaces the orphan, so the function waiting for room is not swapped in beside it
+// and nothing overshoots (ExpectCleanNode: overshoot_events 0, peak <= usable).
+TEST_F(FaultTest, DisconnectedCudaProcessRegisteringAgainReplacesItsOrphan) {
+  const std::string again = node_.dir() / "register-again";
+  const pid_t raw = SpawnDisconnectedCudaClient(node_, all_pids_, "raw.out", {"--again", again});
+  ASSERT_GT(raw, 0) << ReadFile(node_.dir() / "raw.out") << Log();
+  const Worker a = SpawnPairMember("a", 22, 4);
+  ASSERT_TRUE(node_.WaitForEvent(0, [&](const Event& e) {
+    return e.type == EventType::kBurstStart && e.client_id == ClientOf(a.pid);
+  }, kEventTimeout)) << Log();
+  std::ofstream(again).put('1');
+  const auto end = std::chrono::steady_clock::now() + kEventTimeout;
+  while (!HasLine(node_.dir() / "raw.out", "registered again") && std::chrono::steady_clock::now() < end)
+    std::this_thread::sleep_for(milliseconds(5));
+  ASSERT_TRUE(HasLine(node_.dir() / "raw.out", "registered again"))
+      << ReadFile(node_.dir() / "raw.out") << Log();
+  EXPECT_NE(Log().find("the process registered again (its new reservation replaces it)"),
+            std::string::npos) << Log();
+  EXPECT_FALSE(SwapInOrdered(node_, ClientOf(a.pid))) << Log();
+
+  ::kill(raw, SIGKILL);
+  (void)WaitFor(raw, seconds(10));
+  ExpectIntact(a, seconds(60) * TimeScale());
+  ExpectCleanNode();
+  EXPECT_EQ(summary_["orphans_created"].get<int>(), 1) << summary_.dump();
+  EXPECT_EQ(summary_["orphans_released_reregistered"].get<int>(), 1) << summary_.dump();
+  EXPECT_EQ(summary_["orphans_released_exited"].get<int>(), 0) << summary_.dump();
+}
+
+// PID reuse: the orphan's process exits while the arbiter is stopped (SIGSTOP), and a new
+// process gets its pid and registers before the arbiter has seen the exit; both wake the
+// arbiter in the same loop iteration. The newcomer must not inherit the orphan (its pidfd has
+// signalled: released as exited, never as a re-registration). Run in a private pid namespace
+// (unshare) so the pid can be chosen (ns_last_pid); skipped where that is not permitted.
+TEST(FaultOrphan, ReusedPidOfAnExitedOrphanDoesNotInheritIt) {
+  FaultNode node("1x512MiB", "0", {});
+  const std::string script = R"(
+D="$ORPHAN_DIR"
+"$ARBITER" --socket "$D/ns.sock" --event-ring "$D/ns.ring" --summary "$D/ns.summary.json" \
+  --log-level debug 2>"$D/ns.arbiter.log" &
+ARB=$!
+wait_for() { for i in $(seq 6000); do grep -q "$1" "$2" 2>/dev/null && return 0; sleep 0.01; done; return 1; }
+wait_for "listening on" "$D/ns.arbiter.log" || exit 3
+"$RAW" malformed --socket "$D/ns.sock" --quota-mib 320 --cuda 1 >"$D/ns.a.out" &
+PA=$!
+wait_for closed "$D/ns.a.out" || exit 4
+wait_for "stay reserved as orphan" "$D/ns.arbiter.log" || exit 5
+kill -STOP $ARB
+kill -KILL $PA
+wait $PA
+echo $((PA - 1)) >/proc/sys/kernel/ns_last_pid || { kill -CONT $ARB; exit 77; }
+"$RAW" register --socket "$D/ns.sock" --quota-mib 320 >"$D/ns.b.out" &
+PB=$!
+if [ "$PB" != "$PA" ]; then kill -CONT $ARB; exit 78; fi
+sleep 0.2  # b connects and sends its request while the arbiter is stopped
+kill -CONT $ARB
+wait_for registered "$D/ns.b.out" || exit 6
+kill -KILL $PB
+wait $PB
+kill -TERM $ARB
+wait $ARB || exit 7
+echo "pid $PA reused"
+)";
+  if (::access("/usr/bin/unshare", X_OK) != 0) GTEST_SKIP() << "no /usr/bin/unshare (util-linux)";
+  std::vector<std::string> argv = {"/usr/bin/unshare", "--pid", "--fork", "--mount-proc",
+                                   "--kill-child"};
+  if (::geteuid() != 0) argv.insert(argv.begin() + 1, {"--user", "--map-root-user"});
+  argv.insert(argv.end(), {"bash", "-c", script});
+  std::vector<std::string> env = node.SimcudaEnv();
+  env.insert(env.end(), {"ORPHAN_DIR=" + node.dir().path(), std::string("ARBITER=") + ARBITER_BIN,
+                         std::string("RAW=") + RAW_CLIENT_BIN});
+  const std::string out = node.dir() / "ns.out";
+  const std::string err = node.dir() / "ns.err";
+  const pid_t pid = node.Track(arbiter::testing::Spawn(argv, out, err, env));
+  ASSERT_GT(pid, 0);
+  const int code = ExitCode(WaitFor(pid, seconds(120) * TimeScale()));
+  const std::string log = ReadFile(node.dir() / "ns.arbiter.log");
+  if (code == 77 || code == 78 || (code != 0 && ReadFile(err).find("unshare failed") != std::string::npos))
+    GTEST_SKIP() << "no private pid namespace with a chosen pid here (exit " << code << "): " << ReadFile(err);
+  ASSERT_EQ(code, 0) << ReadFile(out) << ReadFile(err) << "\nraw a: " << ReadFile(node.dir() / "ns.a.out")
+                     << "\nraw b: " << ReadFile(node.dir() / "ns.b.out") << "\n" << log;
+  EXPECT_NE(ReadFile(out).find("reused"), std::string::npos) << ReadFile(out);
+  const nlohmann::json summary =
+      nlohmann::json::parse(ReadFile(node.dir() / "ns.summary.json"), nullptr, false);
+  ASSERT_TRUE(summary.is_object()) << log;
+  EXPECT_EQ(summary["registrations"].get<int>(), 2) << summary.dump();
+  EXPECT_EQ(summary["orphans_created"].get<int>(), 1) << summary.dump() << log;
+  EXPECT_EQ(summary["orphans_released_exited"].get<int>(), 1) << summary.dump() << log;
+  EXPECT_EQ(summary["orphans_released_reregistered"].get<int>(), 0)
+      << "the new process with the orphan's pid inherited it\n" << summary.dump() << log;
+  const auto& gpu = summary["gpus"][0];
+  EXPECT_EQ(gpu["reserved_bytes"].get<uint64_t>(), 0u) << summary.dump();
+  EXPECT_EQ(gpu["overshoot_events"].get<uint64_t>(), 0u) << summary.dump();
 }
 
 }  // namespace

@@ -24,8 +24,21 @@
 //                                      "stalled", then "completed", then after 1 s
 //                                      "still connected" or "closed" (or only "closed" when the
 //                                      arbiter disconnects it while stalled)
+//   malformed --socket P --quota-mib Q [--again FILE]
+//                                      registers, writes a malformed value into its channel and
+//                                      lives on after the arbiter disconnects it ("closed"); with
+//                                      --again, once FILE exists it registers again as a shim
+//                                      that ran on fail-open does (re-registration, resident on
+//                                      its GPU) and prints "registered again N"
+//   register  --socket P --quota-mib Q registers and sleeps
+//
+// --cuda 1 (any mode that registers): before registering, the process initialises the CUDA
+// driver found as libcuda.so.1 (simcuda in the tests), retains device 0's primary context and
+// allocates Q MiB there, so the driver knows it as a CUDA process holding that memory (as a
+// function under the shim is); without it, it is no CUDA process.
 // Prints one line per step reached ("connected", "sent", "registered", "granted", "flooded N")
 // and then sleeps until killed (except flood, which exits after the malformed write is seen).
+#include <dlfcn.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -125,6 +138,48 @@ int StallWrite(ClientChannel& ch, int connection, int stall_ms) {
   return 0;
 }
 
+// Makes this process a CUDA process holding `mib` MiB of device 0 (see --cuda above). The
+// driver is dlopen'ed so the raw client needs no CUDA library unless asked.
+bool BecomeCudaProcess(uint64_t mib) {
+  void* lib = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (lib == nullptr) return false;
+  using Init = int (*)(unsigned);
+  using DeviceGet = int (*)(int*, int);
+  using Retain = int (*)(void**, int);
+  using SetCurrent = int (*)(void*);
+  using Alloc = int (*)(unsigned long long*, size_t);
+  auto init = reinterpret_cast<Init>(::dlsym(lib, "cuInit"));
+  auto device_get = reinterpret_cast<DeviceGet>(::dlsym(lib, "cuDeviceGet"));
+  auto retain = reinterpret_cast<Retain>(::dlsym(lib, "cuDevicePrimaryCtxRetain"));
+  auto set_current = reinterpret_cast<SetCurrent>(::dlsym(lib, "cuCtxSetCurrent"));
+  auto alloc = reinterpret_cast<Alloc>(::dlsym(lib, "cuMemAlloc_v2"));
+  if (init == nullptr || device_get == nullptr || retain == nullptr || set_current == nullptr ||
+      alloc == nullptr)
+    return false;
+  int dev = 0;
+  void* ctx = nullptr;
+  unsigned long long ptr = 0;
+  return init(0) == 0 && device_get(&dev, 0) == 0 && retain(&ctx, dev) == 0 &&
+         set_current(ctx) == 0 && alloc(&ptr, static_cast<size_t>(mib) << 20) == 0;
+}
+
+// Disconnected as malformed, alive: waits for `again` (if any) and registers once more the way
+// a shim on fail-open does after losing its arbiter (resident on the GPU it had).
+[[noreturn]] void LiveOnAfterDisconnect(const std::string& socket, uint64_t quota_mib,
+                                        const RegisterReply& first, const std::string& again) {
+  if (again.empty()) SleepForever();
+  while (::access(again.c_str(), F_OK) != 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  RegisterRequest r = Request(quota_mib, "malformed");
+  r.flags = kFlagReRegister | kFlagResident;
+  r.previous_client_id = first.client_id;
+  r.current_gpu = first.gpu;
+  r.resident_bytes = quota_mib << 20;
+  auto reg = Register(socket, r, seconds(10));
+  Say(reg.ok() ? "registered again " + std::to_string(reg->reply.client_id)
+               : "refused again " + reg.status().ToString());
+  SleepForever();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -148,6 +203,13 @@ int main(int argc, char** argv) {
     SleepForever();
   }
 
+  if (f["--cuda"] == "1") {
+    if (!BecomeCudaProcess(quota_mib)) {
+      Say("no CUDA");
+      return 1;
+    }
+    Say("cuda");
+  }
   auto reg = Register(socket, Request(quota_mib, mode), seconds(10));
   if (!reg.ok()) {
     Say("refused " + reg.status().ToString());
@@ -157,7 +219,14 @@ int main(int argc, char** argv) {
   auto ch = ClientChannel::Attach(std::move(reg->channel), std::move(reg->doorbell));
   if (!ch.ok()) return 1;
   Say("registered " + std::to_string(reg->reply.client_id));
-  if (mode == "deaf") SleepForever();
+  if (mode == "deaf" || mode == "register") SleepForever();
+  if (mode == "malformed") {
+    StoreRelease(&ch->layout()->client_token.state, 77u);  // a value out of range
+    (void)ch->NotifyArbiter();
+    while (!Closed(reg->connection.get())) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    Say("closed");
+    LiveOnAfterDisconnect(socket, quota_mib, reg->reply, f["--again"]);
+  }
   if (mode == "stall-write") return StallWrite(*ch, reg->connection.get(), std::atoi(f["--stall-ms"].c_str()));
   if (mode == "hold") {
     if (!ch->RequestToken().ok()) return 1;
