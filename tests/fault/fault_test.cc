@@ -815,19 +815,12 @@ TEST_F(FaultTest, HostMemoryPressureFailsSwapOut) {
 // holds its quota of device memory (--cuda 1: simcuda knows it) writes a malformed channel and is
 // disconnected, alive: its reservation stays (an orphan) until it exits or registers again.
 
-// Starts `fault_raw_client malformed` as a CUDA process holding 320 MiB of the 512 MiB GPU and
-// waits until the arbiter disconnected it; its output in <dir>/<out>. -1 on failure.
-pid_t SpawnDisconnectedCudaClient(FaultNode& node, std::vector<pid_t>& pids,
-                                  const std::string& out, std::vector<std::string> extra = {}) {
-  std::vector<std::string> argv = {RAW_CLIENT_BIN, "malformed", "--socket", node.arbiter().socket(),
-                                   "--quota-mib", "320", "--cuda", "1"};
-  argv.insert(argv.end(), extra.begin(), extra.end());
-  const pid_t pid = node.Track(arbiter::testing::Spawn(argv, node.dir() / out, "", node.SimcudaEnv()));
-  pids.push_back(pid);
+// Polls `path` until it has `text` (safety net kEventTimeout); whether it has.
+bool WaitForLine(const std::string& path, const std::string& text) {
   const auto end = std::chrono::steady_clock::now() + kEventTimeout;
-  while (!HasLine(node.dir() / out, "closed\n") && std::chrono::steady_clock::now() < end)
+  while (!HasLine(path, text) && std::chrono::steady_clock::now() < end)
     std::this_thread::sleep_for(milliseconds(5));
-  return HasLine(node.dir() / out, "closed\n") ? pid : -1;
+  return HasLine(path, text);
 }
 
 // Whether the event ring shows a swap-in ordered for `client`.
@@ -837,31 +830,55 @@ bool SwapInOrdered(FaultNode& node, uint32_t client) {
   return false;
 }
 
+class FaultOrphanTest : public FaultTest {
+ protected:
+  // Starts `fault_raw_client malformed` as a CUDA process holding 320 MiB of the 512 MiB GPU and
+  // waits until the arbiter disconnected it; its output in <dir>/raw.out. -1 on failure.
+  pid_t SpawnDisconnectedCudaClient(std::vector<std::string> extra = {}) {
+    std::vector<std::string> argv = {RAW_CLIENT_BIN, "malformed", "--socket",
+                                     node_.arbiter().socket(), "--quota-mib", "320", "--cuda", "1"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    const pid_t pid =
+        node_.Track(arbiter::testing::Spawn(argv, raw_out_, "", node_.SimcudaEnv()));
+    all_pids_.push_back(pid);
+    return WaitForLine(raw_out_, "closed\n") ? pid : -1;
+  }
+  // Waits until function `a` asks for the GPU (its burst start in the event ring).
+  bool AsksForTheGpu(const Worker& a) {
+    return node_.WaitForEvent(0, [&](const Event& e) {
+      return e.type == EventType::kBurstStart && e.client_id == ClientOf(a.pid);
+    }, kEventTimeout).has_value();
+  }
+  // Ends the raw client and checks that `a` then finishes intact on a clean node.
+  void KillRawAndFinish(pid_t raw, const Worker& a) {
+    ::kill(raw, SIGKILL);
+    (void)WaitFor(raw, seconds(10));
+    ExpectIntact(a, seconds(60) * TimeScale());
+    ExpectCleanNode();
+  }
+  const std::string raw_out_ = node_.dir() / "raw.out";
+};
+
 // The disconnected process still holds 320 MiB on the device, and the arbiter keeps them
 // reserved: a 320 MiB function waits (no swap-in is ordered for it) until that process exits,
 // then runs with its data intact; the reservation never exceeded the GPU.
-TEST_F(FaultTest, LiveDisconnectedCudaProcessKeepsItsReservationUntilItExits) {
-  const pid_t raw = SpawnDisconnectedCudaClient(node_, all_pids_, "raw.out");
-  ASSERT_GT(raw, 0) << ReadFile(node_.dir() / "raw.out") << Log();
+TEST_F(FaultOrphanTest, LiveDisconnectedCudaProcessKeepsItsReservationUntilItExits) {
+  const pid_t raw = SpawnDisconnectedCudaClient();
+  ASSERT_GT(raw, 0) << ReadFile(raw_out_) << Log();
   EXPECT_NE(Log().find("stay reserved as orphan"), std::string::npos) << Log();
   const auto used = node_.DeviceUsed();
   ASSERT_TRUE(used.has_value());
   EXPECT_GE(*used, 320u << 20) << "the raw client does not hold its device memory";
 
   const Worker a = SpawnPairMember("a", 21, 4);
-  // a asks for the GPU (its burst start in the ring); its swap-in would be ordered in the same
-  // loop step if there were room. Half a second later there is still none.
-  ASSERT_TRUE(node_.WaitForEvent(0, [&](const Event& e) {
-    return e.type == EventType::kBurstStart && e.client_id == ClientOf(a.pid);
-  }, kEventTimeout)) << Log();
+  // Once a asks for the GPU, its swap-in would be ordered in the same loop step if there were
+  // room. Half a second later there is still none.
+  ASSERT_TRUE(AsksForTheGpu(a)) << Log();
   std::this_thread::sleep_for(milliseconds(500));
   EXPECT_FALSE(SwapInOrdered(node_, ClientOf(a.pid)))
       << "a was swapped in beside memory a live process still holds\n" << Log();
 
-  ::kill(raw, SIGKILL);
-  (void)WaitFor(raw, seconds(10));
-  ExpectIntact(a, seconds(60) * TimeScale());
-  ExpectCleanNode();
+  KillRawAndFinish(raw, a);
   EXPECT_EQ(summary_["malformed_channels"].get<int>(), 1) << summary_.dump();
   EXPECT_EQ(summary_["orphans_created"].get<int>(), 1) << summary_.dump();
   EXPECT_EQ(summary_["orphans_released_exited"].get<int>(), 1) << summary_.dump();
@@ -870,28 +887,19 @@ TEST_F(FaultTest, LiveDisconnectedCudaProcessKeepsItsReservationUntilItExits) {
 // The disconnected process registers again, resident (as a shim on fail-open does): its new
 // reservation replaces the orphan, so the function waiting for room is not swapped in beside it
 // and nothing overshoots (ExpectCleanNode: overshoot_events 0, peak <= usable).
-TEST_F(FaultTest, DisconnectedCudaProcessRegisteringAgainReplacesItsOrphan) {
+TEST_F(FaultOrphanTest, DisconnectedCudaProcessRegisteringAgainReplacesItsOrphan) {
   const std::string again = node_.dir() / "register-again";
-  const pid_t raw = SpawnDisconnectedCudaClient(node_, all_pids_, "raw.out", {"--again", again});
-  ASSERT_GT(raw, 0) << ReadFile(node_.dir() / "raw.out") << Log();
+  const pid_t raw = SpawnDisconnectedCudaClient({"--again", again});
+  ASSERT_GT(raw, 0) << ReadFile(raw_out_) << Log();
   const Worker a = SpawnPairMember("a", 22, 4);
-  ASSERT_TRUE(node_.WaitForEvent(0, [&](const Event& e) {
-    return e.type == EventType::kBurstStart && e.client_id == ClientOf(a.pid);
-  }, kEventTimeout)) << Log();
+  ASSERT_TRUE(AsksForTheGpu(a)) << Log();
   std::ofstream(again).put('1');
-  const auto end = std::chrono::steady_clock::now() + kEventTimeout;
-  while (!HasLine(node_.dir() / "raw.out", "registered again") && std::chrono::steady_clock::now() < end)
-    std::this_thread::sleep_for(milliseconds(5));
-  ASSERT_TRUE(HasLine(node_.dir() / "raw.out", "registered again"))
-      << ReadFile(node_.dir() / "raw.out") << Log();
+  ASSERT_TRUE(WaitForLine(raw_out_, "registered again")) << ReadFile(raw_out_) << Log();
   EXPECT_NE(Log().find("the process registered again (its new reservation replaces it)"),
             std::string::npos) << Log();
   EXPECT_FALSE(SwapInOrdered(node_, ClientOf(a.pid))) << Log();
 
-  ::kill(raw, SIGKILL);
-  (void)WaitFor(raw, seconds(10));
-  ExpectIntact(a, seconds(60) * TimeScale());
-  ExpectCleanNode();
+  KillRawAndFinish(raw, a);
   EXPECT_EQ(summary_["orphans_created"].get<int>(), 1) << summary_.dump();
   EXPECT_EQ(summary_["orphans_released_reregistered"].get<int>(), 1) << summary_.dump();
   EXPECT_EQ(summary_["orphans_released_exited"].get<int>(), 0) << summary_.dump();
