@@ -167,6 +167,14 @@ TEST(ArbiterMetrics, ScrapedPageIsValidPrometheusTextWithTheFiguresThatRan) {
   EXPECT_LE(page.Get("gshare_arbiter_lease_takes_total"), page.Get("gshare_arbiter_lease_offers_total"));
   EXPECT_EQ(page.types["gshare_arbiter_gpu_resident_bytes"], "gauge");
   EXPECT_EQ(page.types["gshare_arbiter_burst_duration_seconds"], "histogram");
+  // Orphan reservations (docs/arbiter.md, "Orphans"): none in this honest run, every series there.
+  EXPECT_EQ(page.types["gshare_arbiter_gpu_orphaned_bytes"], "gauge");
+  EXPECT_EQ(page.Get("gshare_arbiter_gpu_orphaned_bytes", gpu), 0);
+  EXPECT_EQ(page.Get("gshare_arbiter_gpu_orphans", gpu), 0);
+  EXPECT_EQ(page.Get("gshare_arbiter_orphans_created_total"), 0);
+  EXPECT_EQ(page.types["gshare_arbiter_orphans_released_total"], "counter");
+  for (const char* cause : {"exited", "reregistered", "no_device"})
+    EXPECT_EQ(page.Get("gshare_arbiter_orphans_released_total", {{"cause", cause}}), 0) << cause;
   // Every histogram series: cumulative buckets, le ascending, +Inf last and equal to _count.
   std::map<std::string, std::vector<std::pair<double, double>>> buckets;  // series -> (le, n)
   for (const Sample& s : page.samples) {
