@@ -69,6 +69,10 @@ struct Transfer {
   uint32_t order_seq = 0;
   uint64_t issued_ns = 0;
   uint64_t not_before_ns = 0;  // a retried swap-in waits until then (back-off)
+  // The client's last progress report for this order (bytes), and when the arbiter saw it
+  // change (0: never): the order's deadline follows progress (OrderDeadlineNs).
+  uint64_t progress_bytes = 0;
+  uint64_t progress_ns = 0;
 };
 
 struct Client {
@@ -223,7 +227,8 @@ class ArbiterImpl final : public Arbiter {
   void CheckSlices(uint64_t now_ns);
   // Disconnects clients that have not acknowledged a swap order by OrderDeadlineNs.
   void CheckOrders(uint64_t now_ns);
-  uint64_t OrderDeadlineNs(const Client& c) const;  // UINT64_MAX: no order in flight
+  // UINT64_MAX: no order in flight. See the constants above kOrderMinBytesPerS.
+  uint64_t OrderDeadlineNs(const Client& c) const;
   void Grant(Client& c, uint32_t g, policy::Duration slice_us, uint64_t now_ns);
   void Preempt(Client& c, uint64_t now_ns);
   void Enforce(Client& c, uint64_t now_ns);

@@ -28,15 +28,25 @@ namespace {
 
 policy::Duration ToUs(uint64_t ns) { return static_cast<policy::Duration>(ns / 1000); }
 
+// How long moving `bytes` takes at `bytes_per_s`, in ns (no overflow for any quota).
+uint64_t TransferNs(uint64_t bytes, uint64_t bytes_per_s) {
+  constexpr uint64_t kNsPerS = 1'000'000'000ULL;
+  return bytes / bytes_per_s * kNsPerS + bytes % bytes_per_s * kNsPerS / bytes_per_s;
+}
+
 // How long the arbiter spins for a draining holder's release, and how long it lets the
 // next-in-line client spin for its grant, before both fall back to sleeping.
 constexpr uint64_t kReleaseSpinNs = 200'000;
 constexpr uint32_t kNextSpinNs = 500'000;
-// A swap order not acknowledged within kOrderBaseNs + quota / kOrderMinBytesPerNs is taken as a
-// client that stopped reading its channel (alive, connection open): it is disconnected so the
-// memory its reservation holds goes to others. Generous: a loaded node moves >1 GB/s.
-constexpr uint64_t kOrderBaseNs = 10'000'000'000ULL;
+// A swap order not acknowledged within swap_order_timeout + quota / kOrderMinBytesPerS is taken
+// as a client that stopped reading its channel (alive, connection open) and is disconnected.
+// Generous: a loaded node moves >1 GB/s. But a node can be far slower than that (a sanitizer
+// build, host memory pressure, many GPUs swapping at once), so a client that reports progress
+// (its copies completing: ClientChannel::ReportSwapProgress) is given swap_order_timeout more
+// from each change the arbiter sees, up to quota / kOrderProgressMinBytesPerS in all: a
+// stalled swap is still caught, and a client that fakes progress is caught at that cap.
 constexpr uint64_t kOrderMinBytesPerS = 128ULL << 20;
+constexpr uint64_t kOrderProgressMinBytesPerS = 8ULL << 20;
 // A swap-in that failed (device out of memory: e.g. a process outside gshare holds memory) is
 // retried while the client still waits for a grant there, after 50 ms doubling up to 2 s.
 constexpr uint64_t kSwapInRetryBaseNs = 50'000'000;
@@ -636,14 +646,31 @@ void ArbiterImpl::CheckSlices(uint64_t now_ns) {
 
 uint64_t ArbiterImpl::OrderDeadlineNs(const Client& c) const {
   if (c.transfers.empty() || !c.transfers.front().issued) return UINT64_MAX;
-  return c.transfers.front().issued_ns + kOrderBaseNs +
-         c.quota / kOrderMinBytesPerS * 1'000'000'000ULL;
+  const Transfer& t = c.transfers.front();
+  const auto window = static_cast<uint64_t>(config_.swap_order_timeout.count());
+  const uint64_t first = t.issued_ns + window + TransferNs(c.quota, kOrderMinBytesPerS);
+  if (t.progress_ns == 0) return first;
+  const uint64_t cap = t.issued_ns + window + TransferNs(c.quota, kOrderProgressMinBytesPerS);
+  return std::min(cap, std::max(first, t.progress_ns + window));
 }
 
 void ArbiterImpl::CheckOrders(uint64_t now_ns) {
   std::vector<uint32_t> late;
-  for (const auto& [id, c] : clients_)
-    if (now_ns >= OrderDeadlineNs(*c)) late.push_back(id);
+  for (auto& [id, c] : clients_) {
+    if (now_ns < OrderDeadlineNs(*c)) continue;
+    // Due: did the order move since the arbiter last looked? Then it is alive: look again a
+    // window later (the cap still holds). Read only at deadlines: nothing on the hot path.
+    Transfer& t = c->transfers.front();
+    const shm::SwapProgress p = c->chan.ReadSwapProgress();
+    if (p.seq == t.order_seq && p.bytes != t.progress_bytes) {
+      t.progress_bytes = p.bytes;
+      t.progress_ns = now_ns;
+      spdlog::debug("client {}: swap order {} still moving ({} so far)", c->id, t.order_seq,
+                    FormatByteSize(p.bytes));
+      if (now_ns < OrderDeadlineNs(*c)) continue;
+    }
+    late.push_back(id);
+  }
   for (uint32_t id : late) {
     Client& c = *ById(id);
     spdlog::error("client {} '{}' (pid {}) has not acknowledged swap order {} in {} s; it no "

@@ -182,6 +182,13 @@ const std::map<std::string, Key>& Keys() {
         "DURATION",
         "after a preemption, how long a holder may take before it is locked and checkpointed "
         "(default 200ms)"}},
+      {"swap_order_timeout",
+       {[](ArbiterConfig& c, const std::string& v) {
+           return SetDuration(c.swap_order_timeout, v, false);
+         },
+        "DURATION",
+        "a swap order whose client shows no progress this long (first window: plus its quota "
+        "at 128 MiB/s) disconnects it (default 10s)"}},
       {"lease",
        {[](ArbiterConfig& c, const std::string& v) -> std::string {
            if (v != "on" && v != "off") return "'" + v + "' is neither 'on' nor 'off'";

@@ -142,6 +142,13 @@ bool ArbiterChannel::Released() const {
   return granted_ && LoadAcquire(&layout()->client_token.released_seq) == grant_seq_;
 }
 
+SwapProgress ArbiterChannel::ReadSwapProgress() const {
+  SwapProgress p;
+  p.seq = LoadAcquire(&layout()->heartbeat.progress_seq);
+  p.bytes = LoadRelaxed(&layout()->heartbeat.progress_bytes);
+  return p;
+}
+
 Result<ClientView> ArbiterChannel::ReadClient(uint64_t now_ns) const {
   const ChannelLayout* l = layout();
   ClientView v;

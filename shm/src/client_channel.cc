@@ -222,6 +222,11 @@ void ClientChannel::Heartbeat(uint64_t now_ns) {
   StoreRelease(&layout()->heartbeat.heartbeat_ns, now_ns);
 }
 
+void ClientChannel::ReportSwapProgress(uint32_t seq, uint64_t bytes) {
+  StoreRelaxed(&layout()->heartbeat.progress_bytes, bytes);
+  StoreRelease(&layout()->heartbeat.progress_seq, seq);
+}
+
 void ClientChannel::BumpGeneration() { FetchAdd(&layout()->heartbeat.generation, 1U); }
 
 }  // namespace gshare::shm

@@ -3,8 +3,11 @@
 // allocation while swapped out, swap-in onto the other device, failures that change nothing.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
+#include <mutex>
 #include <random>
+#include <vector>
 
 #include "fake_driver.h"
 #include "gshare/memory/vgpu_memory.h"
@@ -100,6 +103,39 @@ TEST_F(SwapFakeTest, RandomPatternsSurviveRepeatedSwaps) {
   EXPECT_EQ(FakeDriver::HostAllocCalls(), host_allocs_before_last_round);
   EXPECT_GE(FakeDriver::DtoHStreams().size(), 2u);
   EXPECT_GE(FakeDriver::HtoDStreams().size(), 2u);
+  FreeAll(mem);
+}
+
+// The swap progress callback (the arbiter's liveness hint) hears the bytes moved so far as the
+// copies complete, at least every 16 MiB: on the way out rising up to the image's size, on the
+// way in (from several workers) up to the same total; an empty callback stops the reports.
+TEST_F(SwapFakeTest, SwapProgressIsReportedAsTheBytesMove) {
+  VgpuMemory mem(api_, options_);
+  std::mutex mu;
+  std::vector<uint64_t> heard;
+  mem.SetSwapProgressCallback([&](uint64_t bytes) {
+    std::lock_guard<std::mutex> lock(mu);
+    heard.push_back(bytes);
+  });
+  for (uint64_t i = 0; i < 6; ++i) AllocFilled(mem, 40 * kMiB, 100 + i);
+  const uint64_t backed = mem.counters().backed_bytes;
+  SwapStats out;
+  ASSERT_EQ(mem.SwapOut({}, &out), CUDA_SUCCESS);
+  ASSERT_GE(heard.size(), backed / (16 * kMiB)) << "a report at least every 16 MiB";
+  EXPECT_TRUE(std::is_sorted(heard.begin(), heard.end()));
+  EXPECT_EQ(std::adjacent_find(heard.begin(), heard.end()), heard.end()) << "each report moved";
+  EXPECT_EQ(heard.back(), backed);
+  heard.clear();
+  SwapStats in;
+  ASSERT_EQ(mem.SwapIn(0, &in), CUDA_SUCCESS);
+  EXPECT_GE(heard.size(), backed / (16 * kMiB) - options_.swap_streams);
+  EXPECT_EQ(*std::max_element(heard.begin(), heard.end()), backed);
+  ExpectAllIntact();
+  heard.clear();
+  mem.SetSwapProgressCallback({});
+  ASSERT_EQ(mem.SwapOut({}, &out), CUDA_SUCCESS);
+  ASSERT_EQ(mem.SwapIn(0, &in), CUDA_SUCCESS);
+  EXPECT_TRUE(heard.empty());
   FreeAll(mem);
 }
 

@@ -110,6 +110,21 @@ TEST(ChannelTest, AttachChecks) {
   EXPECT_EQ(ArbiterChannel::Create(ChannelInit{}).status().code(), StatusCode::kInvalidArgument);
 }
 
+TEST(ChannelTest, SwapProgressReachesTheArbiterAsAHint) {
+  Pair p = MakePair();
+  EXPECT_EQ(p.arbiter.ReadSwapProgress().seq, 0U);  // nothing reported yet
+  const uint32_t order = p.arbiter.IssueSwapOrder(SwapOp::kSwapOut, 0, MonotonicNowNs());
+  p.client.ReportSwapProgress(order, 8u << 20);
+  SwapProgress got = p.arbiter.ReadSwapProgress();
+  EXPECT_EQ(got.seq, order);
+  EXPECT_EQ(got.bytes, 8u << 20);
+  p.client.ReportSwapProgress(order, 24u << 20);
+  EXPECT_EQ(p.arbiter.ReadSwapProgress().bytes, 24u << 20);
+  // A hint, not a report: whatever it says, the validated view stays well-formed.
+  p.client.ReportSwapProgress(0xffffffffu, ~0ULL);
+  EXPECT_TRUE(p.arbiter.ReadClient(MonotonicNowNs()).ok());
+}
+
 TEST(ChannelTest, GrantYieldPreemptFlow) {
   Pair p = MakePair();
   EXPECT_FALSE(p.client.HoldsToken());

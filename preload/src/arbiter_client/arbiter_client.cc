@@ -41,6 +41,7 @@ shm::Result<std::unique_ptr<ArbiterClient>> ArbiterClient::Start(const ArbiterCl
     host->OpenGate();
     return s;
   }
+  host->SetSwapProgressSink([c = client.get()](uint64_t bytes) { c->ReportSwapProgress(bytes); });
   client->thread_ = std::thread([c = client.get()] {
     c->ServiceLoop();
     std::lock_guard<std::mutex> lock(c->mu_);
@@ -57,6 +58,13 @@ ArbiterClient::~ArbiterClient() {
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  host_->SetSwapProgressSink({});
+}
+
+void ArbiterClient::ReportSwapProgress(uint64_t bytes) {
+  shm::ClientChannel* ch = progress_channel_.load(std::memory_order_acquire);
+  const uint32_t seq = progress_seq_.load(std::memory_order_acquire);
+  if (ch != nullptr && seq != 0) ch->ReportSwapProgress(seq, bytes);
 }
 
 shm::Status ArbiterClient::Connect(bool re_register) {
@@ -249,16 +257,19 @@ void ArbiterClient::HandleSwapOrder(const shm::SwapOrder& order) {
     ch = channel_;
   }
   SwapOutcome r;
+  if (order.op != shm::SwapOp::kSwapOut && order.op != shm::SwapOp::kSwapIn) return;
+  progress_channel_.store(ch.get(), std::memory_order_release);
+  progress_seq_.store(order.seq, std::memory_order_release);
   if (order.op == shm::SwapOp::kSwapOut) {
     Release(false);  // the arbiter never orders a holder out; be safe if it does
     (void)ch->SetResidency(shm::Residency::kSwappingOut, host_->CurrentGpu(), host_->ResidentBytes());
     r = host_->SwapOut();
-  } else if (order.op == shm::SwapOp::kSwapIn) {
+  } else {
     (void)ch->SetResidency(shm::Residency::kSwappingIn, shm::kNoGpu, 0);
     r = host_->SwapIn(order.target_gpu);
-  } else {
-    return;
   }
+  progress_seq_.store(0, std::memory_order_release);
+  progress_channel_.store(nullptr, std::memory_order_release);
   const bool resident = host_->Resident();
   (void)ch->AckSwap(order.seq, r.ok ? shm::SwapAckStatus::kOk : shm::SwapAckStatus::kFailed,
                     r.bytes, r.duration_ns,

@@ -23,7 +23,9 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -68,6 +70,12 @@ class ShimHost {
   // Swaps the vGPU out (device memory released, addresses kept) / in onto `gpu`.
   virtual SwapOutcome SwapOut() = 0;
   virtual SwapOutcome SwapIn(uint32_t gpu) = 0;
+  // Installs (empty: removes) a sink told the bytes a running swap has moved so far, called
+  // from inside SwapOut/SwapIn (possibly from several of the swap's threads at once). The
+  // client reports it to the arbiter as the order's progress: an order that keeps progressing
+  // is not taken for a dead client however slow the node is. Hosts that cannot tell ignore it.
+  using SwapProgressSink = std::function<void(uint64_t bytes_so_far)>;
+  virtual void SetSwapProgressSink(SwapProgressSink sink) { (void)sink; }
   // Prepares the next swap-out while the process is idle (pins host staging for the current
   // footprint, off the swap's critical path). Called by the service thread, never while a swap
   // runs; may take a while on a real driver.
@@ -145,6 +153,8 @@ class ArbiterClient {
   shm::Status Connect(bool re_register);
   void ServiceLoop();
   void HandleSwapOrder(const shm::SwapOrder& order);
+  // The swap progress sink: reports the running order's progress in its channel (any thread).
+  void ReportSwapProgress(uint64_t bytes);
   // Drains and releases the held token. `only_if_still_idle` (idle release): gives up, keeping
   // the token, if work was submitted between the idle decision and the gate's closing.
   void Release(bool want_again, bool only_if_still_idle = false);
@@ -167,6 +177,12 @@ class ArbiterClient {
   uint64_t registrations_ = 0;                     // guarded by mu_
   shm::GrantInfo grant_;                           // guarded by mu_
   uint32_t last_order_seq_ = 0;                    // service thread only
+  // The order being carried out and its channel, for the swap progress sink (which runs on the
+  // swap's threads and must not take mu_: they hold the vGPU's lock, which Acquire's
+  // residency checks take under mu_). Set by HandleSwapOrder around the swap, which keeps the
+  // channel alive meanwhile; null / 0 otherwise.
+  std::atomic<shm::ClientChannel*> progress_channel_{nullptr};
+  std::atomic<uint32_t> progress_seq_{0};
   uint64_t last_prepare_ns_ = 0;                   // service thread only
   std::chrono::nanoseconds held_tick_{0};          // service thread only (0: the base tick)
   bool in_burst_ = false;                          // guarded by mu_

@@ -39,6 +39,9 @@ constexpr uint64_t kPreferredGranule = 2 * kMiB;
 // Swap-out releases physical memory in batches of at least this many bytes, each as soon as its
 // copies have completed.
 constexpr uint64_t kReleaseBatchBytes = 64 * kMiB;
+// With a progress callback, swaps mark their copies at least this often and report each mark
+// as it completes (a slow link must not look like a stalled swap to the arbiter).
+constexpr uint64_t kProgressMarkBytes = 16 * kMiB;
 
 uint64_t AlignUp(uint64_t value, uint64_t alignment) {
   return (value + alignment - 1) / alignment * alignment;
@@ -219,28 +222,46 @@ class VgpuMemory::Impl {
       const auto copy_start = std::chrono::steady_clock::now();
       // Enqueue every copy, with a mark after each release batch, then release each batch as
       // soon as its copies are done, so unmapping overlaps the copies still running.
-      std::vector<size_t> batch_end;
+      // Marks in between only report progress (when someone listens).
+      struct MarkAt {
+        size_t end;        // pieces [0, end) are copied once the mark completes
+        uint64_t offset;   // their bytes
+        bool release;      // end of a release batch
+      };
+      std::vector<MarkAt> marks;
       uint64_t offset = 0;
       uint64_t batch_bytes = 0;
+      uint64_t unmarked_bytes = 0;
       for (size_t i = 0; i < pieces.size(); ++i) {
         const PieceRef& p = pieces[i];
         const uint64_t size = p.segment->piece_size();
-        copier.CopyOut(staging_.data() + offset, p.segment->piece_address(p.index), size);
         p.segment->piece(p.index).host_offset = offset;
-        offset += size;
-        batch_bytes += size;
-        if (batch_bytes >= kReleaseBatchBytes || i + 1 == pieces.size()) {
-          (void)copier.Mark();
-          batch_end.push_back(i + 1);
-          batch_bytes = 0;
+        // In slices, so a progress mark can fall inside a large piece.
+        for (uint64_t done = 0; done < size;) {
+          const uint64_t len = progress_ ? std::min(size - done, kProgressMarkBytes) : size;
+          copier.CopyOut(staging_.data() + offset, p.segment->piece_address(p.index) + done, len);
+          offset += len;
+          done += len;
+          batch_bytes += len;
+          unmarked_bytes += len;
+          const bool release =
+              done == size && (batch_bytes >= kReleaseBatchBytes || i + 1 == pieces.size());
+          if (release || (progress_ && unmarked_bytes >= kProgressMarkBytes)) {
+            (void)copier.Mark();
+            marks.push_back({done == size ? i + 1 : i, offset, release});
+            unmarked_bytes = 0;
+            if (release) batch_bytes = 0;
+          }
         }
       }
       size_t released = 0;
-      for (size_t b = 0; b < batch_end.size(); ++b) {
-        rc = copier.WaitMark(b);
+      for (size_t m = 0; m < marks.size(); ++m) {
+        rc = copier.WaitMark(m);
         if (rc != CUDA_SUCCESS) break;
+        if (progress_) progress_(marks[m].offset);
+        if (!marks[m].release) continue;
         const auto unmap_start = std::chrono::steady_clock::now();
-        for (; released < batch_end[b]; ++released) {
+        for (; released < marks[m].end; ++released) {
           const PieceRef& p = pieces[released];
           p.segment->piece(p.index).has_host_copy = true;
           const CUresult unback_rc = p.segment->Unback(p.index);
@@ -345,6 +366,11 @@ class VgpuMemory::Impl {
     device_ = device;
   }
 
+  void SetSwapProgressCallback(SwapProgressCallback callback) {
+    std::lock_guard<FairMutex> lock(mu_);
+    progress_ = std::move(callback);
+  }
+
   bool resident() const {
     std::lock_guard<FairMutex> lock(mu_);
     return resident_;
@@ -391,6 +417,11 @@ class VgpuMemory::Impl {
     std::vector<CUmemGenericAllocationHandle> handles(pieces.size(), 0);
     std::vector<CUresult> results(workers, CUDA_SUCCESS);
     std::vector<uint64_t> copied(workers, 0);
+    std::atomic<uint64_t> done{0};  // bytes in place (copied, or needing no copy), all workers
+    auto report = [&](uint64_t more) {
+      const uint64_t so_far = done.fetch_add(more, std::memory_order_relaxed) + more;
+      progress_(so_far);
+    };
     auto work = [&](size_t w, bool push_context) {
       if (push_context) {
         results[w] = api_.ctx_push_current(context);
@@ -398,18 +429,39 @@ class VgpuMemory::Impl {
       }
       SwapCopier copier(api_, options_.swap_piece_bytes);
       CUresult r = copier.Start(1);
+      std::vector<uint64_t> mark_bytes;  // with a progress callback: bytes behind each mark
+      uint64_t unmarked = 0;
       for (size_t i = w; r == CUDA_SUCCESS && i < pieces.size(); i += workers) {
         const PieceRef& p = pieces[i];
         r = p.segment->CreateAndMap(p.index, device, &handles[i]);
         if (r != CUDA_SUCCESS) break;
         const PieceState& state = p.segment->piece(p.index);
-        if (state.has_host_copy) {
-          copier.CopyIn(p.segment->piece_address(p.index), staging_.data() + state.host_offset,
-                        p.segment->piece_size());
-          copied[w] += p.segment->piece_size();
+        const uint64_t size = p.segment->piece_size();
+        if (!state.has_host_copy) {
+          if (progress_) report(size);
+          continue;
         }
+        // In slices, so a progress mark can fall inside a large piece.
+        for (uint64_t off = 0; off < size;) {
+          const uint64_t len = progress_ ? std::min(size - off, kProgressMarkBytes) : size;
+          copier.CopyIn(p.segment->piece_address(p.index) + off,
+                        staging_.data() + state.host_offset + off, len);
+          off += len;
+          unmarked += len;
+          if (progress_ && unmarked >= kProgressMarkBytes) {
+            (void)copier.Mark();
+            mark_bytes.push_back(unmarked);
+            unmarked = 0;
+          }
+        }
+        copied[w] += size;
+      }
+      // Everything is enqueued: report each mark as it completes (the tail of a slow link).
+      for (size_t m = 0; r == CUDA_SUCCESS && m < mark_bytes.size(); ++m) {
+        if (copier.WaitMark(m) == CUDA_SUCCESS) report(mark_bytes[m]);
       }
       const CUresult finish = copier.Finish();
+      if (progress_ && r == CUDA_SUCCESS && finish == CUDA_SUCCESS && unmarked != 0) report(unmarked);
       results[w] = r != CUDA_SUCCESS ? r : finish;
       if (push_context) {
         CUcontext popped = nullptr;
@@ -630,6 +682,7 @@ class VgpuMemory::Impl {
   uint64_t large_threshold_ = 0;
   uint64_t arena_bytes_ = 0;
   bool resident_ = true;
+  SwapProgressCallback progress_;  // read by swaps under mu_
   DeferredFrees deferred_;
   PinnedStaging staging_;
   std::vector<std::unique_ptr<Arena>> arenas_;
@@ -698,6 +751,9 @@ CUresult VgpuMemory::SwapIn(CUdevice device, SwapStats* stats) {
 CUresult VgpuMemory::PrepareStaging(uint64_t* pinned) { return impl_->PrepareStaging(pinned); }
 CUresult VgpuMemory::ReleaseStaging() { return impl_->ReleaseStaging(); }
 void VgpuMemory::Rehome(CUdevice device) { impl_->Rehome(device); }
+void VgpuMemory::SetSwapProgressCallback(SwapProgressCallback callback) {
+  impl_->SetSwapProgressCallback(std::move(callback));
+}
 
 bool VgpuMemory::resident() const { return impl_->resident(); }
 VgpuMemoryCounters VgpuMemory::counters() const { return impl_->counters(); }

@@ -1,6 +1,8 @@
 // The runtime's ShimHost for the arbiter client (see arbiter_host.h).
 #include "runtime/arbiter_host.h"
 
+#include <utility>
+
 #include "runtime/runtime.h"
 
 namespace gshare::preload {
@@ -47,6 +49,10 @@ SwapOutcome ArbiterHost::SwapIn(uint32_t gpu) {
   memory::SwapStats stats;
   const CUresult r = runtime_->SwapIn(static_cast<CUdevice>(gpu), &stats, /*open_gate=*/false);
   return Outcome(r, stats);
+}
+
+void ArbiterHost::SetSwapProgressSink(SwapProgressSink sink) {
+  runtime_->memory()->SetSwapProgressCallback(std::move(sink));
 }
 
 void ArbiterHost::PrepareSwapOut() { (void)runtime_->memory()->PrepareStaging(); }

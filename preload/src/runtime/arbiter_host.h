@@ -26,6 +26,7 @@ class ArbiterHost final : public ShimHost {
   bool Capturing() override;
   SwapOutcome SwapOut() override;
   SwapOutcome SwapIn(uint32_t gpu) override;
+  void SetSwapProgressSink(SwapProgressSink sink) override;
   void PrepareSwapOut() override;
   bool Resident() const override;
   uint64_t ResidentBytes() const override;

@@ -38,6 +38,11 @@ struct ArbiterConfig {
   // After a preemption request, how long a holder may take to yield before it is enforced on
   // (locked and checkpointed) (`preempt_grace`, --preempt-grace), default 200 ms.
   std::chrono::nanoseconds preempt_grace{std::chrono::milliseconds(200)};
+  // A swap order's client that shows no sign of progress for this long (plus its quota at
+  // 128 MiB/s for the first window) is taken for one that stopped reading its channel and is
+  // disconnected; progress it reports (copies completing) extends it, up to its quota at
+  // 8 MiB/s (`swap_order_timeout`, --swap-order-timeout), default 10 s.
+  std::chrono::nanoseconds swap_order_timeout{std::chrono::seconds(10)};
   // Sole-tenant leases (`lease`, --lease on|off), default on: a client that releases at the end
   // of a burst while nobody else wants its GPU is offered its next grant in advance, which its
   // next request takes with one CAS, without a round trip (docs/arbiter.md, "The lease").

@@ -12,9 +12,10 @@
 //    then futex), releases, reports bursts, acknowledges swap orders, rings the doorbell only
 //    when the arbiter is asleep. Trusts the arbiter. Thread-safety: LoadToken, ReadGrant,
 //    HoldsToken, PreemptSeq, ReadSwapOrder, WaitForGrant, WaitForSwapOrder, RequestSwapIn,
-//    Heartbeat and NotifyArbiter may be called from any thread concurrently. The reporting
-//    methods (TryTakeLease, RequestToken, BeginDraining, Release, ReportBurst*, AckSwap, SetResidency,
-//    BumpGeneration) REQUIRE one caller at a time: the shim serialises its token protocol.
+//    Heartbeat, ReportSwapProgress and NotifyArbiter may be called from any thread
+//    concurrently. The reporting methods (TryTakeLease, RequestToken, BeginDraining, Release,
+//    ReportBurst*, AckSwap, SetResidency, BumpGeneration) REQUIRE one caller at a time: the
+//    shim serialises its token protocol.
 //    After fork() the child must not use the parent's ClientChannel (it would write into the
 //    parent's channel): destroy it (that writes nothing) and register anew.
 //
@@ -45,6 +46,11 @@ struct ChannelInit {
   uint64_t quota_bytes = 0;     // non-zero
   uint64_t slice_ns = 20'000'000;
   uint32_t slo_ms = 0;
+};
+
+struct SwapProgress {
+  uint32_t seq = 0;    // the order the report is about
+  uint64_t bytes = 0;  // bytes it had moved
 };
 
 struct GrantInfo {
@@ -168,6 +174,9 @@ class ArbiterChannel {
   Result<ClientView> ReadClient(uint64_t now_ns) const;
   // Cheap check for the handoff path: has the client released the current grant?
   bool Released() const;
+  // The client's last swap-progress report (ClientChannel::ReportSwapProgress): unvalidated
+  // (the client may write anything), to be used only as a hint that an order is progressing.
+  SwapProgress ReadSwapProgress() const;
 
   // For tests and tools: the raw layout. Do not read arbiter-written fields back as truth.
   ChannelLayout* layout() const { return segment_.layout(); }
@@ -235,6 +244,9 @@ class ClientChannel {
   Status RequestSwapIn();
 
   void Heartbeat(uint64_t now_ns);
+  // States that swap order `seq` has moved `bytes` so far (a liveness hint: the arbiter gives
+  // an order that keeps progressing more time). Any thread; does not ring the doorbell.
+  void ReportSwapProgress(uint32_t seq, uint64_t bytes);
   // Bumps the generation (call after re-initialising, e.g. in a fork child that re-registers).
   void BumpGeneration();
 

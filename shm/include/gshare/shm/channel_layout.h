@@ -31,7 +31,7 @@
 namespace gshare::shm {
 
 inline constexpr uint64_t kChannelMagic = 0x314E484352485347ULL;  // "GSHRCHN1" (little-endian)
-inline constexpr uint32_t kChannelAbiVersion = 2;  // 2: the lease line
+inline constexpr uint32_t kChannelAbiVersion = 3;  // 2: the lease line; 3: swap progress
 inline constexpr size_t kCacheLine = 64;
 inline constexpr size_t kChannelSegmentSize = 4096;  // one page; layout uses the first 576 bytes
 
@@ -161,7 +161,10 @@ struct alignas(kCacheLine) SwapAckLine {
 struct alignas(kCacheLine) HeartbeatLine {
   uint64_t heartbeat_ns;  // client's last sign of life
   uint32_t generation;    // +1 on every (re)initialisation of the client's side
-  uint32_t reserved;
+  // Progress of the swap order being carried out (a liveness hint, never trusted as a value):
+  // the order's sequence and the bytes it has moved so far, rewritten as copies complete.
+  uint32_t progress_seq;
+  uint64_t progress_bytes;
 };
 
 // Line 8 (A+C, `word` by CAS only): the sole tenant's lease, a grant offered in advance. The

@@ -22,7 +22,8 @@
 // Thread-safety: every public method is thread-safe (one internal FIFO mutex). SwapOut/SwapIn
 // hold it for their whole duration, so allocations, frees and queries wait while a swap runs;
 // the two directions never overlap. Waiters are served in arrival order: a call that arrives
-// during a swap runs before any swap requested after it (back-to-back swaps cannot starve it). Methods never throw and never exit; errors are CUresult values.
+// during a swap runs before any swap requested after it (back-to-back swaps cannot starve it).
+// Methods never throw and never exit; errors are CUresult values.
 //
 // Contexts: Allocate/Free/AllocatePitch/LookupRange/GetInfo/TrackExternal use only VMM calls
 // that need no current context (NCCL allocates with none). AllocateAsync/FreeAsync record
@@ -134,6 +135,13 @@ class VgpuMemory {
   // is on that device, else the device's primary context): it must not call back into this
   // VgpuMemory. A non-success result aborts the swap-out unchanged.
   using DrainCallback = std::function<CUresult()>;
+  // Told, during a SwapOut or SwapIn, how many bytes that swap has moved so far: on the way out
+  // after each batch of copies has completed (from the swapping thread), on the way in after
+  // each piece is mapped and its copy enqueued (from the swap's worker threads, concurrently).
+  // A liveness hint for the arbiter (a long swap that keeps progressing is not a dead client).
+  // Called with the manager's lock held: it must be cheap, thread-safe, and must not call back
+  // into this VgpuMemory.
+  using SwapProgressCallback = std::function<void(uint64_t bytes_so_far)>;
 
   // Does not call the driver (the first allocation queries the granularity).
   // `api` must be complete() and must outlive nothing: it is copied.
@@ -229,6 +237,9 @@ class VgpuMemory {
   // where the restore put it, and later allocations, swaps and the staging's context use
   // `device`. No driver call.
   void Rehome(CUdevice device);
+
+  // Installs (or, empty, removes) the swap progress callback. Thread-safe.
+  void SetSwapProgressCallback(SwapProgressCallback callback);
 
   [[nodiscard]] bool resident() const;
   [[nodiscard]] VgpuMemoryCounters counters() const;
