@@ -8,7 +8,8 @@
 //   - the same process registers again (same pid, pidfd not signalled): the registration's own
 //     reservation replaces it, or
 //   - the driver knows no CUDA state of the process (cuCheckpointProcessGetState fails: it is no
-//     CUDA process, so it holds no device memory), checked when the orphan would be made.
+//     CUDA process, so it holds no device memory), checked when the orphan would be made (not
+//     for a stopped process, which could not answer a driver that asks the process itself).
 // Without a pidfd (kernel < 6.5) the reservation is released at once, as before.
 #include <fcntl.h>
 #include <poll.h>
@@ -16,6 +17,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <string>
 
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
@@ -30,6 +33,19 @@ namespace {
 bool Exited(int pidfd) {
   pollfd p{pidfd, POLLIN, 0};
   return ::poll(&p, 1, 0) > 0;
+}
+
+// Whether `pid` is stopped (SIGSTOP, a debugger: state T or t in /proc/<pid>/stat). Such a
+// process cannot answer anything, and a driver whose state query needs the process's own
+// cooperation (simcuda's checkpoint service thread) would block the loop on it. Read right after
+// its pidfd said it lives, so the pid is still its own.
+bool Stopped(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  std::getline(in, stat);
+  const size_t paren = stat.rfind(')');
+  if (paren == std::string::npos || paren + 2 >= stat.size()) return false;
+  return stat[paren + 2] == 'T' || stat[paren + 2] == 't';
 }
 
 const char* ReasonName(uint64_t reason) {
@@ -76,7 +92,8 @@ bool ArbiterImpl::MaybeOrphan(Client& c, uint64_t reason, bool thawed, uint64_t 
   }
   if (Exited(c.conn.pidfd())) return false;  // it died meanwhile: its memory went with it
   ++stats_.orphans_created;
-  if (driver_ && driver_->can_query_state() && driver_->ProcessState(c.pid) < 0) {
+  const bool stopped = Stopped(c.pid);  // not asked: kept (it holds whatever it held)
+  if (!stopped && driver_ && driver_->can_query_state() && driver_->ProcessState(c.pid) < 0) {
     ++stats_.orphans_released_no_device;
     spdlog::info("client {} '{}' (pid {}) disconnected alive holds no device memory (the driver "
                  "knows no CUDA state of it): its reservation of {} on GPU {} is released",
@@ -110,10 +127,11 @@ bool ArbiterImpl::MaybeOrphan(Client& c, uint64_t reason, bool thawed, uint64_t 
     if (gpu.reserved > gpu.usable) ++gpu.overshoot_events;
   }
   gpu.orphaned += o.bytes;
-  spdlog::warn("client {} '{}' (pid {}) was disconnected ({}) but is alive and holds its device "
-               "memory: its {} on GPU {} stay reserved as orphan {} until it exits or registers "
-               "again",
-               c.id, c.name, c.pid, ReasonName(reason), FormatByteSize(o.bytes), ordinal, o.id);
+  spdlog::warn("client {} '{}' (pid {}) was disconnected ({}) but is alive{} and holds its "
+               "device memory: its {} on GPU {} stay reserved as orphan {} until it exits or "
+               "registers again",
+               c.id, c.name, c.pid, ReasonName(reason), stopped ? " (stopped)" : "",
+               FormatByteSize(o.bytes), ordinal, o.id);
   RecordFor(shm::EventType::kReservation, c.id, ordinal, gpu.reserved, o.bytes);
   orphans_.emplace(o.id, std::move(o));
   return true;

@@ -835,13 +835,18 @@ class FaultOrphanTest : public FaultTest {
   // Starts `fault_raw_client malformed` as a CUDA process holding 320 MiB of the 512 MiB GPU and
   // waits until the arbiter disconnected it; its output in <dir>/raw.out. -1 on failure.
   pid_t SpawnDisconnectedCudaClient(std::vector<std::string> extra = {}) {
-    std::vector<std::string> argv = {RAW_CLIENT_BIN, "malformed", "--socket",
-                                     node_.arbiter().socket(), "--quota-mib", "320", "--cuda", "1"};
+    const pid_t pid = SpawnCudaRawClient("malformed", std::move(extra));
+    return WaitForLine(raw_out_, "closed\n") ? pid : -1;
+  }
+  // Starts `fault_raw_client <mode>` as such a CUDA process (320 MiB); does not wait.
+  pid_t SpawnCudaRawClient(const std::string& mode, std::vector<std::string> extra = {}) {
+    std::vector<std::string> argv = {RAW_CLIENT_BIN, mode, "--socket", node_.arbiter().socket(),
+                                     "--quota-mib", "320", "--cuda", "1"};
     argv.insert(argv.end(), extra.begin(), extra.end());
     const pid_t pid =
         node_.Track(arbiter::testing::Spawn(argv, raw_out_, "", node_.SimcudaEnv()));
     all_pids_.push_back(pid);
-    return WaitForLine(raw_out_, "closed\n") ? pid : -1;
+    return pid;
   }
   // Waits until function `a` asks for the GPU (its burst start in the event ring).
   bool AsksForTheGpu(const Worker& a) {
@@ -903,6 +908,32 @@ TEST_F(FaultOrphanTest, DisconnectedCudaProcessRegisteringAgainReplacesItsOrphan
   EXPECT_EQ(summary_["orphans_created"].get<int>(), 1) << summary_.dump();
   EXPECT_EQ(summary_["orphans_released_reregistered"].get<int>(), 1) << summary_.dump();
   EXPECT_EQ(summary_["orphans_released_exited"].get<int>(), 0) << summary_.dump();
+}
+
+// A CUDA process stopped (SIGSTOP) while resident misses the swap-out ordered to make room for
+// a function: disconnected for the order timeout (10 s + its quota at 128 MiB/s), it keeps its
+// reservation — and the arbiter does not ask the driver about it (simcuda's state query is
+// answered by the process itself, which is stopped: the loop would block forever). The function
+// waits for the room until the process is killed, then finishes intact.
+TEST_F(FaultOrphanTest, StoppedCudaProcessThatMissesASwapOrderKeepsItsReservation) {
+  const pid_t raw = SpawnCudaRawClient("deaf");
+  ASSERT_TRUE(WaitForLine(raw_out_, "registered")) << ReadFile(raw_out_) << Log();
+  ASSERT_EQ(::kill(raw, SIGSTOP), 0);
+  const Worker a = SpawnPairMember("a", 23, 4);
+  ASSERT_TRUE(AsksForTheGpu(a)) << Log();
+  const auto end = std::chrono::steady_clock::now() + kEventTimeout;
+  while (Log().find("stay reserved as orphan") == std::string::npos &&
+         std::chrono::steady_clock::now() < end)
+    std::this_thread::sleep_for(milliseconds(20));
+  ASSERT_NE(Log().find("(stopped) and holds its device memory"), std::string::npos) << Log();
+  EXPECT_FALSE(SwapInOrdered(node_, ClientOf(a.pid)))
+      << "a was swapped in beside memory a stopped process still holds\n" << Log();
+
+  KillRawAndFinish(raw, a);
+  EXPECT_EQ(summary_["order_timeouts"].get<int>(), 1) << summary_.dump();
+  EXPECT_EQ(summary_["orphans_created"].get<int>(), 1) << summary_.dump();
+  EXPECT_EQ(summary_["orphans_released_exited"].get<int>(), 1) << summary_.dump();
+  EXPECT_EQ(summary_["orphans_released_no_device"].get<int>(), 0) << summary_.dump();
 }
 
 // PID reuse: the orphan's process exits while the arbiter is stopped (SIGSTOP), and a new
