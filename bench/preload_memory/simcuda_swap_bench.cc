@@ -12,6 +12,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -33,13 +34,21 @@ void* ResolveFromProcess(const char* name, void* /*ctx*/) { return dlsym(RTLD_DE
 constexpr uint64_t kSwapBytes = 1 * kGiB;
 
 // One VgpuMemory holding 1 GiB in 16 dedicated 64 MiB chunks (a model's weights), written once.
-// Args of the swap benchmarks: swap piece MiB, swap streams.
+// Args of the swap benchmarks: swap piece MiB, swap streams, progress reports (1: a progress
+// callback is set, as the shim does under an arbiter: copies are then marked every 16 MiB and
+// each mark reported; the callback stores the count like the client's channel write).
 std::unique_ptr<VgpuMemory> MakeLoadedVgpu(const benchmark::State& state) {
   VgpuMemoryOptions options;
   options.quota_bytes = 2 * kGiB;
   options.swap_piece_bytes = static_cast<uint64_t>(state.range(0)) * kMiB;
   options.swap_streams = static_cast<unsigned>(state.range(1));
   auto mem = std::make_unique<VgpuMemory>(g_api, options);
+  if (state.range(2) != 0) {
+    mem->SetSwapProgressCallback([](uint64_t bytes) {
+      static std::atomic<uint64_t> reported{0};
+      reported.store(bytes, std::memory_order_release);
+    });
+  }
   std::vector<uint8_t> pattern(64 * kMiB, 0x5A);
   for (uint64_t done = 0; done < kSwapBytes; done += 64 * kMiB) {
     CUdeviceptr p = 0;
@@ -90,7 +99,8 @@ void BM_SwapOut1GiB(benchmark::State& state) {
   ReportFraction(state, total / static_cast<double>(state.iterations()));
   state.counters["copy_share"] = copy / total;
 }
-BENCHMARK(BM_SwapOut1GiB)->Args({8, 2})->Args({32, 2})->Args({8, 4})->Args({32, 4})->Iterations(5)
+BENCHMARK(BM_SwapOut1GiB)->Args({8, 2, 0})->Args({32, 2, 0})->Args({8, 4, 0})->Args({32, 4, 0})
+    ->Args({8, 4, 1})->Args({32, 4, 1})->Iterations(5)
     ->Unit(benchmark::kMillisecond);
 
 void BM_SwapIn1GiB(benchmark::State& state) {
@@ -110,7 +120,8 @@ void BM_SwapIn1GiB(benchmark::State& state) {
   ReportFraction(state, total / static_cast<double>(state.iterations()));
   state.counters["copy_share"] = copy / total;
 }
-BENCHMARK(BM_SwapIn1GiB)->Args({8, 2})->Args({32, 2})->Args({8, 4})->Args({32, 4})->Iterations(5)
+BENCHMARK(BM_SwapIn1GiB)->Args({8, 2, 0})->Args({32, 2, 0})->Args({8, 4, 0})->Args({32, 4, 0})
+    ->Args({8, 4, 1})->Args({32, 4, 1})->Iterations(5)
     ->Unit(benchmark::kMillisecond);
 
 // Swap-in of 1 GiB allocated while swapped out: nothing to copy, so this is the cost of
