@@ -936,6 +936,51 @@ TEST_F(FaultOrphanTest, StoppedCudaProcessThatMissesASwapOrderKeepsItsReservatio
   EXPECT_EQ(summary_["orphans_released_no_device"].get<int>(), 0) << summary_.dump();
 }
 
+// The same with a real function under the shim (the case of the overshoots seen under TSan): a
+// is stopped while idle and resident, misses the swap-out ordered for b and is disconnected
+// (order timeout) — its reservation stays as an orphan. Resumed, its shim finds the arbiter
+// gone, runs on fail-open and registers again resident: the new reservation replaces the orphan
+// (no overshoot), after which a is swapped out the normal way for b. Both finish intact.
+TEST_F(FaultOrphanTest, FunctionStoppedPastASwapOrderRegistersAgainAndReplacesItsOrphan) {
+  const Worker a = SpawnFunction({"a", "320MiB", 24, 192, 32, 3, 8, 3000, {}, {}});
+  ASSERT_TRUE(WaitForLine(a.out, "turn=0 ")) << node_.Describe(a) << Log();
+  // Idle for 3 s now: stopped once its token is back (its last grant has its yield).
+  const auto holding = [&] {
+    uint64_t grant = 0, yield = 0;
+    for (const Event& e : node_.Events(0)) {
+      if (e.client_id != ClientOf(a.pid)) continue;
+      if (e.type == EventType::kGrant) grant = e.index + 1;
+      if (e.type == EventType::kYield) yield = e.index + 1;
+    }
+    return grant > yield;
+  };
+  const auto end = std::chrono::steady_clock::now() + kEventTimeout;
+  while (holding() && std::chrono::steady_clock::now() < end) std::this_thread::sleep_for(milliseconds(1));
+  ASSERT_FALSE(holding()) << Log();
+  ASSERT_EQ(::kill(a.pid, SIGSTOP), 0);
+  const Worker b = SpawnPairMember("b", 25, 4);
+  const auto until = std::chrono::steady_clock::now() + kEventTimeout;
+  while (Log().find("(stopped) and holds its device memory") == std::string::npos &&
+         std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(milliseconds(20));
+  const bool orphaned = Log().find("(stopped) and holds its device memory") != std::string::npos;
+  EXPECT_FALSE(SwapInOrdered(node_, ClientOf(b.pid))) << Log();
+  ASSERT_EQ(::kill(a.pid, SIGCONT), 0);
+  ASSERT_TRUE(orphaned) << "a was not disconnected as a stopped orphan\n" << Log();
+  const auto back = std::chrono::steady_clock::now() + kEventTimeout;
+  while (Log().find("the process registered again") == std::string::npos &&
+         std::chrono::steady_clock::now() < back)
+    std::this_thread::sleep_for(milliseconds(20));
+  EXPECT_NE(Log().find("the process registered again"), std::string::npos) << Log() << node_.Describe(a);
+  ExpectIntact(a);
+  ExpectIntact(b);
+  ExpectCleanNode();
+  EXPECT_EQ(summary_["order_timeouts"].get<int>(), 1) << summary_.dump();
+  EXPECT_GE(summary_["re_registrations"].get<int>(), 1) << summary_.dump();
+  EXPECT_EQ(summary_["orphans_created"].get<int>(), 1) << summary_.dump();
+  EXPECT_EQ(summary_["orphans_released_reregistered"].get<int>(), 1) << summary_.dump();
+}
+
 // PID reuse: the orphan's process exits while the arbiter is stopped (SIGSTOP), and a new
 // process gets its pid and registers before the arbiter has seen the exit; both wake the
 // arbiter in the same loop iteration. The newcomer must not inherit the orphan (its pidfd has
