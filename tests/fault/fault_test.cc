@@ -861,6 +861,13 @@ class FaultOrphanTest : public FaultTest {
     ExpectIntact(a, seconds(60) * TimeScale());
     ExpectCleanNode();
   }
+  // Polls the arbiter's log until it has `text` (safety net kEventTimeout); whether it has.
+  bool WaitForLog(const std::string& text) {
+    const auto end = std::chrono::steady_clock::now() + kEventTimeout;
+    while (Log().find(text) == std::string::npos && std::chrono::steady_clock::now() < end)
+      std::this_thread::sleep_for(milliseconds(20));
+    return Log().find(text) != std::string::npos;
+  }
   const std::string raw_out_ = node_.dir() / "raw.out";
 };
 
@@ -921,11 +928,7 @@ TEST_F(FaultOrphanTest, StoppedCudaProcessThatMissesASwapOrderKeepsItsReservatio
   ASSERT_EQ(::kill(raw, SIGSTOP), 0);
   const Worker a = SpawnPairMember("a", 23, 4);
   ASSERT_TRUE(AsksForTheGpu(a)) << Log();
-  const auto end = std::chrono::steady_clock::now() + kEventTimeout;
-  while (Log().find("stay reserved as orphan") == std::string::npos &&
-         std::chrono::steady_clock::now() < end)
-    std::this_thread::sleep_for(milliseconds(20));
-  ASSERT_NE(Log().find("(stopped) and holds its device memory"), std::string::npos) << Log();
+  ASSERT_TRUE(WaitForLog("(stopped) and holds its device memory")) << Log();
   EXPECT_FALSE(SwapInOrdered(node_, ClientOf(a.pid)))
       << "a was swapped in beside memory a stopped process still holds\n" << Log();
 
@@ -959,19 +962,11 @@ TEST_F(FaultOrphanTest, FunctionStoppedPastASwapOrderRegistersAgainAndReplacesIt
   ASSERT_FALSE(holding()) << Log();
   ASSERT_EQ(::kill(a.pid, SIGSTOP), 0);
   const Worker b = SpawnPairMember("b", 25, 4);
-  const auto until = std::chrono::steady_clock::now() + kEventTimeout;
-  while (Log().find("(stopped) and holds its device memory") == std::string::npos &&
-         std::chrono::steady_clock::now() < until)
-    std::this_thread::sleep_for(milliseconds(20));
-  const bool orphaned = Log().find("(stopped) and holds its device memory") != std::string::npos;
+  const bool orphaned = WaitForLog("(stopped) and holds its device memory");
   EXPECT_FALSE(SwapInOrdered(node_, ClientOf(b.pid))) << Log();
   ASSERT_EQ(::kill(a.pid, SIGCONT), 0);
   ASSERT_TRUE(orphaned) << "a was not disconnected as a stopped orphan\n" << Log();
-  const auto back = std::chrono::steady_clock::now() + kEventTimeout;
-  while (Log().find("the process registered again") == std::string::npos &&
-         std::chrono::steady_clock::now() < back)
-    std::this_thread::sleep_for(milliseconds(20));
-  EXPECT_NE(Log().find("the process registered again"), std::string::npos) << Log() << node_.Describe(a);
+  EXPECT_TRUE(WaitForLog("the process registered again")) << Log() << node_.Describe(a);
   ExpectIntact(a);
   ExpectIntact(b);
   ExpectCleanNode();
