@@ -49,7 +49,7 @@ std::string ArbiterImpl::Validate(const shm::RegisterRequest& req,
   if (req.quota_bytes > largest)
     return "GSHARE_VGPU_MEMORY " + FormatByteSize(req.quota_bytes) +
            " exceeds the largest managed GPU's usable memory " + FormatByteSize(largest);
-  if ((req.flags & shm::kFlagResident) != 0 && !GpuIndex(req.current_gpu))
+  if (req.current_gpu != shm::kNoGpu && !GpuIndex(req.current_gpu))
     return "re-registration names GPU " + std::to_string(req.current_gpu) +
            ", which this arbiter does not manage";
   // The allow-list: the uid, the primary gid or any supplementary group (SO_PEERGROUPS, read
@@ -112,9 +112,13 @@ void ArbiterImpl::Register(shm::RegistrationConnection conn, uint64_t now_ns) {
   const bool reregister = (req->flags & shm::kFlagReRegister) != 0;
   const bool resident = (req->flags & shm::kFlagResident) != 0;
 
-  // GPU: where it already is (re-registration), else the one with the most free memory.
+  // A re-registration that is not resident is swapped out: it holds nothing on any GPU (its
+  // reservation, if any, went with the arbiter that had it) and is swapped in on demand.
+  const bool swapped_out = reregister && !resident;
+  // GPU: where it already is (re-registration: its memory, or its process when swapped out),
+  // else the one with the most free memory.
   uint32_t g = 0;
-  if (resident) {
+  if (req->current_gpu != shm::kNoGpu) {
     g = *GpuIndex(req->current_gpu);
   } else {
     for (uint32_t i = 1; i < gpus_.size(); ++i)
@@ -147,7 +151,9 @@ void ArbiterImpl::Register(shm::RegistrationConnection conn, uint64_t now_ns) {
   // swap-in, which then completes at once); one that does not fit starts swapped out: the
   // order is in the channel before the client ever sees it.
   const bool fits = gpus_[g].reserved + c->quota <= gpus_[g].usable;
-  if (resident || fits) {
+  if (swapped_out) {
+    c->where = Where::kOut;  // the policy, too, believes it is on the host
+  } else if (resident || fits) {
     if (resident && !fits) {
       ++gpus_[g].overshoot_events;
       spdlog::warn("client '{}' re-registered resident on GPU {} beyond its usable memory; "

@@ -78,8 +78,11 @@ Status ValidateRequest(const RegisterRequest& r, StatusCode code) {
   if (r.resident_bytes > r.quota_bytes + kResidentSlackBytes) {
     return bad("resident_bytes exceeds quota_bytes by more than 64 MiB");
   }
-  if (resident ? r.current_gpu >= kMaxGpus : r.current_gpu != kNoGpu) {
-    return bad("current_gpu inconsistent with the resident flag");
+  // Resident: the GPU it is on. Re-registering swapped out: where its process (its contexts)
+  // lives, or kNoGpu if it cannot tell. A first registration names none.
+  if (resident ? r.current_gpu >= kMaxGpus
+               : r.current_gpu != kNoGpu && (!rereg || r.current_gpu >= kMaxGpus)) {
+    return bad("current_gpu inconsistent with the resident and re-register flags");
   }
   return {};
 }

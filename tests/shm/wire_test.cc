@@ -162,6 +162,11 @@ TEST(WireTest, AbsurdValues) {
   rereg.resident_bytes = rereg.quota_bytes + (2 << 20);
   const auto rereg_bytes = Bytes(rereg);
   EXPECT_TRUE(DecodeRequest(rereg_bytes).ok());
+  // Swapped out, it may name the GPU its process lives on (a GPU, not an absurd number).
+  const size_t gpu_at = offsetof(RegisterRequestWire, current_gpu);
+  EXPECT_EQ(DecodeRequest(Patch<uint32_t>(rereg_bytes, gpu_at, 1))->current_gpu, 1U);
+  ExpectMalformed(DecodeRequest(Patch<uint32_t>(rereg_bytes, gpu_at, kMaxGpus)).status(),
+                  "current_gpu");
   ExpectMalformed(DecodeRequest(Patch<uint64_t>(rereg_bytes, offsetof(RegisterRequestWire, resident_bytes),
                                                 rereg.quota_bytes + kResidentSlackBytes + 1))
                       .status(),

@@ -76,10 +76,10 @@ shm::Status ArbiterClient::Connect(bool re_register) {
     req.flags |= shm::kFlagReRegister;
     req.previous_client_id = client_id();
     req.resident_bytes = std::min(host_->ResidentBytes(), options_.quota_bytes);
-    if (host_->Resident()) {
-      req.flags |= shm::kFlagResident;
-      req.current_gpu = host_->CurrentGpu();
-    }
+    // Resident: where its memory is. Swapped out: where its process (its contexts) still is,
+    // so the arbiter moves the process if it swaps it in onto another GPU.
+    if (host_->Resident()) req.flags |= shm::kFlagResident;
+    req.current_gpu = host_->CurrentGpu();
   }
   auto reg = shm::Register(options_.socket_path, req, options_.register_timeout);
   if (!reg.ok()) return reg.status();

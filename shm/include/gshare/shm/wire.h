@@ -59,7 +59,8 @@ struct RegisterRequestWire {
   uint32_t slo_ms;        // latency target; 1 .. kMaxSloMs
   uint32_t flags;         // kFlag*; unknown bits rejected
   uint32_t previous_client_id;  // with kFlagReRegister: the id the old arbiter gave, else 0
-  uint32_t current_gpu;   // with kFlagResident: the GPU it is resident on, else kNoGpu
+  uint32_t current_gpu;   // resident: its GPU; re-registering swapped out: its process's GPU
+                          // (or kNoGpu); a first registration: kNoGpu
   uint64_t resident_bytes;  // with kFlagReRegister: device bytes it holds now (<= quota + slack)
   char function_name[kFunctionNameSize];  // printable ASCII, NUL-terminated, zero-padded
 };
