@@ -17,7 +17,7 @@ using arbiter::testing::ReadFile;
 using std::chrono::seconds;
 
 // Two 160 MiB functions on a 256 MiB GPU: every turn of one swaps the other out and in. Their
-// 64 MiB images cross a 10 MB/s simulated link in about 6.7 s, with a progress report every
+// ~50 MiB images cross a 10 MB/s simulated link in about 5.2 s, with a progress report every
 // 16 MiB (1.7 s), while a swap order's first window is 3 s + 160 MiB at 128 MiB/s = 4.25 s and
 // each later one 3 s (x GSHARE_TEST_TIME_SCALE in sanitizer builds, where the swaps are not
 // slower in simulated time, so there the fault is not reached: only checked).
