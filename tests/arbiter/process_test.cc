@@ -504,9 +504,19 @@ TEST(ArbiterProcess, WaiterOnAnotherGpuDoesNotPreemptTheHolder) {
   second_args.insert(second_args.end(), {"--quota-mib", "500"});
   const Function first = StartFunction(dir, arb, "first", first_args);
   const Function second = StartFunction(dir, arb, "second", second_args);
+  // The waiter starts once both hold their GPU (a start delay alone was not enough on a loaded
+  // machine: `second` registered after the waiter had run alone on GPU 1 and finished).
+  const auto both_hold_by = std::chrono::steady_clock::now() + Scaled(seconds(30));
+  for (;;) {
+    std::set<uint32_t> granted;
+    for (const auto& e : ReadEvents(arb.events()))
+      if (e.type == shm::EventType::kGrant) granted.insert(e.client_id);
+    if (granted.size() >= 2 || std::chrono::steady_clock::now() > both_hold_by) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   const Function waiter = StartFunction(dir, arb, "waiter",
                                         {"--quota-mib", "200", "--slo-ms", "20", "--requests", "3",
-                                         "--work-us", "1000", "--start-delay-us", "80000"});
+                                         "--work-us", "1000"});
   for (const auto* f : {&first, &second, &waiter})
     EXPECT_EQ(ExitCode(WaitFor(f->pid, Scaled(seconds(60)))), 0)
         << ReadFile(f->out) << ReadFile(arb.log());
