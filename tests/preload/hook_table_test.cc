@@ -33,7 +33,14 @@ TEST(HookTable, VersionedVariantsFollowTheHeaders) {
   EXPECT_EQ(Select("cuStreamWaitValue32", 11000, false), "cuStreamWaitValue32");
   EXPECT_EQ(Select("cuStreamWaitValue32", 12000, false), "cuStreamWaitValue32_v2");
   EXPECT_EQ(Select("cuMemGetInfo", 12000, false), "cuMemGetInfo_v2");
-  EXPECT_EQ(Select("cuCtxCreate", 12000, false), "none");  // not hooked: passes through
+  EXPECT_EQ(Select("cuCtxSetCurrent", 12000, false), "none");  // not hooked: passes through
+  // Every ABI version of a call taking a CUdevice is hooked (the device view, docs/multi-gpu.md).
+  EXPECT_EQ(Select("cuCtxCreate", 13000, false), "cuCtxCreate_v4");
+  EXPECT_EQ(Select("cuCtxCreate", 12000, false), "cuCtxCreate_v3");
+  EXPECT_EQ(Select("cuCtxCreate", 3020, false), "cuCtxCreate_v2");
+  EXPECT_EQ(Select("cuMemAdvise", 13000, false), "cuMemAdvise_v2");
+  EXPECT_EQ(Select("cuMemAdvise", 11000, false), "cuMemAdvise");
+  EXPECT_EQ(Select("cuMemPrefetchAsync", 13000, true), "cuMemPrefetchAsync_v2_ptsz");
   // An ABI that changed in CUDA 13: a CUDA 12.8/12.9 caller keeps the 12.8 variant.
   EXPECT_EQ(Select("cuMemcpyBatchAsync", 12080, false), "cuMemcpyBatchAsync");
   EXPECT_EQ(Select("cuMemcpyBatchAsync", 12090, true), "cuMemcpyBatchAsync_ptsz");
@@ -71,7 +78,7 @@ TEST(HookTable, EveryHookedExportIsADriverSymbol) {
     EXPECT_TRUE(IsHookedExport(name));
   }
   EXPECT_FALSE(IsHookedExport("cuGetExportTable"));  // passed through untouched
-  EXPECT_FALSE(IsHookedExport("cuCtxCreate_v4"));
+  EXPECT_FALSE(IsHookedExport("cuCtxSetCurrent"));
   dlclose(stub);
 }
 

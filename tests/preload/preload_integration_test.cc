@@ -123,12 +123,14 @@ INSTANTIATE_TEST_SUITE_P(Ways, ReachDriver,
 
 // On two simulated GPUs with GSHARE_DEVICE=1 every way of reaching the driver sees one device,
 // GPU 1: its context, its allocation and its kernel are there; the other GPU is hidden from the
-// PCI bus id lookup and the peer queries.
+// PCI bus id lookup and the peer queries. Calls naming the device by a literal 0 — a CUdevice
+// argument (attributes, primary context, default pool, cuCtxCreate) or a memory location (pool,
+// advice, prefetch) — reach GPU 1 (which has more SMs than GPU 0); naming GPU 2 is refused.
 class DeviceView : public ShimTest, public ::testing::WithParamInterface<const char*> {};
 
 TEST_P(DeviceView, OneDeviceTheConfiguredGpu) {
   auto env = Env(true);
-  env["SIMCUDA_DEVICES"] = "2x4GiB";
+  env["SIMCUDA_DEVICES"] = "4GiB:sms=100,4GiB:sms=132";
   env["GSHARE_DEVICE"] = "1";
   std::string err;
   const auto kv = RunKeyValues({GSHARE_PROBE, "devices", GetParam()}, env, &err);
@@ -157,6 +159,26 @@ TEST_P(DeviceView, OneDeviceTheConfiguredGpu) {
       {"vmm_ok", "1"},
       {"vmm_ordinal", "1"},
       {"vmm_other", invalid_device},
+      {"attr0", "0"},
+      {"attr_sms0", "132"},
+      {"attr2", invalid_device},
+      {"primary0_same", "1"},
+      {"default_pool0_same", "1"},
+      {"ctx0", "0"},
+      {"ctx0_device", "1"},
+      {"ctx0_ptr_ordinal", "1"},
+      {"ctx0_result_ok", "1"},
+      {"ctx2", invalid_device},
+      {"pool0", "0"},
+      {"pool0_current", "1"},
+      {"pool0_ptr_ordinal", "1"},
+      {"pool2", invalid_device},
+      {"advise0", "0"},
+      {"prefetch0", "0"},
+      {"prefetch_sync", "0"},
+      {"advise2", invalid_device},
+      {"prefetch2", invalid_device},
+      {"advise_host", "0"},
   });
 }
 
@@ -173,6 +195,10 @@ TEST_F(ShimTest, DeviceViewDefaultsAndWithoutTheShim) {
   ASSERT_EQ(S(kv, "exit"), "0") << S(kv, "error");
   ExpectValues(kv, {{"count", "1"},
                    {"device", "0"},
+                   {"peer_other", N(CUDA_ERROR_INVALID_DEVICE)},
+                   {"attr2", N(CUDA_ERROR_INVALID_DEVICE)},
+                   {"ctx0_device", "0"},
+                   {"pool0_current", "1"},
                    {"ptr_ordinal", "0"},
                    {"result_ok", "1"},
                    {"vmm_ok", "1"},

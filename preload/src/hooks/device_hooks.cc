@@ -1,8 +1,9 @@
 // Device enumeration: the application sees exactly one CUDA device, its vGPU, and that device is
 // the physical GPU the vGPU lives on (Runtime::AppDevice: GSHARE_DEVICE stand-alone, the GPU the
-// arbiter assigned in arbiter mode). cuDeviceGet(0) hands out that GPU's real CUdevice, so every
-// other call that takes a CUdevice (contexts, attributes, cuMemCreate locations, ...) reaches
-// the right GPU untranslated; only the calls that count, enumerate or search devices are hooked.
+// arbiter assigned in arbiter mode). cuDeviceGet(0) hands out that GPU's real CUdevice; calls
+// that take a CUdevice or a memory location accept it or ordinal 0 and refuse other GPUs
+// (hooks/device_view.h; device_arg_hooks.cc, location_hooks.cc). Here: the calls that count,
+// enumerate, search or pair devices, and the VMM access and granularity calls.
 // Before cuInit (or with a configuration error) the driver's own answer or error is returned.
 #include <vector>
 
@@ -17,6 +18,12 @@ namespace {
 // True when the shim answers device queries (after a successful cuInit); otherwise the hook
 // passes the call to the driver, which reports CUDA_ERROR_NOT_INITIALIZED itself.
 bool Presenting(const Runtime& rt) { return rt.status() == CUDA_SUCCESS && rt.memory() != nullptr; }
+
+// Both devices of a peer query name the application's one device (another GPU is hidden).
+CUresult MapPair(const Runtime& rt, CUdevice* a, CUdevice* b) {
+  if (const CUresult r = gshare::preload::MapDevice(rt, a); r != CUDA_SUCCESS) return r;
+  return gshare::preload::MapDevice(rt, b);
+}
 
 }  // namespace
 
@@ -38,7 +45,9 @@ GSHARE_EXPORT CUresult cuDeviceGet(CUdevice* device, int ordinal) {
   if (!Presenting(rt)) return rt.real().cuDeviceGet(device, ordinal);
   if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (ordinal != 0) return CUDA_ERROR_INVALID_DEVICE;
-  return rt.real().cuDeviceGet(device, static_cast<int>(rt.AppDevice()));
+  const CUdevice app = rt.AppDevice();
+  (void)gshare::preload::NamesAppDevice(app, app);  // notes it as handed out
+  return rt.real().cuDeviceGet(device, static_cast<int>(app));
 }
 
 GSHARE_EXPORT CUresult cuDeviceGetByPCIBusId(CUdevice* device, const char* pciBusId) {
@@ -58,9 +67,7 @@ GSHARE_EXPORT CUresult cuDeviceCanAccessPeer(int* canAccessPeer, CUdevice dev, C
   const Runtime& rt = Runtime::Get();
   if (rt.status() != CUDA_SUCCESS) return rt.status();
   if (rt.real().cuDeviceCanAccessPeer == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
-  if (Presenting(rt) && (dev != rt.AppDevice() || peerDev != rt.AppDevice())) {
-    return CUDA_ERROR_INVALID_DEVICE;
-  }
+  if (const CUresult r = MapPair(rt, &dev, &peerDev); r != CUDA_SUCCESS) return r;
   return rt.real().cuDeviceCanAccessPeer(canAccessPeer, dev, peerDev);
 }
 
@@ -69,9 +76,7 @@ GSHARE_EXPORT CUresult cuDeviceGetP2PAttribute(int* value, CUdevice_P2PAttribute
   const Runtime& rt = Runtime::Get();
   if (rt.status() != CUDA_SUCCESS) return rt.status();
   if (rt.real().cuDeviceGetP2PAttribute == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
-  if (Presenting(rt) && (srcDevice != rt.AppDevice() || dstDevice != rt.AppDevice())) {
-    return CUDA_ERROR_INVALID_DEVICE;
-  }
+  if (const CUresult r = MapPair(rt, &srcDevice, &dstDevice); r != CUDA_SUCCESS) return r;
   return rt.real().cuDeviceGetP2PAttribute(value, attrib, srcDevice, dstDevice);
 }
 
@@ -83,11 +88,10 @@ GSHARE_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemA
   if (rt.status() != CUDA_SUCCESS) return rt.status();
   if (rt.real().cuMemSetAccess == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
   if (desc == nullptr || count == 0) return rt.real().cuMemSetAccess(ptr, size, desc, count);
-  std::vector<CUmemAccessDesc> mapped(desc, desc + count);
-  for (CUmemAccessDesc& d : mapped) {
-    if (const CUresult r = gshare::preload::MapDeviceLocation(rt, &d.location); r != CUDA_SUCCESS) {
-      return r;
-    }
+  std::vector<CUmemAccessDesc> mapped;
+  if (const CUresult r = gshare::preload::MapAccessDescs(rt, desc, count, &mapped);
+      r != CUDA_SUCCESS) {
+    return r;
   }
   return rt.real().cuMemSetAccess(ptr, size, mapped.data(), count);
 }

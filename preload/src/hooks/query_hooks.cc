@@ -1,6 +1,7 @@
 // Capacity views and pointer queries: the application sees its vGPU (total = quota, free moves
 // as it allocates and never underflows), and pointer queries on shim-owned memory report the
 // application's allocation (its base and requested size), not the chunk behind it.
+#include "hooks/device_view.h"
 #include "hooks/export.h"
 #include "hooks/memory_access.h"
 
@@ -28,6 +29,8 @@ GSHARE_EXPORT CUresult cuDeviceTotalMem_v2(size_t* bytes, CUdevice dev) {
   const CUresult access = AccessMemory(&rt, &mem);
   if (access != CUDA_SUCCESS && access != CUDA_ERROR_NOT_INITIALIZED) return access;
   if (rt->real().cuDeviceTotalMem_v2 == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  // The application's one device, by its CUdevice or ordinal 0 (hooks/device_view.h).
+  if (const CUresult m = gshare::preload::MapDevice(*rt, &dev); m != CUDA_SUCCESS) return m;
   const CUresult r = rt->real().cuDeviceTotalMem_v2(bytes, dev);  // validates dev and bytes
   if (r != CUDA_SUCCESS || mem == nullptr) return r;
   size_t total = 0;

@@ -2,6 +2,7 @@
 // stream or context before the application destroys it, so the shim never queries or
 // synchronises a dead handle. A stream destroyed while its work still runs is waited for first
 // (the driver would finish that work after the destroy returns, out of the tracker's sight).
+#include "hooks/device_view.h"
 #include "hooks/export.h"
 #include "runtime/backtrace.h"
 #include "runtime/runtime.h"
@@ -24,10 +25,12 @@ CUresult DestroyContext(CUresult (*real)(CUcontext), CUcontext ctx, const char* 
   return gshare::preload::CheckResult(real(ctx), api);
 }
 
-// Release/reset of a primary context: forgotten only if it is really gone afterwards.
+// Release/reset of a primary context: forgotten only if it is really gone afterwards. The device
+// is the application's one device (hooks/device_view.h: its CUdevice or ordinal 0).
 CUresult EndPrimary(CUresult (*real)(CUdevice), CUdevice dev, const char* api) {
   Runtime& rt = Runtime::Get();
   if (real == nullptr) return rt.driver_loaded() ? CUDA_ERROR_NOT_SUPPORTED : CUDA_ERROR_NOT_INITIALIZED;
+  if (const CUresult r = gshare::preload::MapDevice(rt, &dev); r != CUDA_SUCCESS) return r;
   return gshare::preload::CheckResult(rt.EndPrimaryContext(dev, real), api);
 }
 

@@ -1,6 +1,7 @@
 // preload_probe's devices mode: the devices the program sees, reached one of the driver.h ways
 // (count, ordinal 0 and 1, PCI bus id and peer queries), its context's device, where an
-// allocation lives, a kernel and copies on it, and its own VMM memory on its device.
+// allocation lives, a kernel and copies on it, its own VMM memory on its device, and calls that
+// name the device by a literal 0 (a CUdevice argument or a memory location) or name GPU 2.
 #include <cstdio>
 #include <vector>
 
@@ -58,13 +59,126 @@ void VmmOnItsDevice(const Api& api, CUfunction saxpy) {
   if (bad == CUDA_SUCCESS) (void)cuMemRelease(unseen);
 }
 
+// Driver-API code naming its device by a literal 0 (and a GPU it does not see, 2), reached the
+// way `api` was loaded: attributes, the primary context, the default pool, and a context created
+// on device 0 with its allocation and kernel. Prints attr0, attr_sms0, attr2, primary0_same,
+// default_pool0_same, ctx0, ctx0_device, ctx0_ptr_ordinal, ctx0_result_ok, ctx2.
+void LiteralDevices(const Api& api, CUdevice dev, CUcontext primary) {
+  int sms = -1, unseen = -1;
+  std::printf("attr0=%d\n", static_cast<int>(api.device_attribute(
+                                  &sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 0)));
+  std::printf("attr_sms0=%d\n", sms);
+  std::printf("attr2=%d\n", static_cast<int>(api.device_attribute(
+                                  &unseen, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 2)));
+  CUcontext retained = nullptr;
+  const CUresult retain = api.primary_retain(&retained, 0);
+  std::printf("primary0_same=%d\n", retain == CUDA_SUCCESS && retained == primary ? 1 : 0);
+  if (retain == CUDA_SUCCESS) (void)cuDevicePrimaryCtxRelease(0);
+  CUmemoryPool pool0 = nullptr, pool_dev = nullptr;
+  const CUresult p0 = api.default_mem_pool(&pool0, 0);
+  const CUresult pd = api.default_mem_pool(&pool_dev, dev);
+  std::printf("default_pool0_same=%d\n",
+              p0 == CUDA_SUCCESS && pd == CUDA_SUCCESS && pool0 == pool_dev ? 1 : 0);
+  CUcontext own = nullptr;
+  const CUresult created = api.ctx_create(&own, nullptr, 0, 0);  // current on this thread
+  std::printf("ctx0=%d\n", static_cast<int>(created));
+  if (created == CUDA_SUCCESS) {
+    CUdevice own_device = -1;
+    (void)cuCtxGetDevice(&own_device);
+    std::printf("ctx0_device=%d\n", own_device);
+    const size_t n = 1 << 16;
+    CUdeviceptr p = 0;
+    CUmodule module = nullptr;
+    CUfunction saxpy = nullptr;
+    std::vector<float> host(n, 1.0f);
+    CUresult r = api.mem_alloc(&p, n * sizeof(float));
+    int ordinal = -1;
+    if (r == CUDA_SUCCESS) {
+      (void)api.pointer_attribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, p);
+      r = cuMemcpyHtoD(p, host.data(), n * sizeof(float));
+    }
+    if (r == CUDA_SUCCESS) r = cuModuleLoadData(&module, basic_kernels_ptx);
+    if (r == CUDA_SUCCESS) r = cuModuleGetFunction(&saxpy, module, "saxpy");
+    if (r == CUDA_SUCCESS) r = Triple(saxpy, p, n);
+    if (r == CUDA_SUCCESS) r = cuCtxSynchronize();
+    if (r == CUDA_SUCCESS) r = cuMemcpyDtoH(host.data(), p, n * sizeof(float));
+    std::printf("ctx0_ptr_ordinal=%d\nctx0_result_ok=%d\n", ordinal,
+                r == CUDA_SUCCESS && host[0] == 3.0f && host[n - 1] == 3.0f ? 1 : 0);
+    if (p != 0) (void)api.mem_free(p);
+    if (module != nullptr) (void)cuModuleUnload(module);
+    (void)cuCtxDestroy(own);
+    (void)api.ctx_set_current(primary);
+  }
+  CUcontext other = nullptr;
+  const CUresult refused = api.ctx_create(&other, nullptr, 0, 2);
+  std::printf("ctx2=%d\n", static_cast<int>(refused));
+  if (refused == CUDA_SUCCESS) (void)cuCtxDestroy(other);
+  (void)api.ctx_set_current(primary);
+}
+
+// Pools, advice and prefetches whose memory location names the device by ordinal 0 (and 2, a GPU
+// the program does not see). Prints pool0, pool0_current, pool0_ptr_ordinal, pool2, advise0,
+// advise2, advise_host, prefetch0, prefetch2, prefetch_sync.
+void LiteralLocations(const Api& api, CUdevice dev) {
+  CUmemPoolProps props{};
+  props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  props.location.id = 0;
+  CUmemoryPool pool = nullptr, current = nullptr, fallback = nullptr;
+  const CUresult created = cuMemPoolCreate(&pool, &props);
+  std::printf("pool0=%d\n", static_cast<int>(created));
+  if (created == CUDA_SUCCESS) {
+    // The pool is the device's: it can be the device's current pool (named by ordinal 0).
+    const CUresult set = cuDeviceSetMemPool(0, pool);
+    (void)cuDeviceGetMemPool(&current, dev);
+    std::printf("pool0_current=%d\n", set == CUDA_SUCCESS && current == pool ? 1 : 0);
+    CUdeviceptr p = 0;
+    int ordinal = -1;
+    if (cuMemAllocFromPoolAsync(&p, 1 << 20, pool, nullptr) == CUDA_SUCCESS) {
+      (void)api.pointer_attribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, p);
+      (void)cuMemFreeAsync(p, nullptr);
+      (void)cuCtxSynchronize();
+    }
+    std::printf("pool0_ptr_ordinal=%d\n", ordinal);
+    if (cuDeviceGetDefaultMemPool(&fallback, dev) == CUDA_SUCCESS) {
+      (void)cuDeviceSetMemPool(dev, fallback);
+    }
+    (void)cuMemPoolDestroy(pool);
+  }
+  props.location.id = 2;
+  CUmemoryPool unseen = nullptr;
+  const CUresult refused = cuMemPoolCreate(&unseen, &props);
+  std::printf("pool2=%d\n", static_cast<int>(refused));
+  if (refused == CUDA_SUCCESS) (void)cuMemPoolDestroy(unseen);
+
+  const size_t bytes = 1 << 20;
+  CUdeviceptr managed = 0;
+  if (cuMemAllocManaged(&managed, bytes, CU_MEM_ATTACH_GLOBAL) != CUDA_SUCCESS) return;
+  CUmemLocation loc{};
+  loc.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  loc.id = 0;
+  const auto advise = [&](CUmemLocation where) {
+    return static_cast<int>(cuMemAdvise(managed, bytes, CU_MEM_ADVISE_SET_PREFERRED_LOCATION, where));
+  };
+  std::printf("advise0=%d\n", advise(loc));
+  std::printf("prefetch0=%d\n", static_cast<int>(cuMemPrefetchAsync(managed, bytes, loc, 0, nullptr)));
+  std::printf("prefetch_sync=%d\n", static_cast<int>(cuCtxSynchronize()));
+  loc.id = 2;
+  std::printf("advise2=%d\n", advise(loc));
+  std::printf("prefetch2=%d\n", static_cast<int>(cuMemPrefetchAsync(managed, bytes, loc, 0, nullptr)));
+  loc.type = CU_MEM_LOCATION_TYPE_HOST;
+  std::printf("advise_host=%d\n", advise(loc));
+  (void)cuMemFree(managed);
+}
+
 }  // namespace
 
 int Devices(const std::string& how) {
   Api api;
   if (!LoadBy(how, &api) || api.device_get_count == nullptr || api.by_pci_bus_id == nullptr ||
       api.can_access_peer == nullptr || api.p2p_attribute == nullptr ||
-      api.pointer_attribute == nullptr) {
+      api.pointer_attribute == nullptr || api.ctx_create == nullptr ||
+      api.device_attribute == nullptr || api.default_mem_pool == nullptr) {
     return Fail("load", CUDA_ERROR_NOT_FOUND);
   }
   std::printf("count_fn=%s\n", WhereIs(reinterpret_cast<void*>(api.device_get_count)).c_str());
@@ -94,7 +208,9 @@ int Devices(const std::string& how) {
     std::printf("pci_other=%d\n", static_cast<int>(r));
   }
   int can = -1, value = -1;
-  const CUdevice other = dev == 0 ? 1 : 0;
+  // Another GPU: under the shim ordinal 0 always names the program's own device, so GPU 0 cannot
+  // be named from GPU 1 (GPU 2 does not exist; the shim refuses it before the driver could).
+  const CUdevice other = dev == 0 ? 1 : dev + 1;
   std::printf("peer_self=%d\n", static_cast<int>(api.can_access_peer(&can, dev, dev)));
   std::printf("peer_other=%d\n", static_cast<int>(api.can_access_peer(&can, dev, other)));
   std::printf("p2p_other=%d\n", static_cast<int>(api.p2p_attribute(
@@ -119,6 +235,10 @@ int Devices(const std::string& how) {
   std::printf("result_ok=%d\n", host[0] == 4.5f && host[n - 1] == 4.5f ? 1 : 0);
   (void)api.mem_free(p);
   VmmOnItsDevice(api, saxpy);
+  CUcontext primary = nullptr;
+  (void)cuCtxGetCurrent(&primary);
+  LiteralDevices(api, dev, primary);
+  LiteralLocations(api, dev);
   return 0;
 }
 

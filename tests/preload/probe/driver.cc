@@ -32,6 +32,9 @@ bool LoadDlsym(Api* api) {
   Dlsym(h, "cuDeviceCanAccessPeer", &api->can_access_peer);
   Dlsym(h, "cuDeviceGetP2PAttribute", &api->p2p_attribute);
   Dlsym(h, "cuPointerGetAttribute", &api->pointer_attribute);
+  Dlsym(h, "cuCtxCreate_v4", &api->ctx_create);
+  Dlsym(h, "cuDeviceGetAttribute", &api->device_attribute);
+  Dlsym(h, "cuDeviceGetDefaultMemPool", &api->default_mem_pool);
   return api->init != nullptr;
 }
 
@@ -69,6 +72,9 @@ bool LoadProcAddress(Api* api, bool per_thread) {
   ask("cuDeviceCanAccessPeer", &api->can_access_peer);
   ask("cuDeviceGetP2PAttribute", &api->p2p_attribute);
   ask("cuPointerGetAttribute", &api->pointer_attribute);
+  ask("cuCtxCreate", &api->ctx_create);
+  ask("cuDeviceGetAttribute", &api->device_attribute);
+  ask("cuDeviceGetDefaultMemPool", &api->default_mem_pool);
   return api->init != nullptr;
 }
 
@@ -90,6 +96,9 @@ bool LoadLinked(Api* api) {
   api->can_access_peer = &cuDeviceCanAccessPeer;
   api->p2p_attribute = &cuDeviceGetP2PAttribute;
   api->pointer_attribute = &cuPointerGetAttribute;
+  api->ctx_create = &cuCtxCreate;  // cuCtxCreate_v4 in CUDA 13's cuda.h
+  api->device_attribute = &cuDeviceGetAttribute;
+  api->default_mem_pool = &cuDeviceGetDefaultMemPool;
   return true;
 }
 
@@ -99,6 +108,14 @@ bool LoadBy(const std::string& how, Api* api) {
   if (how == "procaddr") return LoadProcAddress(api, false);
   if (how == "procaddr-ptds") return LoadProcAddress(api, true);
   return false;
+}
+
+PFN_cuDevicePrimaryCtxGetState_v7000 PhysicalPrimaryCtxGetState() {
+  PFN_cuDevicePrimaryCtxGetState_v7000 fn = nullptr;
+  if (void* scope = dlopen(GSHARE_PROBE_DRIVER_SCOPE, RTLD_NOW | RTLD_LOCAL); scope != nullptr) {
+    Dlsym(scope, "cuDevicePrimaryCtxGetState", &fn);  // never closed: the process keeps using it
+  }
+  return fn != nullptr ? fn : &cuDevicePrimaryCtxGetState;
 }
 
 std::string WhereIs(void* fn) {

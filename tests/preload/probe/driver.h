@@ -29,6 +29,9 @@ struct Api {
   PFN_cuDeviceCanAccessPeer_v4000 can_access_peer = nullptr;
   PFN_cuDeviceGetP2PAttribute_v8000 p2p_attribute = nullptr;
   PFN_cuPointerGetAttribute_v4000 pointer_attribute = nullptr;
+  PFN_cuCtxCreate_v12050 ctx_create = nullptr;
+  PFN_cuDeviceGetAttribute_v2000 device_attribute = nullptr;
+  PFN_cuDeviceGetDefaultMemPool_v11020 default_mem_pool = nullptr;
 };
 
 // The entry points the program is linked against (always succeeds).
@@ -37,6 +40,11 @@ bool LoadLinked(Api* api);
 // `how`: "linked", "dlsym", "procaddr" or "procaddr-ptds" (cuGetProcAddress_v2 with the
 // per-thread default stream flag). False for another word or when cuInit was not found.
 bool LoadBy(const std::string& how, Api* api);
+
+// cuDevicePrimaryCtxGetState of the driver itself, past a preloaded shim: looked up in the
+// dependency scope of libpreload_probe_driver_scope.so (probe/driver_scope.cc), which holds
+// libcuda.so.1 but not the shim. The linked function when that library cannot be opened.
+PFN_cuDevicePrimaryCtxGetState_v7000 PhysicalPrimaryCtxGetState();
 
 // "library:symbol" of the function at `fn` (library without its folder), "none" for nullptr or
 // an address no loaded object holds.

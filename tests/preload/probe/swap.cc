@@ -219,12 +219,14 @@ void SwapSession::Where() {
   (void)cuDeviceGetCount(&devices);
   (void)cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, blocks_[0].ptr);
   // Which physical GPUs hold an active primary context of this process (bit per ordinal; the
-  // ordinals are the driver's, passed as CUdevice values directly).
+  // ordinals are the driver's, asked of the driver itself: the shim would take 0 for the
+  // program's own device and refuse the others).
+  static const auto get_state = PhysicalPrimaryCtxGetState();
   unsigned primary = 0;
   for (int d = 0; d < 4; ++d) {
     unsigned flags = 0;
     int active = 0;
-    if (cuDevicePrimaryCtxGetState(d, &flags, &active) == CUDA_SUCCESS && active != 0) {
+    if (get_state(d, &flags, &active) == CUDA_SUCCESS && active != 0) {
       primary |= 1u << d;
     }
   }
