@@ -1,7 +1,8 @@
 // The process checkpoint API across processes. A process that called cuInit serves an
 // abstract Unix socket "\0simcuda-ckpt-<pid>-<start time>" (SOCK_SEQPACKET) from a thread; the
 // cuCheckpointProcess* calls of another process (same uid, or root: checked with SO_PEERCRED)
-// send one CheckpointRequest per connection and get one CheckpointReply.
+// send one CheckpointRequest per connection and get one CheckpointReply. The caller bounds its
+// wait (api_checkpoint.cc) and the service skips requests whose caller has hung up.
 //
 // States (CUprocessState): RUNNING -Lock-> LOCKED -Checkpoint-> CHECKPOINTED -Restore-> LOCKED
 // -Unlock-> RUNNING. While not RUNNING, driver calls that allocate or submit work block

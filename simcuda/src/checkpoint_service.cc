@@ -1,5 +1,8 @@
 // The target side of the process checkpoint API: the control socket's thread, the process
-// state and the lock that blocks driver calls (see checkpoint.h).
+// state and the lock that blocks driver calls (see checkpoint.h). A request whose caller has
+// already hung up (its bounded call timed out, e.g. while this process was stopped) is skipped,
+// and a Lock whose caller left while it drained is undone.
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
@@ -155,6 +158,12 @@ CheckpointReply Handle(const CheckpointRequest& req) {
   return reply;
 }
 
+// True if the caller closed its end: a bounded cuCheckpointProcess* call that timed out.
+bool CallerGone(int conn) {
+  pollfd p{conn, POLLRDHUP, 0};
+  return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
+}
+
 void Serve(int fd) {
   Svc().tid.store(static_cast<int>(syscall(SYS_gettid)));
   while (true) {
@@ -173,7 +182,17 @@ void Serve(int fd) {
     if (allowed) {
       ssize_t n = recv(conn, &req, sizeof req, 0);
       if (n == static_cast<ssize_t>(sizeof req) && req.magic == kCheckpointMagic) {
+        if (CallerGone(conn)) {  // it timed out while this process was stopped: do not act
+          Log(LogLevel::kWarn, "checkpoint request %u skipped: its caller gave up waiting", req.op);
+          close(conn);
+          continue;
+        }
         reply = Handle(req);
+        if (static_cast<CheckpointOp>(req.op) == CheckpointOp::kLock && reply.result == CUDA_SUCCESS &&
+            CallerGone(conn)) {
+          SetState(CU_PROCESS_STATE_RUNNING);  // nobody would unlock it
+          Log(LogLevel::kWarn, "checkpoint lock undone: its caller gave up waiting");
+        }
       } else {
         reply.result = CUDA_ERROR_INVALID_VALUE;
       }

@@ -1,11 +1,15 @@
 // Tests of the process checkpoint API driven from this process on a helper process: lock
 // (blocks the target's driver calls), checkpoint (device capacity released), restore onto the
-// other simulated GPU (accounting moves; every byte preserved at the same addresses), unlock.
+// other simulated GPU (accounting moves; every byte preserved at the same addresses), unlock;
+// calls on a stopped target time out.
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <chrono>
 #include <cstring>
+#include <future>
+#include <memory>
 
 #include "test_util.h"
 
@@ -84,6 +88,53 @@ TEST_F(CheckpointTest, StateMachineAndBadTargets) {
   target.Kill(SIGUSR1);
   EXPECT_EQ(target.ReadLine(), "verified 0 0");
   target.Wait();
+}
+
+// A stopped target cannot answer: the calls return CUDA_ERROR_TIMEOUT instead of blocking the
+// caller (the arbiter asks for process states from its event loop), the target skips the
+// requests its callers gave up on (the Lock below must not lock it once it runs again), and the
+// API works again after SIGCONT.
+TEST_F(CheckpointTest, StoppedTargetTimesOutAndAnswersAgainAfterSigcont) {
+  simcuda_test::Child target = simcuda_test::SpawnHelper({"checkpoint-target"});
+  ASSERT_EQ(target.ReadLine(), "ready");
+  ASSERT_EQ(State(target.pid), CU_PROCESS_STATE_RUNNING);
+  // Whatever fails below, the target does not outlive the test (stopped or locked).
+  std::shared_ptr<void> reap(nullptr, [&target](void*) {
+    if (target.pid > 0 && kill(target.pid, 0) == 0) {
+      target.Kill(SIGKILL);
+      target.Wait();
+    }
+  });
+  target.Kill(SIGSTOP);
+  int wstatus = 0;
+  ASSERT_EQ(waitpid(target.pid, &wstatus, WUNTRACED), target.pid);  // it is stopped now
+  ASSERT_TRUE(WIFSTOPPED(wstatus));
+  // Safety net only (a call that blocks forever fails here instead of hanging the suite).
+  auto bounded = [](auto call) {
+    auto f = std::async(std::launch::async, call);
+    EXPECT_EQ(f.wait_for(std::chrono::seconds(60)), std::future_status::ready) << "the call did not return";
+    return f.get();
+  };
+  CUprocessState st = CU_PROCESS_STATE_FAILED;
+  EXPECT_CU_ERR(bounded([&] { return cuCheckpointProcessGetState(target.pid, &st); }), CUDA_ERROR_TIMEOUT);
+  int tid = 0;
+  EXPECT_CU_ERR(bounded([&] { return cuCheckpointProcessGetRestoreThreadId(target.pid, &tid); }),
+                CUDA_ERROR_TIMEOUT);
+  EXPECT_CU_ERR(bounded([&] { return cuCheckpointProcessUnlock(target.pid, nullptr); }), CUDA_ERROR_TIMEOUT);
+  CUcheckpointLockArgs lock{};
+  lock.timeoutMs = 200;
+  EXPECT_CU_ERR(bounded([&] { return cuCheckpointProcessLock(target.pid, &lock); }), CUDA_ERROR_TIMEOUT);
+
+  target.Kill(SIGCONT);
+  EXPECT_EQ(State(target.pid), CU_PROCESS_STATE_RUNNING);  // the stale Lock was skipped
+  lock.timeoutMs = 10000;
+  ASSERT_CU(cuCheckpointProcessLock(target.pid, &lock));
+  EXPECT_EQ(State(target.pid), CU_PROCESS_STATE_LOCKED);
+  ASSERT_CU(cuCheckpointProcessUnlock(target.pid, nullptr));
+  target.Kill(SIGUSR1);
+  EXPECT_EQ(target.ReadLine(), "verified 0 0");
+  wstatus = target.Wait();
+  EXPECT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0);
 }
 
 }  // namespace
