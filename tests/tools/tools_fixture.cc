@@ -47,10 +47,16 @@ nlohmann::json ToolsTest::CtlJson(std::vector<std::string> args) {
 
 bool ToolsTest::WaitForClients(const std::function<bool(const nlohmann::json&)>& pred,
                                std::chrono::seconds timeout) {
+  return WaitForReply("clients", [&pred](const nlohmann::json& r) { return pred(r["clients"]); }, timeout);
+}
+
+bool ToolsTest::WaitForReply(const std::string& command,
+                             const std::function<bool(const nlohmann::json&)>& pred,
+                             std::chrono::seconds timeout) {
   const auto end = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < end) {
-    const nlohmann::json r = CtlJson({"clients"});
-    if (r.is_object() && r.value("ok", false) && pred(r["clients"])) return true;
+    const nlohmann::json r = CtlJson({command});
+    if (r.is_object() && r.value("ok", false) && pred(r)) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return false;

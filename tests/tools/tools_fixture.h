@@ -47,6 +47,9 @@ class ToolsTest : public ::testing::Test {
   // Polls `gshare-ctl --json clients` until `pred` holds for the list (safety timeout).
   bool WaitForClients(const std::function<bool(const nlohmann::json&)>& pred,
                       std::chrono::seconds timeout = std::chrono::seconds(30));
+  // Polls `gshare-ctl --json <command>` until `pred` holds for the ok reply (safety timeout).
+  bool WaitForReply(const std::string& command, const std::function<bool(const nlohmann::json&)>& pred,
+                    std::chrono::seconds timeout = std::chrono::seconds(30));
 
   TempDir dir;
   std::unique_ptr<ArbiterProcess> arb;

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <initializer_list>
+#include <utility>
 
 #include "gshare/common/units.h"
 
@@ -66,18 +68,23 @@ std::string RenderStatus(const json& s) {
   std::string out = "gshare-arbiter: policy " + Str(At(s, "policy")) + ", up " +
                     (At(s, "uptime_s").is_number() ? Fixed(s["uptime_s"].get<double>(), 1) : "-") +
                     " s, " + Str(At(s, "clients")) + " client(s)\n";
-  Table t({"GPU", "MEMORY", "USABLE", "RESERVED", "RESIDENT", "SWAPPED", "HOLDER", "QUEUE", "BUSY",
-           "STATE"});
+  Table t({"GPU", "MEMORY", "USABLE", "RESERVED", "ORPHANED", "RESIDENT", "SWAPPED", "HOLDER", "QUEUE",
+           "BUSY", "STATE"});
   for (const json& g : At(s, "gpus")) {
     const json& h = At(g, "holder");
     const std::string holder =
         h.is_object() ? Str(h["function"]) + " (#" + Str(h["client"]) + ")" : "-";
     t.Add({Str(At(g, "gpu")), Bytes(At(g, "total_bytes")), Bytes(At(g, "usable_bytes")),
-           Bytes(At(g, "reserved_bytes")), Bytes(At(g, "resident_bytes")),
+           Bytes(At(g, "reserved_bytes")), Bytes(At(g, "orphaned_bytes")), Bytes(At(g, "resident_bytes")),
            Bytes(At(g, "swapped_bytes")), holder, std::to_string(At(g, "queue").size()),
            Percent(At(g, "busy")), At(g, "drained") == true ? "drained" : "ok"});
   }
   out += t.str();
+  if (const std::string orphans = RenderOrphans(s); !orphans.empty()) {
+    out += "orphans (live processes disconnected by the arbiter; their memory stays reserved until "
+           "they exit or register again):\n" + orphans;
+  }
+  if (const std::string line = RenderOrphanCounters(s); !line.empty()) out += line + "\n";
   const json& misses = At(s, "recent_slo_misses");
   if (!misses.empty()) {
     constexpr size_t kShown = 5;
@@ -94,6 +101,43 @@ std::string RenderStatus(const json& s) {
     out += m.str();
   }
   return out;
+}
+
+std::string RenderOrphans(const json& s) {
+  const json& orphans = At(s, "orphans");
+  if (!orphans.is_array() || orphans.empty()) return "";
+  Table t({"PID", "FUNCTION", "CLIENT", "GPU", "BYTES", "REASON", "SINCE"});
+  for (const json& o : orphans) {
+    const json& since = At(o, "since_s_ago");
+    t.Add({Str(At(o, "pid")), Str(At(o, "function")), "#" + Str(At(o, "client")), Str(At(o, "gpu")),
+           Bytes(At(o, "bytes")), Str(At(o, "reason")),
+           since.is_number() ? Fixed(since.get<double>(), 1) + " s ago" : "-"});
+  }
+  return t.str();
+}
+
+std::string RenderOrphanCounters(const json& s) {
+  const json& c = At(s, "counters");
+  // "label N" for each counter present, joined by ", ".
+  auto join = [&c](std::initializer_list<std::pair<const char*, const char*>> items) {
+    std::string out;
+    for (const auto& [key, label] : items) {
+      if (!At(c, key).is_number()) continue;
+      out += (out.empty() ? "" : ", ") + std::string(label) + " " + Str(c[key]);
+    }
+    return out;
+  };
+  const std::string disconnected =
+      join({{"order_timeouts", "order timeouts"}, {"unenforceable", "unenforceable"}});
+  const std::string released = join({{"orphans_released_exited", "exited"},
+                                     {"orphans_released_reregistered", "registered again"},
+                                     {"orphans_released_no_device", "no device memory"}});
+  std::string orphans = join({{"orphans_created", "created"}});
+  if (!released.empty()) orphans += (orphans.empty() ? "released: " : "; released: ") + released;
+  std::string line;
+  if (!disconnected.empty()) line = "disconnected alive: " + disconnected;
+  if (!orphans.empty()) line += (line.empty() ? "" : "; ") + std::string("orphans ") + orphans;
+  return line;
 }
 
 std::string RenderClients(const json& reply) {

@@ -43,7 +43,9 @@ std::string RenderFrame(const json& status, const json& clients, const FrameStyl
   const json counters = status.value("counters", json::object());
   o << "grants " << S(counters.value("grants", json(0))) << " (" << S(counters.value("lease_takes", json(0)))
     << " by lease), preemptions " << S(counters.value("preemptions", json(0))) << ", swaps in/out "
-    << S(counters.value("swap_ins", json(0))) << "/" << S(counters.value("swap_outs", json(0))) << "\n\n";
+    << S(counters.value("swap_ins", json(0))) << "/" << S(counters.value("swap_outs", json(0))) << "\n";
+  if (const std::string line = ctl::RenderOrphanCounters(status); !line.empty()) o << line << "\n";
+  o << "\n";
   for (const json& g : status.value("gpus", json::array())) {
     const double busy = g.value("busy", 0.0);
     o << bold << "GPU " << S(g["gpu"]) << reset << "  " << Bar(busy, 20) << " " << Fixed(busy * 100, 1)
@@ -57,7 +59,11 @@ std::string RenderFrame(const json& status, const json& clients, const FrameStyl
     }
     o << "  queue: " << g.value("queue", json::array()).size() << "\n";
     o << "       memory: resident " << ctl::Bytes(g["resident_bytes"]) << ", swapped "
-      << ctl::Bytes(g["swapped_bytes"]) << ", reserved " << ctl::Bytes(g["reserved_bytes"]) << " of "
+      << ctl::Bytes(g["swapped_bytes"]) << ", reserved " << ctl::Bytes(g["reserved_bytes"]);
+    // Memory of live processes the arbiter disconnected (part of reserved), when there is any.
+    if (const json& orphaned = g.value("orphaned_bytes", json()); orphaned.is_number() && orphaned != 0)
+      o << " (" << red << "orphaned " << ctl::Bytes(orphaned) << reset << ")";
+    o << " of "
       << ctl::Bytes(g["usable_bytes"]) << " usable (" << ctl::Bytes(g["total_bytes"]) << ")\n";
     std::vector<std::pair<double, std::string>> tenants;
     for (const json& u : g.value("utilisation", json::array()))
@@ -87,7 +93,12 @@ std::string RenderFrame(const json& status, const json& clients, const FrameStyl
            ctl::Percent(c["slo_attainment"]), ctl::Millis(c["last_latency_ms"]),
            ctl::Millis(c["held_ms_total"])});
   }
-  o << t.str() << "\n" << bold << "RECENT SLO MISSES" << reset << "\n";
+  o << t.str() << "\n";
+  if (const std::string orphans = ctl::RenderOrphans(status); !orphans.empty()) {
+    o << bold << "ORPHANS" << reset << " (disconnected alive; memory reserved until they exit or register again)\n"
+      << red << orphans << reset << "\n";
+  }
+  o << bold << "RECENT SLO MISSES" << reset << "\n";
   const json& misses = status.value("recent_slo_misses", json::array());
   if (misses.empty()) {
     o << "none\n";

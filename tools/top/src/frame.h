@@ -1,6 +1,7 @@
 // One gshare-top frame: the arbiter's status and clients replies rendered as text (per GPU:
-// utilisation bar, token holder, queue, memory, utilisation by tenant; the functions; recent
-// SLO misses). Pure function of its inputs; thread-safe.
+// utilisation bar, token holder, queue, memory with orphaned bytes, utilisation by tenant; the
+// functions; orphans, when there are any; recent SLO misses). Pure function of its inputs;
+// thread-safe.
 #pragma once
 
 #include <string>

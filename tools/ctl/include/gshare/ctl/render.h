@@ -26,8 +26,16 @@ std::string Bytes(const nlohmann::json& v);           // "512 MiB", "-" when not
 std::string Millis(const nlohmann::json& v);          // "12.3 ms"
 std::string Percent(const nlohmann::json& fraction);  // "95.0%", "-" when null
 
-// `gshare-ctl status`: a line about the arbiter, the GPU table, recent SLO misses.
+// `gshare-ctl status`: a line about the arbiter, the GPU table (with orphaned bytes), the
+// orphans and their counters, recent SLO misses.
 std::string RenderStatus(const nlohmann::json& status);
+// The `orphans` of a status reply (reservations of live processes the arbiter disconnected;
+// docs/arbiter.md) as a table: PID, FUNCTION, CLIENT, GPU, BYTES, REASON, SINCE. "" when none.
+std::string RenderOrphans(const nlohmann::json& status);
+// One line of the status reply's disconnection and orphan counters ("disconnected alive: ...;
+// orphans: ..."), without a newline; counters missing from the reply are left out, "" when
+// the reply has none of them.
+std::string RenderOrphanCounters(const nlohmann::json& status);
 // `gshare-ctl clients`: one row per vGPU.
 std::string RenderClients(const nlohmann::json& clients);
 // The one-line answer to drain, undrain, evict and set-slo.
