@@ -17,6 +17,7 @@
 #include "runtime/config.h"
 #include "runtime/submission_gate.h"
 #include "shim_test_env.h"
+#include "swap_probe.h"
 #include "test_util.h"
 
 namespace gshare::arbiter::testing {
@@ -84,14 +85,6 @@ TEST_F(ShimArbiter, OversubscribedPreloadedProgramsTakeTurnsWithCorrectData) {
   EXPECT_GT(summary["swap_ins"].get<int>(), 0) << summary.dump();
 }
 
-// Reads "ptr=..." lines up to "end".
-std::vector<std::string> ReadPointers(test::ChildProcess* probe) {
-  std::vector<std::string> ptrs;
-  std::string line;
-  while (probe->ReadLine(&line, LineWait()) && line != "end") ptrs.push_back(line);
-  return ptrs;
-}
-
 // Starts `count` `preload_probe swap` programs (a 128 MiB block plus random allocations,
 // checksummed) under the shim with `quota`, then asks each in turn, `rounds` times, to verify
 // its data (copies back and checksum kernels) at unchanged pointers; each must exit cleanly.
@@ -100,43 +93,37 @@ std::vector<std::string> ReadPointers(test::ChildProcess* probe) {
 // copies), so the swap image grows between swaps.
 void RunSwapProbes(const Simcuda& simcuda, const ArbiterProcess& arb, const TempDir& dir,
                    int count, const std::string& quota, int rounds, int grow_mib = 0) {
-  std::vector<std::unique_ptr<test::ChildProcess>> probes;
+  std::vector<std::unique_ptr<test::SwapProbe>> probes;
   std::vector<std::vector<std::string>> pointers;
   for (int i = 0; i < count; ++i) {
     const std::string name = "s" + std::to_string(i);
-    probes.push_back(std::make_unique<test::ChildProcess>(
-        std::vector<std::string>{PROBE_BIN, "swap", std::to_string(7 + i), "10", "128"},
-        EnvMap(ShimEnv(simcuda, arb.socket(), quota, name, dir / (name + ".log")))));
-    ASSERT_TRUE(probes.back()->started());
-    std::string line;
-    ASSERT_TRUE(probes.back()->ReadLine(&line, LineWait())) << ReadFile(dir / (name + ".log"));
-    ASSERT_EQ(line.rfind("ready", 0), 0u) << line;
-    pointers.push_back(ReadPointers(probes.back().get()));
+    probes.push_back(std::make_unique<test::SwapProbe>(
+        PROBE_BIN, static_cast<uint32_t>(7 + i), 10, 128,
+        EnvMap(ShimEnv(simcuda, arb.socket(), quota, name, dir / (name + ".log"))), LineWait()));
+    ASSERT_TRUE(probes.back()->ready())
+        << probes.back()->ready_line() << ReadFile(dir / (name + ".log"));
+    pointers.push_back(probes.back()->pointers());
     ASSERT_FALSE(pointers.back().empty());
   }
   for (int round = 0; round < rounds; ++round) {
     for (size_t i = 0; i < probes.size(); ++i) {
-      std::string line;
+      test::ChildProcess& process = probes[i]->process();
       if (grow_mib > 0) {
-        ASSERT_TRUE(probes[i]->WriteLine("grow " + std::to_string(grow_mib)));
-        ASSERT_TRUE(probes[i]->ReadLine(&line, LineWait()))
-            << "probe " << i << " died: " << probes[i]->err();
+        std::string line;
+        ASSERT_TRUE(process.WriteLine("grow " + std::to_string(grow_mib)));
+        ASSERT_TRUE(process.ReadLine(&line, LineWait())) << "probe " << i << " died: " << process.err();
         ASSERT_EQ(line.rfind("grown ptr=", 0), 0u) << line;
         pointers[i].push_back(line.substr(6));
       }
-      ASSERT_TRUE(probes[i]->WriteLine("verify"));
-      ASSERT_TRUE(probes[i]->ReadLine(&line, LineWait()))
-          << "probe " << i << " died: " << probes[i]->err() << ReadFile(dir / ("s" + std::to_string(i) + ".log"))
+      const test::Verified v = probes[i]->Verify();
+      ASSERT_TRUE(v.answered)
+          << "probe " << i << " died: " << process.err() << ReadFile(dir / ("s" + std::to_string(i) + ".log"))
           << ReadFile(arb.log());
-      EXPECT_NE(line.find(" bad=0 "), std::string::npos) << line;
-      EXPECT_NE(line.find("kernel_bad=0"), std::string::npos) << line;
-      EXPECT_EQ(ReadPointers(probes[i].get()), pointers[i]) << "pointers must not change";
+      EXPECT_TRUE(v.intact()) << v.line;
+      EXPECT_EQ(v.pointers, pointers[i]) << "pointers must not change";
     }
   }
-  for (auto& probe : probes) {
-    probe->WriteLine("quit");
-    EXPECT_EQ(probe->Wait(ExitWait()), 0) << probe->err();
-  }
+  for (auto& probe : probes) EXPECT_EQ(probe->Quit(ExitWait()), 0) << probe->process().err();
 }
 
 // Two programs holding real data (a 128 MiB block plus random allocations, checksummed) with

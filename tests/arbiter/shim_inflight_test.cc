@@ -21,6 +21,7 @@
 
 #include "child_process.h"
 #include "shim_test_env.h"
+#include "swap_probe.h"
 #include "test_util.h"
 
 namespace gshare::arbiter::testing {
@@ -28,15 +29,6 @@ namespace {
 
 using test::ChildProcess;
 using test::UnixRequest;
-
-// Waits for the probe's "ready" block (its pointers up to "end").
-bool ReadReady(ChildProcess* probe, std::string* first) {
-  std::string line;
-  if (!probe->ReadLine(first, LineWait())) return false;
-  while (probe->ReadLine(&line, LineWait()) && line != "end") {
-  }
-  return first->rfind("ready", 0) == 0;
-}
 
 class ShimInflight : public ::testing::Test {
  protected:
@@ -59,8 +51,9 @@ class ShimInflight : public ::testing::Test {
 
     // Queues `ms` of work reading the first block, swaps out while it runs, stays out past its
   // end, swaps in on `back_to`, and checks the work's result and the data.
-  void SwapOutUnderRunningWork(ChildProcess* probe, const std::string& socket, int ms,
+  void SwapOutUnderRunningWork(test::SwapProbe* swap, const std::string& socket, int ms,
                                int back_to) {
+    ChildProcess* probe = &swap->process();
     std::string line;
     ASSERT_TRUE(probe->WriteLine("inflight " + std::to_string(ms)));
     ASSERT_TRUE(probe->ReadLine(&line, LineWait()));
@@ -77,12 +70,9 @@ class ShimInflight : public ::testing::Test {
     ASSERT_TRUE(probe->ReadLine(&line, LineWait()))
         << "the program died: " << probe->Wait(ExitWait()) << probe->err();
     EXPECT_EQ(line, "collected ok=1");
-    ASSERT_TRUE(probe->WriteLine("verify"));
-    ASSERT_TRUE(probe->ReadLine(&line, LineWait()));
-    EXPECT_NE(line.find(" bad=0 kernel_bad=0"), std::string::npos) << line;
-    std::string ptr;
-    while (probe->ReadLine(&ptr, LineWait()) && ptr != "end") {
-    }
+    const test::Verified v = swap->Verify();
+    ASSERT_TRUE(v.answered) << probe->err();
+    EXPECT_TRUE(v.intact()) << v.line;
   }
 
   TempDir dir;
@@ -91,24 +81,23 @@ class ShimInflight : public ::testing::Test {
 };
 
 TEST_F(ShimInflight, SwapOutWaitsForQueuedWorkOnTheSameDevice) {
-  ChildProcess probe({PROBE_BIN, "swap", "3", "4", "64"}, ProbeEnv());
-  ASSERT_TRUE(probe.started());
+  test::SwapProbe swap(PROBE_BIN, 3, 4, 64, ProbeEnv(), LineWait());
+  ASSERT_TRUE(swap.ready()) << swap.ready_line() << swap.process().err();
+  ChildProcess& probe = swap.process();
   std::string line;
-  ASSERT_TRUE(ReadReady(&probe, &line)) << line << probe.err();
   const std::string socket = Socket(probe.pid());
   // The staging pinned ahead of time: the swap-out then pins nothing, and its reply names
   // every phase (the keys tests/gpu/smoke.sh parses stay first).
   const std::string prepared = UnixRequest(socket, "prepare");
   ASSERT_EQ(prepared.rfind("ok pinned=", 0), 0u) << prepared;
   EXPECT_EQ(prepared.find("ok pinned=0 "), std::string::npos) << prepared;
-  SwapOutUnderRunningWork(&probe, socket, 400, 0);
+  SwapOutUnderRunningWork(&swap, socket, 400, 0);
   EXPECT_NE(last_swap_out_.find(" elapsed_ns="), std::string::npos) << last_swap_out_;
   EXPECT_NE(last_swap_out_.find(" copy_ns="), std::string::npos) << last_swap_out_;
   EXPECT_NE(last_swap_out_.find(" drain_ns="), std::string::npos) << last_swap_out_;
   EXPECT_NE(last_swap_out_.find(" pin_ns=0 "), std::string::npos) << last_swap_out_;
   EXPECT_NE(last_swap_out_.find(" unmap_ns="), std::string::npos) << last_swap_out_;
-  ASSERT_TRUE(probe.WriteLine("quit"));
-  EXPECT_EQ(probe.Wait(ExitWait()), 0) << probe.err();
+  EXPECT_EQ(swap.Quit(ExitWait()), 0) << probe.err();
 }
 
 // The demo's crash came from a vGPU moved to GPU 1 while the program's context and stream
@@ -117,19 +106,18 @@ TEST_F(ShimInflight, SwapOutWaitsForQueuedWorkOnTheSameDevice) {
 // program's (the arbiter moves a function through the driver's checkpoint instead), and the
 // drain waits for the queued work across swaps on the program's GPU.
 TEST_F(ShimInflight, SwapInOntoAnotherGpuIsRefusedAndDrainsStayCorrect) {
-  ChildProcess probe({PROBE_BIN, "swap", "3", "4", "64"}, ProbeEnv());
-  ASSERT_TRUE(probe.started());
+  test::SwapProbe swap(PROBE_BIN, 3, 4, 64, ProbeEnv(), LineWait());
+  ASSERT_TRUE(swap.ready()) << swap.ready_line() << swap.process().err();
+  ChildProcess& probe = swap.process();
   std::string line;
-  ASSERT_TRUE(ReadReady(&probe, &line)) << line << probe.err();
   const std::string socket = Socket(probe.pid());
   ASSERT_EQ(UnixRequest(socket, "swap-out").rfind("ok", 0), 0u);
   EXPECT_EQ(UnixRequest(socket, "swap-in 1"), "error CUDA_ERROR_INVALID_DEVICE");
   ASSERT_EQ(UnixRequest(socket, "swap-in 0").rfind("ok", 0), 0u);
   EXPECT_NE(UnixRequest(socket, "stats").find("device=0"), std::string::npos);
-  SwapOutUnderRunningWork(&probe, socket, 400, 0);
-  SwapOutUnderRunningWork(&probe, socket, 200, 0);
-  ASSERT_TRUE(probe.WriteLine("quit"));
-  EXPECT_EQ(probe.Wait(ExitWait()), 0) << probe.err();
+  SwapOutUnderRunningWork(&swap, socket, 400, 0);
+  SwapOutUnderRunningWork(&swap, socket, 200, 0);
+  EXPECT_EQ(swap.Quit(ExitWait()), 0) << probe.err();
 }
 
 // The longest time a grant was held before its release began (the shim logs "released grant N
@@ -157,10 +145,10 @@ TEST_F(ShimInflight, TokenIsKeptWhileWorkIsInFlightOrAStreamCaptures) {
   const std::string log = dir / "held.log";
   std::vector<std::string> env = ShimEnv(simcuda, arb.socket(), "512MiB", "held", log);
   env.push_back("GSHARE_LOG_LEVEL=debug");
-  ChildProcess probe({PROBE_BIN, "swap", "3", "4", "64"}, EnvMap(env));
-  ASSERT_TRUE(probe.started());
+  test::SwapProbe swap(PROBE_BIN, 3, 4, 64, EnvMap(env), LineWait());
+  ASSERT_TRUE(swap.ready()) << swap.ready_line() << swap.process().err();
+  ChildProcess& probe = swap.process();
   std::string line;
-  ASSERT_TRUE(ReadReady(&probe, &line)) << line << probe.err();
 
   size_t from = ReadFile(log).size();
   ASSERT_TRUE(probe.WriteLine("inflight 400"));
@@ -179,15 +167,11 @@ TEST_F(ShimInflight, TokenIsKeptWhileWorkIsInFlightOrAStreamCaptures) {
   EXPECT_EQ(line, "captured end=" + std::to_string(CUDA_ERROR_NOT_SUPPORTED))
       << "the capture was disturbed (" << CUDA_ERROR_STREAM_CAPTURE_INVALIDATED
       << " = invalidated)";
-  ASSERT_TRUE(probe.WriteLine("verify"));
-  ASSERT_TRUE(probe.ReadLine(&line, LineWait()));
-  EXPECT_NE(line.find(" bad=0 kernel_bad=0"), std::string::npos) << line;
-  std::string ptr;
-  while (probe.ReadLine(&ptr, LineWait()) && ptr != "end") {
-  }
+  const test::Verified v = swap.Verify();
+  ASSERT_TRUE(v.answered) << probe.err();
+  EXPECT_TRUE(v.intact()) << v.line;
   EXPECT_GE(LongestHoldUs(ReadFile(log), from), 400'000) << ReadFile(log).substr(from);
-  ASSERT_TRUE(probe.WriteLine("quit"));
-  EXPECT_EQ(probe.Wait(ExitWait()), 0) << probe.err();
+  EXPECT_EQ(swap.Quit(ExitWait()), 0) << probe.err();
   const nlohmann::json summary = arb.Stop();
   ASSERT_TRUE(summary.is_object()) << ReadFile(arb.log());
   EXPECT_EQ(summary["client_deaths"], 0) << summary.dump();

@@ -7,6 +7,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <future>
 #include <memory>
 #include <string>
 #include <thread>
@@ -16,6 +17,7 @@
 
 #include "child_process.h"
 #include "shim_test_env.h"
+#include "swap_probe.h"
 #include "test_util.h"
 
 namespace gshare::arbiter::testing {
@@ -43,7 +45,7 @@ bool WaitForLog(const std::string& path, const std::string& needle, int count = 
 
 // One `preload_probe swap` program under the shim.
 struct Probe {
-  std::unique_ptr<test::ChildProcess> process;
+  std::unique_ptr<test::SwapProbe> swap;
   std::string log;
 };
 
@@ -53,31 +55,13 @@ Probe StartProbe(const Simcuda& simcuda, const ArbiterProcess& arb, const TempDi
   p.log = dir / (name + ".log");
   std::vector<std::string> env = ShimEnv(simcuda, arb.socket(), "300MiB", name, p.log);
   env.insert(env.end(), extra_env.begin(), extra_env.end());
-  p.process = std::make_unique<test::ChildProcess>(
-      std::vector<std::string>{PROBE_BIN, "swap", "3", "8", "64"}, EnvMap(env));
-  std::string line;
-  EXPECT_TRUE(p.process->ReadLine(&line, LineWait())) << ReadFile(p.log);
-  EXPECT_EQ(line.rfind("ready", 0), 0u) << line;
-  while (p.process->ReadLine(&line, LineWait()) && line != "end") {
-  }
+  p.swap = std::make_unique<test::SwapProbe>(PROBE_BIN, 3, 8, 64, EnvMap(env), LineWait());
+  EXPECT_TRUE(p.swap->ready()) << p.swap->ready_line() << ReadFile(p.log);
   return p;
 }
 
-// Asks the probe to verify its data; returns the "verified ..." line ("" if none came).
-std::string Verify(Probe& p, milliseconds timeout = LineWait()) {
-  if (!p.process->WriteLine("verify")) return "";
-  std::string line;
-  if (!p.process->ReadLine(&line, timeout)) return "";
-  std::string rest;
-  while (p.process->ReadLine(&rest, LineWait()) && rest != "end") {
-  }
-  return line;
-}
-
-bool Intact(const std::string& verified) {
-  return verified.find(" bad=0 ") != std::string::npos &&
-         verified.find("kernel_bad=0") != std::string::npos;
-}
+// Whether the probe answered "verify" with every block intact.
+bool VerifiedIntact(Probe& p) { return p.swap->Verify().intact(); }
 
 class ShimLiveness : public ::testing::Test {
  protected:
@@ -98,23 +82,20 @@ class ShimLiveness : public ::testing::Test {
 TEST_F(ShimLiveness, ArbiterKilledProgramsRunFailOpenAndReRegister) {
   std::vector<Probe> probes;
   for (const char* name : {"a", "b"}) probes.push_back(StartProbe(simcuda, arb, dir, name));
-  for (Probe& p : probes) EXPECT_TRUE(Intact(Verify(p))) << ReadFile(p.log);
+  for (Probe& p : probes) EXPECT_TRUE(VerifiedIntact(p)) << ReadFile(p.log);
   arb.Kill();
   for (Probe& p : probes) ASSERT_TRUE(WaitForLog(p.log, "arbiter lost")) << ReadFile(p.log);
   for (Probe& p : probes) {
-    EXPECT_TRUE(Intact(Verify(p))) << "without an arbiter: " << ReadFile(p.log);
+    EXPECT_TRUE(VerifiedIntact(p)) << "without an arbiter: " << ReadFile(p.log);
   }
   ASSERT_TRUE(arb.Start()) << ReadFile(arb.log());
   for (Probe& p : probes) {
     ASSERT_TRUE(WaitForLog(p.log, "(re-registration)")) << ReadFile(p.log) << ReadFile(arb.log());
   }
   for (int round = 0; round < 2; ++round) {
-    for (Probe& p : probes) EXPECT_TRUE(Intact(Verify(p))) << "after re-registering: " << ReadFile(p.log);
+    for (Probe& p : probes) EXPECT_TRUE(VerifiedIntact(p)) << "after re-registering: " << ReadFile(p.log);
   }
-  for (Probe& p : probes) {
-    p.process->WriteLine("quit");
-    EXPECT_EQ(p.process->Wait(ExitWait()), 0) << p.process->err();
-  }
+  for (Probe& p : probes) EXPECT_EQ(p.swap->Quit(ExitWait()), 0) << p.swap->process().err();
   const nlohmann::json summary = arb.Stop();
   ASSERT_TRUE(summary.is_object()) << ReadFile(arb.log());
   EXPECT_EQ(summary["re_registrations"], 2) << summary.dump();
@@ -126,21 +107,19 @@ TEST_F(ShimLiveness, ArbiterKilledProgramsRunFailOpenAndReRegister) {
 // the held request completes with intact data.
 TEST_F(ShimLiveness, FailClosedHoldsSubmissionsUntilAnArbiterIsBack) {
   Probe p = StartProbe(simcuda, arb, dir, "closed", {"GSHARE_ARBITER_FAIL=closed"});
-  EXPECT_TRUE(Intact(Verify(p))) << ReadFile(p.log);
+  EXPECT_TRUE(VerifiedIntact(p)) << ReadFile(p.log);
   arb.Kill();
   ASSERT_TRUE(WaitForLog(p.log, "fail-closed (submissions wait)")) << ReadFile(p.log);
-  ASSERT_TRUE(p.process->WriteLine("verify"));
-  std::string line;
-  // Held: no answer while no arbiter runs (the wait is the test's, not a speed requirement).
-  EXPECT_FALSE(p.process->ReadLine(&line, milliseconds(700))) << "answered while held: " << line;
+  // Held: no answer while no arbiter runs (the wait is the test's, not a speed requirement),
+  // then the held request's answer once an arbiter is back.
+  std::future<test::Verified> held = std::async(std::launch::async, [&p] { return p.swap->Verify(); });
+  EXPECT_EQ(held.wait_for(milliseconds(700)), std::future_status::timeout) << "answered while held";
   ASSERT_TRUE(arb.Start()) << ReadFile(arb.log());
-  ASSERT_TRUE(p.process->ReadLine(&line, LineWait())) << ReadFile(p.log) << ReadFile(arb.log());
-  EXPECT_TRUE(Intact(line)) << line;
-  while (p.process->ReadLine(&line, LineWait()) && line != "end") {
-  }
+  const test::Verified v = held.get();
+  ASSERT_TRUE(v.answered) << ReadFile(p.log) << ReadFile(arb.log());
+  EXPECT_TRUE(v.intact()) << v.line;
   EXPECT_NE(ReadFile(p.log).find("(re-registration)"), std::string::npos) << ReadFile(p.log);
-  p.process->WriteLine("quit");
-  EXPECT_EQ(p.process->Wait(ExitWait()), 0) << p.process->err();
+  EXPECT_EQ(p.swap->Quit(ExitWait()), 0) << p.swap->process().err();
   const nlohmann::json summary = arb.Stop();
   ASSERT_TRUE(summary.is_object()) << ReadFile(arb.log());
   EXPECT_EQ(summary["re_registrations"], 1) << summary.dump();
@@ -185,16 +164,15 @@ TEST_F(ShimLiveness, KilledBusyProgramDoesNotStopTheOther) {
                            ShimEnv(simcuda, arb.socket(), "300MiB", "busy", busy_log));
   ASSERT_GT(busy, 0);
   ASSERT_TRUE(WaitForLog(busy_log, "registered with the arbiter at")) << ReadFile(busy_log);
-  EXPECT_TRUE(Intact(Verify(quiet))) << "sharing with the busy one: " << ReadFile(quiet.log);
+  EXPECT_TRUE(VerifiedIntact(quiet)) << "sharing with the busy one: " << ReadFile(quiet.log);
   ASSERT_EQ(::kill(busy, SIGKILL), 0);
   EXPECT_EQ(WaitFor(busy, Scaled(seconds(30))) & 0x7f, SIGKILL);
   EXPECT_TRUE(WaitForLog(arb.log(), "'busy' pid " + std::to_string(busy) + " is gone"))
       << ReadFile(arb.log());
   for (int round = 0; round < 3; ++round) {
-    EXPECT_TRUE(Intact(Verify(quiet))) << "after the kill: " << ReadFile(quiet.log) << ReadFile(arb.log());
+    EXPECT_TRUE(VerifiedIntact(quiet)) << "after the kill: " << ReadFile(quiet.log) << ReadFile(arb.log());
   }
-  quiet.process->WriteLine("quit");
-  EXPECT_EQ(quiet.process->Wait(ExitWait()), 0) << quiet.process->err();
+  EXPECT_EQ(quiet.swap->Quit(ExitWait()), 0) << quiet.swap->process().err();
   const nlohmann::json summary = arb.Stop();
   ASSERT_TRUE(summary.is_object()) << ReadFile(arb.log());
   // The killed one; the other exited normally and said goodbye (a clean unregister).
@@ -213,27 +191,18 @@ TEST(ShimPlacement, EachVgpuAllocatesOnTheGpuTheArbiterAssigned) {
   ArbiterProcess arb{dir, {"--slice", "5ms", "--policy", "fifo"}};
   arb.env = simcuda.env();
   ASSERT_TRUE(arb.Start()) << ReadFile(arb.log());
-  std::vector<std::unique_ptr<test::ChildProcess>> probes;
+  std::vector<std::unique_ptr<test::SwapProbe>> probes;
   for (const char* name : {"p0", "p1"}) {
     const std::string log = dir / (std::string(name) + ".log");
-    probes.push_back(std::make_unique<test::ChildProcess>(
-        std::vector<std::string>{PROBE_BIN, "swap", "5", "0", "600"},
-        EnvMap(ShimEnv(simcuda, arb.socket(), "700MiB", name, log))));
-    std::string line;
-    ASSERT_TRUE(probes.back()->ReadLine(&line, LineWait())) << ReadFile(log) << ReadFile(arb.log());
-    ASSERT_EQ(line.rfind("ready", 0), 0u) << line << ReadFile(log);
-    while (probes.back()->ReadLine(&line, LineWait()) && line != "end") {
-    }
+    probes.push_back(std::make_unique<test::SwapProbe>(
+        PROBE_BIN, 5, 0, 600, EnvMap(ShimEnv(simcuda, arb.socket(), "700MiB", name, log)), LineWait()));
+    ASSERT_TRUE(probes.back()->ready()) << probes.back()->ready_line() << ReadFile(log) << ReadFile(arb.log());
   }
   for (auto& probe : probes) {
-    ASSERT_TRUE(probe->WriteLine("verify"));
-    std::string line;
-    ASSERT_TRUE(probe->ReadLine(&line, LineWait()));
-    EXPECT_TRUE(Intact(line)) << line;
-    while (probe->ReadLine(&line, LineWait()) && line != "end") {
-    }
-    probe->WriteLine("quit");
-    EXPECT_EQ(probe->Wait(ExitWait()), 0) << probe->err();
+    const test::Verified v = probe->Verify();
+    ASSERT_TRUE(v.answered);
+    EXPECT_TRUE(v.intact()) << v.line;
+    EXPECT_EQ(probe->Quit(ExitWait()), 0) << probe->process().err();
   }
   const nlohmann::json summary = arb.Stop();
   ASSERT_TRUE(summary.is_object()) << ReadFile(arb.log());

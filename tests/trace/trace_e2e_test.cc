@@ -17,7 +17,7 @@
 
 #include <gtest/gtest.h>
 
-#include "child_process.h"
+#include "swap_probe.h"
 #include "gshare/trace/summary.h"
 #include "gshare/trace/validate.h"
 #include "test_util.h"
@@ -87,7 +87,7 @@ TEST(TraceEndToEnd, TwoPreloadedFunctionsRecordValidateAndSummarize) {
   ASSERT_GT(recorder, 0);
 
   const std::vector<std::string> names = {"alpha", "beta"};
-  std::vector<std::unique_ptr<test::ChildProcess>> probes;
+  std::vector<std::unique_ptr<test::SwapProbe>> probes;
   for (size_t i = 0; i < names.size(); ++i) {
     std::map<std::string, std::string> env;
     for (const std::string& kv : simcuda.env()) env[kv.substr(0, kv.find('='))] = kv.substr(kv.find('=') + 1);
@@ -97,30 +97,19 @@ TEST(TraceEndToEnd, TwoPreloadedFunctionsRecordValidateAndSummarize) {
     env["GSHARE_FUNCTION"] = names[i];
     env["GSHARE_SLO_MS"] = "50";
     env["GSHARE_LOG_FILE"] = dir / (names[i] + ".log");
-    probes.push_back(std::make_unique<test::ChildProcess>(
-        std::vector<std::string>{PROBE_BIN, "swap", std::to_string(11 + i), "6", "96"}, env));
-    ASSERT_TRUE(probes.back()->started());
-    std::string line;
-    ASSERT_TRUE(probes.back()->ReadLine(&line)) << ReadFile(dir / (names[i] + ".log"));
-    ASSERT_EQ(line.rfind("ready", 0), 0u) << line;
-    while (probes.back()->ReadLine(&line) && line != "end") {
-    }
+    probes.push_back(std::make_unique<test::SwapProbe>(PROBE_BIN, static_cast<uint32_t>(11 + i), 6, 96, env));
+    ASSERT_TRUE(probes.back()->ready())
+        << probes.back()->ready_line() << ReadFile(dir / (names[i] + ".log"));
   }
   // Turns: whenever one works, the other (idle) must leave the GPU.
   for (int round = 0; round < 2; ++round) {
     for (auto& probe : probes) {
-      ASSERT_TRUE(probe->WriteLine("verify"));
-      std::string line;
-      ASSERT_TRUE(probe->ReadLine(&line)) << ReadFile(arb.log());
-      EXPECT_NE(line.find(" bad=0 "), std::string::npos) << line;
-      while (probe->ReadLine(&line) && line != "end") {
-      }
+      const test::Verified v = probe->Verify();
+      ASSERT_TRUE(v.answered) << ReadFile(arb.log());
+      EXPECT_NE(v.line.find(" bad=0 "), std::string::npos) << v.line;
     }
   }
-  for (auto& probe : probes) {
-    probe->WriteLine("quit");
-    EXPECT_EQ(probe->Wait(), 0) << probe->err();
-  }
+  for (auto& probe : probes) EXPECT_EQ(probe->Quit(), 0) << probe->process().err();
 
   // A dump of the live ring converts too.
   const Tool dump = RunTrace(dir, {"dump", "--ring", arb.events(), "-o", dir / "dump.json"});
