@@ -125,7 +125,8 @@ INSTANTIATE_TEST_SUITE_P(Ways, ReachDriver,
 // GPU 1: its context, its allocation and its kernel are there; the other GPU is hidden from the
 // PCI bus id lookup and the peer queries. Calls naming the device by a literal 0 — a CUdevice
 // argument (attributes, primary context, default pool, cuCtxCreate) or a memory location (pool,
-// advice, prefetch) — reach GPU 1 (which has more SMs than GPU 0); naming GPU 2 is refused.
+// advice, prefetch) — reach GPU 1 (which has more SMs than GPU 0); naming GPU 2 is refused
+// (also as a batch copy's location hint).
 class DeviceView : public ShimTest, public ::testing::WithParamInterface<const char*> {};
 
 TEST_P(DeviceView, OneDeviceTheConfiguredGpu) {
@@ -179,6 +180,8 @@ TEST_P(DeviceView, OneDeviceTheConfiguredGpu) {
       {"advise2", invalid_device},
       {"prefetch2", invalid_device},
       {"advise_host", "0"},
+      {"batch_hint2", invalid_device},
+      {"batch3d_hint2", invalid_device},
   });
 }
 

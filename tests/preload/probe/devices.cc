@@ -118,7 +118,7 @@ void LiteralDevices(const Api& api, CUdevice dev, CUcontext primary) {
 
 // Pools, advice and prefetches whose memory location names the device by ordinal 0 (and 2, a GPU
 // the program does not see). Prints pool0, pool0_current, pool0_ptr_ordinal, pool2, advise0,
-// advise2, advise_host, prefetch0, prefetch2, prefetch_sync.
+// advise2, advise_host, prefetch0, prefetch2, prefetch_sync, batch_hint2, batch3d_hint2.
 void LiteralLocations(const Api& api, CUdevice dev) {
   CUmemPoolProps props{};
   props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
@@ -168,6 +168,27 @@ void LiteralLocations(const Api& api, CUdevice dev) {
   std::printf("prefetch2=%d\n", static_cast<int>(cuMemPrefetchAsync(managed, bytes, loc, 0, nullptr)));
   loc.type = CU_MEM_LOCATION_TYPE_HOST;
   std::printf("advise_host=%d\n", advise(loc));
+  // Batch copies whose location hint names GPU 2 (simcuda does not implement batch copies, so
+  // only the shim's refusal, before the driver, is observable).
+  CUmemcpyAttributes attrs{};
+  attrs.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+  attrs.srcLocHint.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  attrs.srcLocHint.id = 2;
+  attrs.dstLocHint.type = CU_MEM_LOCATION_TYPE_HOST;
+  CUdeviceptr dst = managed, src = managed + bytes / 2;
+  size_t size = bytes / 2, attrs_idx = 0;
+  std::printf("batch_hint2=%d\n", static_cast<int>(cuMemcpyBatchAsync(
+                                       &dst, &src, &size, 1, &attrs, &attrs_idx, 1, nullptr)));
+  CUDA_MEMCPY3D_BATCH_OP op{};
+  op.src.type = CU_MEMCPY_OPERAND_TYPE_POINTER;
+  op.src.op.ptr.ptr = src;
+  op.src.op.ptr.locHint = attrs.srcLocHint;
+  op.dst.type = CU_MEMCPY_OPERAND_TYPE_POINTER;
+  op.dst.op.ptr.ptr = dst;
+  op.dst.op.ptr.locHint = attrs.dstLocHint;
+  op.extent = {size, 1, 1};
+  op.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+  std::printf("batch3d_hint2=%d\n", static_cast<int>(cuMemcpy3DBatchAsync(1, &op, 0, nullptr)));
   (void)cuMemFree(managed);
 }
 
