@@ -126,7 +126,7 @@ INSTANTIATE_TEST_SUITE_P(Ways, ReachDriver,
 // PCI bus id lookup and the peer queries. Calls naming the device by a literal 0 — a CUdevice
 // argument (attributes, primary context, default pool, cuCtxCreate) or a memory location (pool,
 // advice, prefetch) — reach GPU 1 (which has more SMs than GPU 0); naming GPU 2 is refused
-// (also as a batch copy's location hint).
+// (also as a batch copy's location hint or a graph allocation node's pool location).
 class DeviceView : public ShimTest, public ::testing::WithParamInterface<const char*> {};
 
 TEST_P(DeviceView, OneDeviceTheConfiguredGpu) {
@@ -182,6 +182,8 @@ TEST_P(DeviceView, OneDeviceTheConfiguredGpu) {
       {"advise_host", "0"},
       {"batch_hint2", invalid_device},
       {"batch3d_hint2", invalid_device},
+      {"graph_alloc2", invalid_device},
+      {"graph_node2", invalid_device},
   });
 }
 

@@ -118,7 +118,8 @@ void LiteralDevices(const Api& api, CUdevice dev, CUcontext primary) {
 
 // Pools, advice and prefetches whose memory location names the device by ordinal 0 (and 2, a GPU
 // the program does not see). Prints pool0, pool0_current, pool0_ptr_ordinal, pool2, advise0,
-// advise2, advise_host, prefetch0, prefetch2, prefetch_sync, batch_hint2, batch3d_hint2.
+// advise2, advise_host, prefetch0, prefetch2, prefetch_sync, batch_hint2, batch3d_hint2,
+// graph_alloc2, graph_node2.
 void LiteralLocations(const Api& api, CUdevice dev) {
   CUmemPoolProps props{};
   props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
@@ -190,6 +191,22 @@ void LiteralLocations(const Api& api, CUdevice dev) {
   op.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
   std::printf("batch3d_hint2=%d\n", static_cast<int>(cuMemcpy3DBatchAsync(1, &op, 0, nullptr)));
   (void)cuMemFree(managed);
+  // Graph memory-allocation nodes whose pool names GPU 2 (simcuda has no graph allocation nodes:
+  // only the shim's refusal is observable; no graph is needed for it).
+  CUDA_MEM_ALLOC_NODE_PARAMS alloc{};
+  alloc.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  alloc.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  alloc.poolProps.location.id = 2;
+  alloc.bytesize = bytes;
+  CUgraphNode node = nullptr;
+  std::printf("graph_alloc2=%d\n", static_cast<int>(cuGraphAddMemAllocNode(&node, nullptr, nullptr,
+                                                                             0, &alloc)));
+  CUgraphNodeParams params{};
+  params.type = CU_GRAPH_NODE_TYPE_MEM_ALLOC;
+  params.alloc.poolProps = alloc.poolProps;
+  params.alloc.bytesize = bytes;
+  std::printf("graph_node2=%d\n",
+              static_cast<int>(cuGraphAddNode(&node, nullptr, nullptr, nullptr, 0, &params)));
 }
 
 }  // namespace
