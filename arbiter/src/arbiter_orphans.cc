@@ -93,7 +93,10 @@ bool ArbiterImpl::MaybeOrphan(Client& c, uint64_t reason, bool thawed, uint64_t 
   if (Exited(c.conn.pidfd())) return false;  // it died meanwhile: its memory went with it
   ++stats_.orphans_created;
   const bool stopped = Stopped(c.pid);  // not asked: kept (it holds whatever it held)
-  if (!stopped && driver_ && driver_->can_query_state() && driver_->ProcessState(c.pid) < 0) {
+  // Released only on the driver's word that the process has no CUDA state; a driver that
+  // cannot tell in time (a wedged process) keeps the orphan.
+  if (!stopped && driver_ && driver_->can_query_state() &&
+      driver_->ProcessState(c.pid) == DriverLib::kNoCudaState) {
     ++stats_.orphans_released_no_device;
     spdlog::info("client {} '{}' (pid {}) disconnected alive holds no device memory (the driver "
                  "knows no CUDA state of it): its reservation of {} on GPU {} is released",

@@ -244,7 +244,14 @@ bool ArbiterImpl::MakeRoom(uint32_t g, uint64_t need, uint64_t now_ns) {
 // the checkpoint API moves by the swap-in alone, as before.
 bool ArbiterImpl::MoveContexts(Client& c, uint32_t to, uint64_t now_ns) {
   const uint32_t from = c.gpu;
-  if (!driver_ || !driver_->can_checkpoint() || driver_->ProcessState(c.pid) < 0) return true;
+  if (!driver_ || !driver_->can_checkpoint()) return true;
+  const int state = driver_->ProcessState(c.pid);
+  if (state == DriverLib::kNoCudaState) return true;
+  if (state == DriverLib::kNoAnswer) {  // a CUDA process that cannot answer cannot be moved now
+    spdlog::warn("client {} '{}': the driver does not answer for pid {}: not moved now", c.id,
+                 c.name, c.pid);
+    return false;
+  }
   const auto from_ordinal = static_cast<int>(gpus_[from].info.ordinal);
   const auto to_ordinal = static_cast<int>(gpus_[to].info.ordinal);
   const auto grace_ms = static_cast<unsigned>(

@@ -49,9 +49,10 @@ shm::Status DriverLib::Check(CUresult r, const char* what) const {
   const char* name = nullptr;
   if (get_error_name_ == nullptr || get_error_name_(r, &name) != CUDA_SUCCESS || name == nullptr)
     name = "unknown CUresult";
-  // A lock that timed out (work still running) may succeed later; anything else will not.
-  return shm::Status(r == CUDA_ERROR_TIMEOUT ? shm::StatusCode::kTimeout
-                                              : shm::StatusCode::kUnavailable,
+  // A lock that timed out (work still running; the driver's documented answer is NOT_READY,
+  // simcuda's TIMEOUT) may succeed later; anything else will not.
+  const bool later = r == CUDA_ERROR_TIMEOUT || r == CUDA_ERROR_NOT_READY;
+  return shm::Status(later ? shm::StatusCode::kTimeout : shm::StatusCode::kUnavailable,
                      std::string(what) + " failed: " + name + " (" + std::to_string(r) + ")");
 }
 
@@ -117,9 +118,11 @@ shm::Status DriverLib::Unlock(int pid) const {
 }
 
 int DriverLib::ProcessState(int pid) const {
-  if (get_state_ == nullptr) return -1;
+  if (get_state_ == nullptr) return kNoCudaState;
   CUprocessState st = CU_PROCESS_STATE_RUNNING;
-  if (get_state_(pid, &st) != CUDA_SUCCESS) return -1;
+  const CUresult r = get_state_(pid, &st);
+  if (r == CUDA_ERROR_TIMEOUT || r == CUDA_ERROR_NOT_READY) return kNoAnswer;
+  if (r != CUDA_SUCCESS) return kNoCudaState;
   return static_cast<int>(st);
 }
 

@@ -39,8 +39,11 @@ class DriverLib {
   shm::Status Unlock(int pid) const;
   // Whether the driver can be asked for a process's state (cuCheckpointProcessGetState).
   bool can_query_state() const { return get_state_ != nullptr; }
-  // Process state as the driver sees it (CU_PROCESS_STATE_*), or -1 if unknown (also: a
-  // process the driver knows no CUDA state of, when can_query_state()).
+  // Process state as the driver sees it (CU_PROCESS_STATE_*), or kNoCudaState (no state API, or
+  // the driver knows no CUDA state of the process), or kNoAnswer (the driver could not tell in
+  // time: a stopped or wedged process may still hold device memory).
+  static constexpr int kNoCudaState = -1;
+  static constexpr int kNoAnswer = -2;
   int ProcessState(int pid) const;
 
  private:

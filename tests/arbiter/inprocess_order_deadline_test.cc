@@ -34,6 +34,7 @@ enum class Progress { kUntilAck, kThenStall, kForever };
 
 struct Outcome {
   bool disconnected = false;  // the arbiter closed a's connection
+  nlohmann::json status_counters;  // the control socket's `status` counters, just before Finish
   ArbiterStats stats;
 };
 
@@ -45,6 +46,7 @@ Outcome RunSwapOut(Progress mode, std::chrono::nanoseconds window,
   InProcessArbiter arb;
   arb.config().policy = "fifo";
   arb.config().swap_order_timeout = window;
+  arb.EnableControl();
   Outcome result;
   if (!arb.Start()) {
     ADD_FAILURE() << "the arbiter did not start";
@@ -84,6 +86,7 @@ Outcome RunSwapOut(Progress mode, std::chrono::nanoseconds window,
                           : static_cast<int>((window + std::chrono::seconds(20)) / milliseconds(1));
   result.disconnected =
       ::poll(&hup, 1, wait_ms * testing::TimeScale()) == 1 && (hup.revents & (POLLRDHUP | POLLHUP));
+  result.status_counters = arb.Status()["counters"];
   result.stats = arb.Finish();
   return result;
 }
@@ -106,6 +109,9 @@ TEST(ArbiterOrderDeadline, ASwapWhoseProgressStopsIsTimedOut) {
   const Outcome r = RunSwapOut(Progress::kThenStall, window, 2 * window + milliseconds(500));
   EXPECT_TRUE(r.disconnected);
   EXPECT_EQ(r.stats.order_timeouts, 1U);
+  // Operators see it in `status` too (gshare-ctl status, gshare-top).
+  EXPECT_EQ(r.status_counters["order_timeouts"], 1) << r.status_counters.dump();
+  EXPECT_EQ(r.status_counters["unenforceable"], 0) << r.status_counters.dump();
 }
 
 // No progress report at all: the plain deadline, as before progress reports existed.
