@@ -207,30 +207,37 @@ CUresult StreamCreate(CUstream* stream, unsigned int /*flags*/) {
 CUresult StreamDestroy(CUstream /*stream*/) { return CUDA_SUCCESS; }
 CUresult StreamSynchronize(CUstream /*stream*/) { return CUDA_SUCCESS; }
 
+// Events are created, recorded and waited for from several threads at once (the swap-in's
+// workers each mark their own copier), as the driver allows: under the state's lock.
 CUresult EventCreate(CUevent* event, unsigned int /*flags*/) {
   auto* e = new Event();
+  std::lock_guard<std::mutex> lock(S().mu);
   S().events.push_back(e);
   *event = reinterpret_cast<CUevent>(e);
   return CUDA_SUCCESS;
 }
 CUresult EventDestroy(CUevent event) {
   State& s = S();
+  std::lock_guard<std::mutex> lock(s.mu);
   auto* e = reinterpret_cast<Event*>(event);
   std::erase(s.events, e);
   delete e;
   return CUDA_SUCCESS;
 }
 CUresult EventRecord(CUevent event, CUstream stream) {
+  std::lock_guard<std::mutex> lock(S().mu);
   auto* e = reinterpret_cast<Event*>(event);
   e->stream = stream;
   e->complete = S().held.count(stream) == 0;
   return CUDA_SUCCESS;
 }
 CUresult EventQuery(CUevent event) {
+  std::lock_guard<std::mutex> lock(S().mu);
   return reinterpret_cast<Event*>(event)->complete ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 CUresult EventSynchronize(CUevent event) {
   State& s = S();
+  std::lock_guard<std::mutex> lock(s.mu);
   if (s.event_syncs_until_failure == 0) {
     s.event_syncs_until_failure = -1;
     return CUDA_ERROR_LAUNCH_FAILED;
@@ -335,9 +342,13 @@ void FakeDriver::FailCreates(uint64_t skip, uint64_t n) {
 void FakeDriver::FailEventSyncAfter(uint64_t n) {
   S().event_syncs_until_failure = static_cast<int64_t>(n);
 }
-void FakeDriver::HoldStream(CUstream stream) { S().held.insert(stream); }
+void FakeDriver::HoldStream(CUstream stream) {
+  std::lock_guard<std::mutex> lock(S().mu);
+  S().held.insert(stream);
+}
 void FakeDriver::ReleaseStream(CUstream stream) {
   State& s = S();
+  std::lock_guard<std::mutex> lock(s.mu);
   s.held.erase(stream);
   for (Event* e : s.events) {
     if (e->stream == stream) e->complete = true;
