@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstring>
 #include <mutex>
+#include <vector>
 
 #include "allocations.h"
 #include "api.h"
@@ -36,6 +37,9 @@ struct Pools {
   std::mutex mu;
   std::array<CUmemPoolHandle_st*, simcuda::kMaxDevices> defaults{};
   std::array<CUmemPoolHandle_st*, simcuda::kMaxDevices> current{};
+  // Destroyed pools: kept (allocations made from them may still name them) and reachable, so a
+  // leak checker does not report them. A few objects per destroyed pool, never reused.
+  std::vector<CUmemPoolHandle_st*> destroyed;
 };
 
 Pools& P() {
@@ -176,6 +180,7 @@ CUresult cuMemPoolDestroy(CUmemoryPool pool) {
     for (auto& cur : p.current) {
       if (cur == pool) cur = nullptr;
     }
+    p.destroyed.push_back(pool);
   }
   PoolSet::Instance().Remove(pool);
   pool->magic = 0;  // the object is kept: live allocations still name it (MEMPOOL_HANDLE)
