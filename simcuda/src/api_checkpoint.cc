@@ -27,18 +27,14 @@
 
 namespace {
 
-constexpr int64_t kDefaultReplyMs = 1000;
 constexpr int64_t kMoveBaseMs = 10000;
 constexpr int64_t kUninitializedMoveMs = 120000;  // no device table to size the bound with
 
-// The bound for requests that do no work in the target (SIMCUDA_CHECKPOINT_REPLY_MS, ms > 0).
+// The bound for requests that do no work in the target (SIMCUDA_CHECKPOINT_REPLY_MS, parsed and
+// checked with the rest of the configuration: a malformed value fails cuInit).
 int64_t ReplyMs() {
-  static const int64_t ms = [] {
-    const char* text = std::getenv("SIMCUDA_CHECKPOINT_REPLY_MS");
-    const long long v = text != nullptr ? std::strtoll(text, nullptr, 10) : 0;
-    return v > 0 ? static_cast<int64_t>(v) : kDefaultReplyMs;
-  }();
-  return ms;
+  const simcuda::DriverState* d = simcuda::Driver();
+  return d != nullptr ? d->config.checkpoint_reply_ms : simcuda::Config{}.checkpoint_reply_ms;
 }
 
 // The bound for Checkpoint/Restore: the most device memory a process can hold is every device's

@@ -202,6 +202,14 @@ std::optional<Config> LoadConfigFromEnvironment(std::string* error) {
     }
     config.time_scale = *v;
   }
+  if (const char* ms = std::getenv("SIMCUDA_CHECKPOINT_REPLY_MS"); ms != nullptr && *ms != '\0') {
+    std::optional<double> v = ParseNumber(ms);
+    if (!v || *v < 1 || *v != static_cast<double>(static_cast<int64_t>(*v))) {
+      *error = "SIMCUDA_CHECKPOINT_REPLY_MS must be a positive whole number of milliseconds";
+      return std::nullopt;
+    }
+    config.checkpoint_reply_ms = static_cast<int64_t>(*v);
+  }
   if (const char* pop = std::getenv("SIMCUDA_POPULATE"); pop != nullptr) {
     config.populate = std::string_view(pop) == "1";
   }

@@ -37,6 +37,9 @@ struct Config {
   // is), so first touches inside timed copies do not page-fault. Off by default: simulated
   // devices may be larger than the host's memory.
   bool populate = false;
+  // SIMCUDA_CHECKPOINT_REPLY_MS: how long a process checkpoint call that does no work in the
+  // target (GetState, GetRestoreThreadId, Unlock) waits for its answer (api_checkpoint.cc).
+  int64_t checkpoint_reply_ms = 1000;
 };
 
 // Parses a SIMCUDA_DEVICES value: comma-separated device groups "[N x]SIZE[:key=value]...",

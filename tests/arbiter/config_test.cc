@@ -42,6 +42,7 @@ memory_reserve = "512MiB"
 slice = "5ms"
 idle_release = "200us"
 preempt_grace = "1s"
+swap_order_timeout = "30s"
 deep_evict_after = "10min"
 policy = "fifo"
 metrics = "127.0.0.1:9464"
@@ -57,6 +58,7 @@ event_ring_capacity = 1024
   EXPECT_EQ(r.config.slice, std::chrono::milliseconds(5));
   EXPECT_EQ(r.config.idle_release, std::chrono::microseconds(200));
   EXPECT_EQ(r.config.preempt_grace, std::chrono::seconds(1));
+  EXPECT_EQ(r.config.swap_order_timeout, std::chrono::seconds(30));
   EXPECT_EQ(r.config.deep_evict_after, std::chrono::minutes(10));
   EXPECT_EQ(r.config.policy, "fifo");
   EXPECT_EQ(r.config.metrics_address, "127.0.0.1:9464");
@@ -87,6 +89,8 @@ INSTANTIATE_TEST_SUITE_P(
     Keys, ArbiterConfigBad,
     ::testing::Values(BadValue{"slice = \"20\"", "slice"}, BadValue{"slice = \"0ms\"", "slice"},
                       BadValue{"idle_release = \"fast\"", "idle_release"},
+                      BadValue{"swap_order_timeout = \"soon\"", "swap_order_timeout"},
+                      BadValue{"swap_order_timeout = \"0s\"", "swap_order_timeout"},
                       BadValue{"gpu_memory = \"12 parsecs\"", "gpu_memory"},
                       BadValue{"gpus = [0, 0]", "gpus"}, BadValue{"gpus = [-1]", "gpus"},
                       BadValue{"memory_reserve = \"-1GiB\"", "memory_reserve"},

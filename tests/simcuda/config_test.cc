@@ -1,4 +1,8 @@
 // Unit tests of simcuda's configuration parsing (SIMCUDA_DEVICES syntax and TOML).
+#include <cstdlib>
+#include <optional>
+#include <string>
+
 #include <gtest/gtest.h>
 
 #include "config.h"
@@ -59,6 +63,30 @@ name = "tiny"
   EXPECT_EQ(config.devices[2].name, "tiny");
   EXPECT_FALSE(ParseTomlConfig("[[device]]\nmemory = \"x\"\n", &config, &error));
   EXPECT_FALSE(ParseTomlConfig("not toml = = 3", &config, &error));
+}
+
+// SIMCUDA_CHECKPOINT_REPLY_MS: a whole number of milliseconds; anything else is an error naming
+// the variable (cuInit then fails), never a silent fallback.
+TEST(Environment, CheckpointReplyBound) {
+  const char* saved = std::getenv("SIMCUDA_CHECKPOINT_REPLY_MS");
+  const std::string restore = saved != nullptr ? saved : "";
+  std::string error;
+  ::setenv("SIMCUDA_CHECKPOINT_REPLY_MS", "2500", 1);
+  std::optional<Config> config = LoadConfigFromEnvironment(&error);
+  ASSERT_TRUE(config.has_value()) << error;
+  EXPECT_EQ(config->checkpoint_reply_ms, 2500);
+  for (const char* bad : {"soon", "0", "-5", "1.5"}) {
+    ::setenv("SIMCUDA_CHECKPOINT_REPLY_MS", bad, 1);
+    error.clear();
+    EXPECT_FALSE(LoadConfigFromEnvironment(&error).has_value()) << bad;
+    EXPECT_NE(error.find("SIMCUDA_CHECKPOINT_REPLY_MS"), std::string::npos) << error;
+  }
+  if (saved != nullptr) {
+    ::setenv("SIMCUDA_CHECKPOINT_REPLY_MS", restore.c_str(), 1);
+  } else {
+    ::unsetenv("SIMCUDA_CHECKPOINT_REPLY_MS");
+  }
+  EXPECT_EQ(Config{}.checkpoint_reply_ms, 1000);
 }
 
 }  // namespace
