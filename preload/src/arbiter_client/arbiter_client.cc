@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <optional>
+#include <string>
+#include <system_error>
 #include <utility>
 
 #include "gshare/shm/futex.h"
@@ -42,12 +44,19 @@ shm::Result<std::unique_ptr<ArbiterClient>> ArbiterClient::Start(const ArbiterCl
     return s;
   }
   host->SetSwapProgressSink([c = client.get()](uint64_t bytes) { c->ReportSwapProgress(bytes); });
-  client->thread_ = std::thread([c = client.get()] {
-    c->ServiceLoop();
-    std::lock_guard<std::mutex> lock(c->mu_);
-    c->thread_exited_ = true;
-    c->cv_.notify_all();
-  });
+  try {
+    client->thread_ = std::thread([c = client.get()] {
+      c->ServiceLoop();
+      std::lock_guard<std::mutex> lock(c->mu_);
+      c->thread_exited_ = true;
+      c->cv_.notify_all();
+    });
+  } catch (const std::system_error& e) {  // never an exception into the application
+    host->SetSwapProgressSink({});
+    host->OpenGate();  // stand-alone, as without an arbiter
+    return shm::Status(shm::StatusCode::kUnavailable,
+                       std::string("cannot start the arbiter client's thread: ") + e.what());
+  }
   return client;
 }
 

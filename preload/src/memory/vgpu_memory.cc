@@ -21,6 +21,7 @@
 #include <map>
 #include <mutex>
 #include <numeric>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -469,8 +470,16 @@ class VgpuMemory::Impl {
       }
     };
     std::vector<std::thread> helpers;
-    for (size_t w = 1; w < workers; ++w) helpers.emplace_back(work, w, true);
+    std::vector<size_t> unstarted;  // no thread for them (e.g. address space exhausted): inline
+    for (size_t w = 1; w < workers; ++w) {
+      try {
+        helpers.emplace_back(work, w, true);
+      } catch (const std::system_error&) {
+        unstarted.push_back(w);
+      }
+    }
     work(0, false);
+    for (size_t w : unstarted) work(w, false);  // the caller's context is current here
     for (std::thread& t : helpers) t.join();
     // Every piece that got a handle is adopted, so the failure path can release it normally.
     for (size_t i = 0; i < pieces.size(); ++i) {

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <system_error>
 #include <thread>
 
 #include "runtime/log.h"
@@ -100,7 +101,14 @@ std::string ControlServer::Start(const std::string& path, Handler handler) {
   listen_fd_ = fd.release();
   path_ = path;
   handler_ = std::move(handler);
-  std::thread([this] { Serve(); }).detach();
+  try {
+    std::thread([this] { Serve(); }).detach();
+  } catch (const std::system_error& e) {  // never an exception into the application
+    close(listen_fd_);
+    listen_fd_ = -1;
+    unlink(path.c_str());
+    return std::string("cannot start the control thread: ") + e.what();
+  }
   return {};
 }
 
