@@ -51,6 +51,7 @@ void PolicyBase::Handle(const Event& event, ActionList& out) {
           [&](const SliceExpired& e) {
             Fn& fn = fns_[e.function];
             fn.running = false;
+            fn.yielded = true;
             gpus_[e.gpu].tenant = kNoFunction;
             if (gpus_[e.gpu].available) {
               Enqueue(now, e.function, e.gpu);
@@ -197,6 +198,7 @@ void PolicyBase::Enqueue(Time now, FunctionId f, GpuId g) {
   Fn& fn = fns_[f];
   assert(!fn.queued && !fn.pending.empty());
   fn.queued = true;
+  fn.queued_at = now;
   const Duration pred = Predict(f);
   gpus_[g].ready.push_back({f, pred});
   gpus_[g].ready_work += pred;
@@ -351,6 +353,7 @@ void PolicyBase::HandleBurstEnd(Time now, const BurstEnd& e) {
   fn.exec.Observe(e.gpu_time);
   if (!fn.pending.empty()) fn.pending.pop_front();
   fn.running = false;
+  fn.yielded = false;
   fn.last_use = now;
   if (gpu.tenant == e.function) gpu.tenant = kNoFunction;
   if (!gpu.available) return Evacuate(now, e.function);

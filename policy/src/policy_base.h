@@ -60,6 +60,10 @@ class PolicyBase : public Policy {
     // FunctionRegistered::state_on until the function is first placed (kNoGpu: none).
     GpuId state_on = kNoGpu;
     Time idle_wake = kNever;           // a policy's pending idle wakeup (policy scratch)
+    // Its current burst held a GPU and gave it back with work left (SliceExpired): a re-grant,
+    // ranked by the holding bound (slack_scheduler.cc PickReady). Cleared when the burst ends.
+    bool yielded = false;
+    Time queued_at = 0;                // when it last entered a ready queue (Enqueue)
     ExecPredictor exec;
     ArrivalPredictor arrivals;
     Time deadline() const { return pending.empty() ? kNever : pending.front() + spec.slo; }

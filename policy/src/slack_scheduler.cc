@@ -34,6 +34,7 @@ constexpr double kUnknownUtil = 0.2;                        // assumed before an
 constexpr double kMissBudget = 0.001;  // collisions: SLO misses sharing may cause a function
 constexpr Duration kPrefetchMinGap = 10 * kUsPerSecond;     // shortest period worth evicting for
 constexpr Duration kRetry = 1'000;  // nothing fits anywhere: retry after this, doubling
+constexpr Duration kHoldSlices = 4;  // HoldBound(): slices a waiter may queue behind re-grants
 
 class SlackScheduler final : public PolicyBase {
  public:
@@ -179,21 +180,42 @@ class SlackScheduler final : public PolicyBase {
     return true;
   }
 
+  // EDF (least slack first) with the holding bound (docs/arbiter.md, "Fairness: how long a
+  // tenant holds a GPU others wait for"). A burst that held a GPU and yielded with work left
+  // (a slice end, a preemption: `yielded`) and can no longer meet its deadline ranks behind
+  // every other ready function, and such bursts take turns (the longest queued first):
+  // otherwise a tenant that never idles keeps one burst whose slack only falls the longer it
+  // holds, and wins every re-grant. And a yielded burst, late or not, is re-granted ahead of a
+  // waiter only while that waiter has queued for less than HoldBound(): whatever the SLOs, a
+  // waiter behind a yielding holder is granted within about HoldBound() + one slice.
   size_t PickReady(Time now, GpuId g) const override {
     const auto& ready = gpus_[g].ready;
     if (!opt_.edf || ready.size() < 2) return 0;
     size_t best = 0;
-    Time best_slack = kNever;
+    bool best_behind = false;
+    Time best_key = kNever;
     for (size_t i = 0; i < ready.size(); ++i) {
       const Fn& fn = fns_[ready[i].first];
       const Time slack = fn.deadline() - now - ready[i].second;
-      if (slack < best_slack) {
-        best_slack = slack;
+      const bool behind = fn.yielded && slack < 0;
+      const Time key = behind ? fn.queued_at : slack;
+      if (i == 0 || (!behind && best_behind) || (behind == best_behind && key < best_key)) {
         best = i;
+        best_behind = behind;
+        best_key = key;
       }
     }
-    return best;
+    if (!fns_[ready[best].first].yielded) return best;
+    size_t starved = ready.size();
+    for (size_t i = 0; i < ready.size(); ++i) {
+      const Fn& fn = fns_[ready[i].first];
+      if (i == best || now - fn.queued_at < HoldBound()) continue;
+      if (starved == ready.size() || fn.queued_at < fns_[ready[starved].first].queued_at) starved = i;
+    }
+    return starved != ready.size() ? starved : best;
   }
+  // How long a waiter may queue behind re-grants of a yielding holder: kHoldSlices slices.
+  Duration HoldBound() const { return kHoldSlices * config_.slice; }
 
   // A resident function whose GPU is now too busy to meet this burst's deadline moves to a GPU
   // that can (keeps shared GPUs from overloading when utilisation estimates were wrong).

@@ -34,10 +34,10 @@ inline FunctionSpec Fn(uint64_t mb, Duration exec_us, Duration slo_us, uint64_t 
 class Driver {
  public:
   // `swap_out_copies`: PolicyConfig::swap_out_copies (evictions copy out over the link first).
-  Driver(const std::string& name, int gpus, GpuSpec gpu = SmallGpu(), bool swap_out_copies = false) {
-    PolicyConfig config;
-    config.swap_out_copies = swap_out_copies;
-    config.gpus.assign(static_cast<size_t>(gpus), gpu);
+  Driver(const std::string& name, int gpus, GpuSpec gpu = SmallGpu(), bool swap_out_copies = false)
+      : Driver(name, Config(gpus, gpu, swap_out_copies)) {}
+  // With a whole configuration (e.g. PolicyConfig::slice).
+  Driver(const std::string& name, const PolicyConfig& config) {
     auto made = Make(name, config);
     EXPECT_TRUE(made.ok()) << made.error;
     policy = std::move(made.policy);
@@ -51,6 +51,14 @@ class Driver {
   }
 
   std::unique_ptr<Policy> policy;
+
+ private:
+  static PolicyConfig Config(int gpus, const GpuSpec& gpu, bool swap_out_copies) {
+    PolicyConfig config;
+    config.swap_out_copies = swap_out_copies;
+    config.gpus.assign(static_cast<size_t>(gpus), gpu);
+    return config;
+  }
 };
 
 inline bool Has(const ActionList& actions, ActionKind kind, FunctionId f = kNoFunction,
