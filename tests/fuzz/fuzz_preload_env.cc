@@ -1,7 +1,8 @@
 // Fuzz target: the shim's environment parsing (preload/src/runtime/config.cc, ParseConfig).
 // The shim runs inside other people's processes, so any GSHARE_* value must be parsed or
 // reported as an error naming the variable, never crash; an accepted configuration respects
-// the documented ranges and expands every "%p" in GSHARE_CONTROL_SOCKET.
+// the documented ranges, expands every "%p" in GSHARE_CONTROL_SOCKET and holds only a function
+// name registration can send.
 // Input: a pid (4 bytes), then one value per line for the variables below in order (an empty
 // line leaves the variable unset).
 #include <array>
@@ -53,5 +54,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
              env.values[3].find("%p") != std::string::npos);
   if (!c.control_socket_per_pid) FUZZ_CHECK(c.control_socket == env.values[3]);
   if (!c.error.empty()) FUZZ_CHECK(c.error.find("GSHARE_") != std::string::npos);
+  // The function name is what registration sends: printable ASCII, at most 127 bytes; any other
+  // value is an error naming GSHARE_FUNCTION.
+  FUZZ_CHECK(c.function_name.size() <= 127);
+  for (const char ch : c.function_name) FUZZ_CHECK(ch >= 0x20 && ch <= 0x7e);
+  if (env.values[1] != c.function_name) FUZZ_CHECK(c.error.find("GSHARE_FUNCTION") != std::string::npos);
   return 0;
 }

@@ -121,6 +121,10 @@ put("catalog", "small", 'context = "400MiB"\n[[model]]\nname = "m"\nweights = "7
 put("preload_env", "full", struct.pack("<I", 1234) + b"1536MiB\nresnet\n100\n/tmp/ctl-%p.sock\n"
     b"/usr/lib/libcuda.so.1\ndebug\n/tmp/log\n/run/gshare/arbiter.sock\n300\nclosed\n")
 put("preload_env", "bad", struct.pack("<I", 1) + b"12 parsecs\n\n0\n%p%p\n\n\n\n\n-1\nmaybe\n")
+# GSHARE_FUNCTION with a tab / an escape byte / 128 bytes (the limit is 127 printable bytes).
+put("preload_env", "function-tab", struct.pack("<I", 1) + b"1GiB\nres\tnet\n")
+put("preload_env", "function-escape", struct.pack("<I", 1) + b"1GiB\n\x1b[31mred\x7f\n")
+put("preload_env", "function-long", struct.pack("<I", 1) + b"1GiB\n" + b"f" * 128 + b"\n")
 
 # --- units: text (the first 8 bytes double as the value to format)
 for i, s in enumerate(["1536MiB", "2GiB", "4096", "1.5 KB", "20ms", "500us", "1.5s", "2min",

@@ -72,6 +72,29 @@ TEST(Config, DeviceOrdinal) {
   }
 }
 
+// GSHARE_FUNCTION is sent at registration, which takes printable ASCII up to 127 bytes: any
+// other value is an error naming the variable (the shim then fails cuInit), never a name the
+// arbiter refuses later (which left the shim running stand-alone, unscheduled).
+TEST(Config, FunctionNameMustBePrintableAndShort) {
+  EXPECT_TRUE(Parse({{"GSHARE_FUNCTION", "resnet-50 v2 (int8)"}}).error.empty());
+  const std::string longest(127, 'f');
+  const Config ok = Parse({{"GSHARE_FUNCTION", longest}});
+  EXPECT_TRUE(ok.error.empty()) << ok.error;
+  EXPECT_EQ(ok.function_name, longest);
+  for (const std::string& bad : {std::string("res\tnet"), std::string("line\nbreak"),
+                                std::string("\x1b[31mred"), std::string("del\x7f"),
+                                std::string("caf\xc3\xa9"), std::string(128, 'f')}) {
+    const Config c = Parse({{"GSHARE_FUNCTION", bad}});
+    EXPECT_NE(c.error.find("GSHARE_FUNCTION"), std::string::npos) << c.error;
+    EXPECT_TRUE(c.function_name.empty()) << c.function_name;
+    // The message never carries the raw control byte into the log.
+    for (const char ch : c.error) EXPECT_TRUE(ch >= 0x20 && ch <= 0x7e) << c.error;
+  }
+  EXPECT_NE(Parse({{"GSHARE_FUNCTION", "a\tb"}}).error.find("0x09 at offset 1"), std::string::npos);
+  EXPECT_NE(Parse({{"GSHARE_FUNCTION", std::string(200, 'x')}}).error.find("200 bytes"),
+            std::string::npos);
+}
+
 TEST(Config, ControlSocketExpandsPid) {
   const Config c = Parse({{"GSHARE_CONTROL_SOCKET", "/tmp/gshare-%p.sock"}}, 42);
   EXPECT_EQ(c.control_socket, "/tmp/gshare-42.sock");

@@ -259,6 +259,28 @@ TEST_F(ShimTest, MalformedConfigurationIsLoggedWhenAsked) {
   EXPECT_NE(text.str().find("GSHARE_SLO_MS='soon'"), std::string::npos) << text.str();
 }
 
+// A function name registration cannot carry (a control character, over 127 bytes) fails cuInit
+// naming GSHARE_FUNCTION, like every other malformed GSHARE_* value (it used to pass cuInit and
+// leave the shim stand-alone, unscheduled, once the arbiter refused the name).
+TEST_F(ShimTest, MalformedFunctionNameFailsCuInit) {
+  for (const std::string& bad : {std::string("res\tnet"), std::string(128, 'f')}) {
+    auto env = Env(true);
+    env["GSHARE_FUNCTION"] = bad;
+    const std::string log = (dir_ / "function.log").string();
+    env["GSHARE_LOG_FILE"] = log;
+    const auto kv = RunKeyValues({GSHARE_PROBE, "init"}, env);
+    ASSERT_EQ(S(kv, "exit"), "0") << S(kv, "error");
+    EXPECT_EQ(U(kv, "init"), static_cast<uint64_t>(CUDA_ERROR_INVALID_VALUE)) << bad.size();
+    EXPECT_EQ(U(kv, "alloc"), static_cast<uint64_t>(CUDA_ERROR_INVALID_VALUE)) << bad.size();
+    std::ifstream in(log);
+    std::stringstream text;
+    text << in.rdbuf();
+    EXPECT_NE(text.str().find("invalid configuration: GSHARE_FUNCTION"), std::string::npos)
+        << text.str();
+    std::filesystem::remove(log);
+  }
+}
+
 TEST_F(ShimTest, DlsymAndGetProcAddressHonourHandlesAndVersions) {
   const auto kv = RunKeyValues({GSHARE_PROBE, "lookup"}, Env(true));
   ASSERT_EQ(S(kv, "exit"), "0");

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "gshare/common/units.h"
+#include "gshare/shm/wire.h"
 
 namespace gshare::preload {
 namespace {
@@ -47,6 +48,27 @@ std::optional<uint32_t> ParsePositive(const char* (*getenv_fn)(const char*, void
   return value;
 }
 
+// Why `name` cannot be sent to the arbiter as the function's name (the registration's rule:
+// printable ASCII, at most shm::kFunctionNameSize - 1 bytes), "" if it can. The value itself
+// is not quoted (it may hold control characters); the first bad byte is shown in hex.
+std::string FunctionNameProblem(const std::string& name) {
+  constexpr size_t kMax = shm::kFunctionNameSize - 1;
+  if (name.size() > kMax) {
+    return "is " + std::to_string(name.size()) + " bytes long; at most " + std::to_string(kMax) +
+           " bytes of printable ASCII are allowed";
+  }
+  for (size_t i = 0; i < name.size(); ++i) {
+    const auto c = static_cast<unsigned char>(name[i]);
+    if (c < 0x20 || c > 0x7e) {
+      static constexpr char kHex[] = "0123456789abcdef";
+      return std::string("has the non-printable byte 0x") + kHex[c >> 4] + kHex[c & 15] +
+             " at offset " + std::to_string(i) +
+             "; only printable ASCII (0x20-0x7e) is allowed";
+    }
+  }
+  return {};
+}
+
 }  // namespace
 
 Config ParseConfig(const char* (*getenv_fn)(const char*, void*), void* ctx, int pid) {
@@ -76,6 +98,10 @@ Config ParseConfig(const char* (*getenv_fn)(const char*, void*), void* ctx, int 
     }
   }
   config.function_name = Get(getenv_fn, ctx, "GSHARE_FUNCTION");
+  if (std::string why = FunctionNameProblem(config.function_name); !why.empty()) {
+    AddError(&config.error, "GSHARE_FUNCTION " + why);
+    config.function_name.clear();
+  }
   config.slo_ms = ParsePositive(getenv_fn, ctx, "GSHARE_SLO_MS", "milliseconds", &config.error);
   const std::string socket = Get(getenv_fn, ctx, "GSHARE_CONTROL_SOCKET");
   config.control_socket_per_pid = socket.find("%p") != std::string::npos;
