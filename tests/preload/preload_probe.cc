@@ -7,6 +7,10 @@
 //       totals, free-memory movement and quota enforcement (allocates chunk_mib until refused)
 //   preload_probe init                 cuInit's result (malformed configuration tests)
 //   preload_probe fork                 allocation state across fork(): the child's own view
+//   preload_probe fork-helper <sleep|cuda|exec>
+//                                      a process with a context forks a helper child that
+//                                      sleeps, uses CUDA first, or execs /bin/sleep; prints
+//                                      parent_pid, child_pid, child_ready; waits for stdin's EOF
 //   preload_probe swap <seed> <count> <big_mib>
 //                                      one big_mib block plus <count> random allocations (bytes
 //                                      to 256 MiB, interleaved frees), a checksum each; waits for
@@ -45,6 +49,7 @@ int main(int argc, char** argv) {
   }
   if (mode == "init") return probe::Init();
   if (mode == "fork") return probe::Fork();
+  if (mode == "fork-helper" && argc > 2) return probe::ForkHelper(argv[2]);
   if (mode == "swap" && argc > 4) {
     return probe::Swap(static_cast<uint32_t>(std::strtoul(argv[2], nullptr, 10)),
                        std::atoi(argv[3]), std::strtoull(argv[4], nullptr, 10));

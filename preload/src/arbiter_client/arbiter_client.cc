@@ -3,6 +3,8 @@
 #include "arbiter_client.h"
 
 #include <spdlog/spdlog.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <optional>
@@ -92,6 +94,8 @@ shm::Status ArbiterClient::Connect(bool re_register) {
   }
   auto reg = shm::Register(options_.socket_path, req, options_.register_timeout);
   if (!reg.ok()) return reg.status();
+  const int channel_fd = reg->channel.get();  // kept by the ClientChannel (Attach takes it)
+  const int doorbell_fd = reg->doorbell.get();
   auto chan = shm::ClientChannel::Attach(std::move(reg->channel), std::move(reg->doorbell));
   if (!chan.ok()) return chan.status();
   auto ch = std::make_shared<shm::ClientChannel>(std::move(*chan));
@@ -105,6 +109,12 @@ shm::Status ArbiterClient::Connect(bool re_register) {
   const bool resident = host_->Resident();
   (void)ch->SetResidency(resident ? shm::Residency::kResident : shm::Residency::kSwappedOut,
                          resident ? host_->CurrentGpu() : shm::kNoGpu, host_->ResidentBytes());
+  // For a forked child (DropInheritedAfterFork), before the previous registration's fds are
+  // closed below (or when the last user of its channel lets go).
+  fork_connection_fd_.store(reg->connection.get(), std::memory_order_release);
+  fork_channel_fd_.store(channel_fd, std::memory_order_release);
+  fork_doorbell_fd_.store(doorbell_fd, std::memory_order_release);
+  fork_channel_map_.store(ch->layout(), std::memory_order_release);
   {
     std::lock_guard<std::mutex> lock(mu_);
     connection_ = std::move(reg->connection);
@@ -506,6 +516,16 @@ void ArbiterClient::SayGoodbye(const std::string& reason, std::chrono::milliseco
   // out vGPU is swapped back in by the gate's automatic path).
   host_->OpenGate();
   cv_.notify_all();
+}
+
+void ArbiterClient::DropInheritedAfterFork() {
+  for (std::atomic<int>* fd : {&fork_connection_fd_, &fork_channel_fd_, &fork_doorbell_fd_}) {
+    const int value = fd->exchange(-1, std::memory_order_acq_rel);
+    if (value >= 0) (void)::close(value);
+  }
+  if (void* map = fork_channel_map_.exchange(nullptr, std::memory_order_acq_rel); map != nullptr) {
+    (void)::munmap(map, shm::kChannelSegmentSize);
+  }
 }
 
 bool ArbiterClient::connected() const {

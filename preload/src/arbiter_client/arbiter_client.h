@@ -137,6 +137,16 @@ class ArbiterClient {
   // drain; idempotent; from any thread except the service thread.
   void SayGoodbye(const std::string& reason, std::chrono::milliseconds wait);
 
+  // In a forked child (the shim's pthread_atfork child handler): drops the child's copy of this
+  // process's registration — closes the registration connection, the channel's memfd and the
+  // doorbell, and unmaps the channel — so the child neither keeps the parent registered (the
+  // arbiter sees EOF when the parent goes) nor can write the parent's channel. The object is
+  // abandoned in the child afterwards (never used, never destroyed: its mutex, condition
+  // variable and service thread belong to the parent). Only close() and munmap() of values read
+  // from atomics: no lock (another parent thread may have held mu_ at fork time), no
+  // allocation, no log. Idempotent.
+  void DropInheritedAfterFork();
+
   // For tests and the control socket.
   bool connected() const;
   uint32_t client_id() const;
@@ -193,6 +203,13 @@ class ArbiterClient {
   uint64_t lease_takes_ = 0;                       // guarded by mu_
   uint64_t waited_grants_ = 0;                     // guarded by mu_
   std::thread thread_;
+  // The current registration's fds and channel mapping, for DropInheritedAfterFork (read
+  // without mu_ in a forked child). Connect publishes a new registration's here before the
+  // previous one's are closed, so every value seen here is open (or mapped) in the process.
+  std::atomic<int> fork_connection_fd_{-1};
+  std::atomic<int> fork_channel_fd_{-1};
+  std::atomic<int> fork_doorbell_fd_{-1};
+  std::atomic<void*> fork_channel_map_{nullptr};
 };
 
 }  // namespace gshare::preload

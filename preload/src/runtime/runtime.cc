@@ -414,9 +414,16 @@ void Runtime::ParentAfterFork() { init_mutex_.unlock(); }
 
 void Runtime::ChildAfterFork() {
   // The child has only the forking thread; the parent's Runtime (driver objects, control thread,
-  // swap state) does not apply to it. It is leaked, and the child starts afresh.
+  // swap state, arbiter client) does not apply to it. It is leaked, and the child starts afresh
+  // (a child that uses CUDA registers with the arbiter as itself). What it inherited of the
+  // parent's sockets and channel is dropped here — close and munmap only, no lock another
+  // parent thread may have held — so it cannot keep the parent registered after the parent
+  // dies, nor write the parent's channel.
   Runtime* old = instance_.exchange(nullptr, std::memory_order_acq_rel);
-  if (old != nullptr && old->control_ != nullptr) old->control_->CloseInherited();
+  if (old != nullptr) {
+    if (old->control_ != nullptr) old->control_->CloseInherited();
+    if (ArbiterClient* client = old->arbiter(); client != nullptr) client->DropInheritedAfterFork();
+  }
   init_mutex_.unlock();
 }
 

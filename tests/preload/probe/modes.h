@@ -15,6 +15,11 @@ int Totals(const std::string& how, uint64_t chunk_mib);
 int Init();
 // quota.cc: allocation state across fork(): the child's own view.
 int Fork();
+// quota.cc: a process with a context and 64 MiB that forks a helper child, which then sleeps,
+// uses CUDA first (`cuda`: context + 64 MiB) or execs /bin/sleep (`exec`); the parent waits
+// for stdin's EOF. Prints parent_pid, child_pid and the child's child_ready (and child_init,
+// child_alloc).
+int ForkHelper(const std::string& child_does);
 // quota.cc: allocates mib MiB, prints the result.
 int Alloc(uint64_t mib);
 

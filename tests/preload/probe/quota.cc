@@ -1,10 +1,13 @@
 // preload_probe's quota and process-lifecycle modes: totals (what the vGPU reports and where it
-// refuses), init (cuInit under malformed configuration), fork (a child's own vGPU) and alloc (a
-// plain allocation, e.g. by a second process while the first is swapped out).
+// refuses), init (cuInit under malformed configuration), fork (a child's own vGPU), fork-helper
+// (a registered process with a forked helper child) and alloc (a plain allocation, e.g. by a
+// second process while the first is swapped out).
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <string>
 #include <vector>
 
 #include "driver.h"
@@ -89,6 +92,46 @@ int Fork() {
   (void)cuMemGetInfo(&free_after, &total);
   std::printf("child_exit=%d\nparent_free_after=%zu\n",
               WIFEXITED(status) ? WEXITSTATUS(status) : -1, free_after);
+  return 0;
+}
+
+int ForkHelper(const std::string& child_does) {
+  if (child_does != "sleep" && child_does != "cuda" && child_does != "exec") {
+    return Fail("usage", CUDA_ERROR_INVALID_VALUE);
+  }
+  Api api;
+  if (int failed = StartLinked(&api); failed != 0) return failed;
+  CUdeviceptr p = 0;
+  if (CUresult r = cuMemAlloc(&p, 64u << 20); r != CUDA_SUCCESS) return Fail("alloc", r);
+  std::printf("parent_pid=%d\n", static_cast<int>(getpid()));
+  std::fflush(stdout);  // nothing buffered for the child to print again
+  const pid_t child = fork();
+  if (child < 0) return Fail("fork", CUDA_ERROR_UNKNOWN);
+  if (child == 0) {
+    if (child_does == "cuda") {
+      CUresult r = SetUpContext(api);
+      CUdeviceptr q = 0;
+      const CUresult a = r == CUDA_SUCCESS ? cuMemAlloc(&q, 64u << 20) : r;
+      std::printf("child_init=%d\nchild_alloc=%d\n", static_cast<int>(r), static_cast<int>(a));
+    }
+    std::printf("child_ready=1\n");
+    std::fflush(stdout);
+    // Off the test's pipes: the parent's end of them closes when the parent dies.
+    const int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+    for (int fd = 0; fd <= 2; ++fd) (void)dup2(null, fd);
+    if (child_does == "exec") {
+      execl("/bin/sleep", "sleep", "300", static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    for (int i = 0; i < 300; ++i) sleep(1);  // until the test kills it (bounded)
+    _exit(0);
+  }
+  std::printf("child_pid=%d\n", static_cast<int>(child));
+  std::fflush(stdout);
+  // Until the test kills this process (or closes stdin).
+  char line[64];
+  while (std::fgets(line, sizeof(line), stdin) != nullptr) {
+  }
   return 0;
 }
 
