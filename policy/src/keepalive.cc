@@ -1,6 +1,7 @@
 // keepalive: the paper's baseline. Each function gets a dedicated GPU on its first request and
 // keeps it (model resident) while it has had a request in the last `keepalive_ttl`; then it is
 // deep-evicted and the GPU released. Functions wait (FIFO) when no GPU is free.
+#include <algorithm>
 #include <deque>
 #include <vector>
 
@@ -18,6 +19,7 @@ class KeepAlive final : public PolicyBase {
 
  private:
   Duration Predict(FunctionId f) const override { return fns_[f].exec.Predict({0.9, 0.0}); }
+  size_t OwnEntries() const override { return waiters_.size(); }
 
   void Place(Time now, FunctionId f) override {
     for (GpuId g = 0; g < gpus_.size(); ++g) {
@@ -48,6 +50,9 @@ class KeepAlive final : public PolicyBase {
     ServeWaiters(now);
   }
   void OnGpuAvailable(Time now, GpuId /*g*/) override { ServeWaiters(now); }
+  void OnGone(Time /*now*/, FunctionId f) override {
+    if (fns_[f].waiting) waiters_.erase(std::remove(waiters_.begin(), waiters_.end(), f), waiters_.end());
+  }
 
   bool FreeGpu() const {
     for (GpuId g = 0; g < gpus_.size(); ++g) {

@@ -28,16 +28,38 @@ PolicyBase::PolicyBase(std::string name, const PolicyConfig& config)
   available_count_ = static_cast<int>(gpus_.size());
 }
 
-Time PolicyBase::NextWakeup() const { return wakes_.empty() ? kNever : wakes_.top().at; }
+Time PolicyBase::NextWakeup() const { return wakes_.empty() ? kNever : wakes_.front().at; }
+
+namespace {
+// The function an event names (kNoFunction: none).
+FunctionId Named(const EventBody& body) {
+  return std::visit([](const auto& e) -> FunctionId {
+    if constexpr (requires { e.function; }) {
+      return e.function;
+    } else {
+      return kNoFunction;
+    }
+  }, body);
+}
+}  // namespace
 
 void PolicyBase::Handle(const Event& event, ActionList& out) {
+  const FunctionId named = Named(event.body);
+  // Protocol item 5: an event naming a function that is not registered (gone, or a late
+  // completion of a gone owner's action) changes nothing; FunctionRegistered makes one.
+  const bool ignored = named != kNoFunction &&
+                       !std::holds_alternative<FunctionRegistered>(event.body) &&
+                       (named >= fns_.size() || !fns_[named].registered);
   out_ = &out;
   const Time now = event.now;
-  std::visit(
+  if (!ignored) std::visit(
       Overloaded{
           [&](const Started&) { OnStarted(now); },
           [&](const FunctionRegistered& e) {
-            if (fns_.size() <= e.function) fns_.resize(static_cast<size_t>(e.function) + 1);
+            if (fns_.size() <= e.function) {
+              fns_.resize(static_cast<size_t>(e.function) + 1);
+              generation_.resize(fns_.size(), 0);
+            }
             Fn& fn = fns_[e.function];
             fn = Fn{};
             fn.spec = e.spec;
@@ -268,7 +290,6 @@ void PolicyBase::Dispatch(Time now, GpuId g) {
 
 void PolicyBase::HandleArrival(Time now, FunctionId f) {
   Fn& fn = fns_[f];
-  if (!fn.registered) return;
   fn.pending.push_back(now);
   fn.arrivals.Observe(now);
   fn.last_use = now;
@@ -409,7 +430,10 @@ void PolicyBase::HandleSwapDone(Time now, const SwapDone& e) {
 
 void PolicyBase::HandleGone(Time now, FunctionId f) {
   Fn& fn = fns_[f];
-  if (!fn.registered) return;
+  OnGone(now, f);
+  if (fn.held) held_.erase(std::remove(held_.begin(), held_.end(), f), held_.end());
+  ++generation_[f];  // its pending wakeups are dropped (Stale)
+  ++gone_since_compaction_;
   if (fn.gpu != kNoGpu) {
     Gpu& gpu = gpus_[fn.gpu];
     if (gpu.tenant == f) gpu.tenant = kNoFunction;
@@ -652,13 +676,32 @@ bool PolicyBase::MakeRoom(Time now, GpuId g, uint64_t need, Evict mode) {
   return gpu.free() >= need;
 }
 
-void PolicyBase::WakeAt(Time t, FunctionId f, uint32_t tag) { wakes_.push(Wake{t, f, tag}); }
+void PolicyBase::WakeAt(Time t, FunctionId f, uint32_t tag) {
+  PushWake(Wake{t, f, tag, f < generation_.size() ? generation_[f] : 0});
+}
+
+void PolicyBase::WakeGpuAt(Time t, GpuId g, uint32_t tag) { PushWake(Wake{t, g, tag, kGpuWake}); }
+
+void PolicyBase::PushWake(const Wake& w) {
+  wakes_.push_back(w);
+  std::push_heap(wakes_.begin(), wakes_.end(), std::greater<>());
+  if (wakes_.size() < compact_at_) return;
+  // Drop the wakeups of gone functions: the heap stays within twice the live ones (or
+  // kMinCompact), however many functions have come and gone. Amortised O(1) per push.
+  if (gone_since_compaction_ > 0) {
+    std::erase_if(wakes_, [this](const Wake& x) { return Stale(x); });
+    std::make_heap(wakes_.begin(), wakes_.end(), std::greater<>());
+    gone_since_compaction_ = 0;
+  }
+  compact_at_ = std::max(kMinCompact, 2 * wakes_.size());
+}
 
 void PolicyBase::FireTimers(Time now) {
-  while (!wakes_.empty() && wakes_.top().at <= now) {
-    const Wake w = wakes_.top();
-    wakes_.pop();
-    OnWake(now, w.f, w.tag);
+  while (!wakes_.empty() && wakes_.front().at <= now) {
+    std::pop_heap(wakes_.begin(), wakes_.end(), std::greater<>());
+    const Wake w = wakes_.back();
+    wakes_.pop_back();
+    if (!Stale(w)) OnWake(now, w.f, w.tag);
   }
 }
 

@@ -17,7 +17,6 @@
 #pragma once
 
 #include <deque>
-#include <queue>
 #include <string>
 #include <utility>
 #include <vector>
@@ -33,6 +32,9 @@ class PolicyBase : public Policy {
   std::string_view name() const override { return name_; }
   void Handle(const Event& event, ActionList& out) final;
   Time NextWakeup() const override;
+  size_t tracked_entries() const final {
+    return fns_.size() + wakes_.size() + held_.size() + OwnEntries();
+  }
 
  protected:
   struct Fn {
@@ -109,10 +111,15 @@ class PolicyBase : public Policy {
   virtual void OnGpuUnavailable(Time /*now*/, GpuId /*g*/) {}
   virtual void OnGpuAvailable(Time /*now*/, GpuId /*g*/) {}
   virtual void OnWake(Time /*now*/, FunctionId /*f*/, uint32_t /*tag*/) {}
+  // f is gone (FunctionGone): drop it from the concrete policy's own structures. Called before
+  // the base forgets it (its Fn is still as it was).
+  virtual void OnGone(Time /*now*/, FunctionId /*f*/) {}
   // A resident function with nothing to do after a swap-in (a prefetch landed).
   virtual void OnPrefetched(Time /*now*/, FunctionId /*f*/) {}
   // Which entry of g's ready queue runs next (default 0: FIFO). REQUIRES: ready non-empty.
   virtual size_t PickReady(Time now, GpuId g) const;
+  // Entries of the concrete policy's own per-function queues (tracked_entries()).
+  virtual size_t OwnEntries() const { return 0; }
   // How load-at-dispatch (Dispatch) makes room.
   virtual Evict evict_mode() const { return Evict::kDeep; }
 
@@ -154,7 +161,10 @@ class PolicyBase : public Policy {
   // where it fits in free memory without evicting anyone, 2 where room must be made.
   int Affinity(FunctionId f, GpuId g) const;
   void Pin(FunctionId f, bool pin);
+  // A wakeup for function f (kNoFunction: none), dropped if f is gone by then; OnWake(t, f, tag).
   void WakeAt(Time t, FunctionId f, uint32_t tag);
+  // A wakeup keyed by GPU g instead (OnWake(t, g, tag)); never dropped.
+  void WakeGpuAt(Time t, GpuId g, uint32_t tag);
   // f (with an outstanding burst, not placed) waits until a GPU becomes available; the base
   // places it then. For policies that find every GPU unavailable.
   void Hold(FunctionId f);
@@ -217,9 +227,24 @@ class PolicyBase : public Policy {
     Time at;
     FunctionId f;
     uint32_t tag;
+    uint32_t generation;  // of function f when armed (kGpuWake: keyed by GPU)
     bool operator>(const Wake& o) const { return at > o.at; }
   };
-  std::priority_queue<Wake, std::vector<Wake>, std::greater<>> wakes_;
+  static constexpr uint32_t kGpuWake = ~0u;
+  // Whether w was armed for a function that has gone since (protocol item 5).
+  bool Stale(const Wake& w) const {
+    return w.generation != kGpuWake && w.f < generation_.size() && w.generation != generation_[w.f];
+  }
+  void PushWake(const Wake& w);
+  // A min-heap on `at` (std::push_heap/pop_heap with greater), so stale wakeups can be dropped
+  // in place: PushWake compacts it when it has doubled since the last compaction.
+  std::vector<Wake> wakes_;
+  size_t compact_at_ = kMinCompact;
+  size_t gone_since_compaction_ = 0;  // nothing can be stale without a FunctionGone
+  static constexpr size_t kMinCompact = 64;
+  // Per function id: how many times it has gone (FunctionGone), so that a wakeup armed for a
+  // previous owner of a reused id is recognised and dropped.
+  std::vector<uint32_t> generation_;
   std::vector<bool> gpu_empty_seen_;  // OnGpuEmpty already called for this empty spell
   std::vector<GpuId> touched_;        // GPUs to re-check at the end of Handle()
   std::vector<GpuId> active_;         // sorted

@@ -51,6 +51,7 @@ class SlackScheduler final : public PolicyBase {
   // The execution time used to judge whether a swap is SLO-safe (risk classification).
   Duration Risky(FunctionId f) const { return fns_[f].exec.Predict(safety_); }
   Duration Typical(FunctionId f) const { return fns_[f].exec.Quantile(0.5); }
+  size_t OwnEntries() const override { return blocked_.size(); }
   Evict evict_mode() const override { return opt_.deep_evict ? Evict::kParkFirst : Evict::kDeep; }
 
   // Predicted swap-in from the host on the link of the GPU f was last on (else the first), at
@@ -307,7 +308,8 @@ class SlackScheduler final : public PolicyBase {
       // has passed, the plain backoff (a blocked late function must not spin every kRetry).
       const Time retry = now + (kRetry << shift);
       WakeAt(latest > now ? std::min(retry, latest) : retry, f, kTagSlack);
-      blocked_.push_back(f);  // and at the next burst end, when memory may have become free
+      // And at the next burst end, when memory may have become free (once per function).
+      if (std::find(blocked_.begin(), blocked_.end(), f) == blocked_.end()) blocked_.push_back(f);
       return;
     }
     fns_[f].retries = 0;
@@ -376,6 +378,10 @@ class SlackScheduler final : public PolicyBase {
       return;
     }
     ArmIdle(now + FirstIdleStep(f), f);
+  }
+
+  void OnGone(Time /*now*/, FunctionId f) override {
+    blocked_.erase(std::remove(blocked_.begin(), blocked_.end(), f), blocked_.end());
   }
 
   void OnPrefetched(Time now, FunctionId f) override { ArmIdle(now + FirstIdleStep(f), f); }
@@ -453,7 +459,7 @@ class SlackScheduler final : public PolicyBase {
 
   void OnGpuEmpty(Time now, GpuId g) override {
     if (opt_.release) return Release(g);
-    WakeAt(now + kReleaseDelay, g, kTagRelease);
+    WakeGpuAt(now + kReleaseDelay, g, kTagRelease);
   }
 
   bool Drainable(GpuId g) const {

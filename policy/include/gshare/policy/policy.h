@@ -19,6 +19,16 @@
 //  4. Bursts: a BurstStart means one request arrived for the function (one unit of work, served
 //     in arrival order per function). The environment queues it until the policy grants the
 //     function a GPU; one Grant runs the function's oldest outstanding burst.
+//  5. Function ids: FunctionGone ends a function. From it on the policy keeps nothing of that
+//     function (spec, predictors, statistics, queue entries, wakeups), so its memory is
+//     bounded by the live functions — and by the largest id in use, since functions are kept
+//     in a table indexed by id: an environment with registration churn reuses the ids of gone
+//     functions (the live arbiter allocates them from a free list). A reused id is a fresh
+//     function: after FunctionRegistered it is treated exactly as a never-used id would be.
+//     Between FunctionGone and the id's next FunctionRegistered, the environment delivers no
+//     event naming it (the completions of actions issued to the old owner are dropped: after
+//     a reuse the policy could not tell them from the new owner's); the policy ignores events
+//     naming an id that is not registered, and names no gone function in an action.
 //
 // Action preconditions the policy guarantees (an environment may check them and treat a
 // violation as a policy bug):
@@ -42,6 +52,7 @@
 // loop). Distinct Policy objects are independent.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -94,7 +105,7 @@ struct MemoryPressure {  // the environment needs `bytes` freed on `gpu` (e.g. a
   uint64_t bytes;
 };
 struct FunctionGone {  // the client died or deregistered; its state on GPUs is already gone
-  FunctionId function;
+  FunctionId function;  // may be registered again afterwards (protocol item 5)
 };
 // The GPU must not be used until GpuAvailable (an operator's drain, a failing device). From
 // this event on the policy issues no ActivateGpu, SwapIn or Grant on it; it asks the tenant
@@ -181,6 +192,12 @@ class Policy {
 
   // When the policy next wants a Timer event; kNever if it does not.
   virtual Time NextWakeup() const = 0;
+
+  // Introspection for tests of protocol item 5: how many entries the policy keeps for
+  // functions (table slots up to the largest id registered, pending wakeups, entries of its
+  // internal queues). With ids reused after FunctionGone it stays bounded by a small multiple
+  // of the live functions, however many have come and gone.
+  virtual size_t tracked_entries() const = 0;
 
  protected:
   Policy() = default;

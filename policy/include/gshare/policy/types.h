@@ -19,8 +19,9 @@ using Duration = int64_t;  // microseconds
 inline constexpr Duration kUsPerSecond = 1'000'000;
 inline constexpr Time kNever = std::numeric_limits<Time>::max();
 
-// Dense indices chosen by the caller: functions 0..N-1 in registration order is typical, GPUs
-// 0..G-1 as configured in PolicyConfig::gpus.
+// Dense indices chosen by the caller: functions 0..N-1 in registration order is typical (a
+// gone function's id may be reused: policy.h, protocol item 5), GPUs 0..G-1 as configured in
+// PolicyConfig::gpus.
 using FunctionId = uint32_t;
 using GpuId = uint32_t;
 inline constexpr FunctionId kNoFunction = std::numeric_limits<FunctionId>::max();
