@@ -59,9 +59,10 @@ TEST(ArbiterFairness, NeverIdleTenantDoesNotStarveAnEqualTenant) {
   const double max_wait_ms = report.value("max_wait_us", 0) / 1000.0;
   std::printf("honest tenant: %d requests in %.2f s (%.1f/s), longest wait for the GPU %.1f ms\n",
               kRequests, elapsed, kRequests / elapsed, max_wait_ms);
-  // Generous deadline-style bounds (measured: ~40/s and ~30 ms, a slice plus the handoff;
-  // before the bound 4/s and 2.7 s). A wait is bounded by the batch's current slice.
-  EXPECT_LE(max_wait_ms, 500.0 * TimeScale());
+  // Generous deadline-style bounds (measured on a loaded 2-core machine: 28-41/s, longest
+  // waits 25-157 ms, about a slice plus the handoff; before the bound 4/s and 2.7 s). A wait
+  // is bounded by the batch's current slice.
+  EXPECT_LE(max_wait_ms, 1000.0 * TimeScale());
   EXPECT_LE(elapsed, 6.0 * TimeScale()) << "fewer than ~7 requests per second";
   ASSERT_TRUE(arb.Stop().is_object()) << ReadFile(arb.log());
 
