@@ -116,7 +116,8 @@ shm::Status ArbiterImpl::Init(bool handle_signals) {
 
   if (!config_.event_ring_path.empty()) {
     auto ring = shm::EventRingWriter::CreateFile(config_.event_ring_path,
-                                                 config_.event_ring_capacity, epoch_, 0644);
+                                                 config_.event_ring_capacity, epoch_,
+                                                 config_.event_ring_mode, config_.event_ring_gid);
     if (!ring.ok()) return shm::Status(ring.status().code(), "event_ring: " + ring.status().message());
     ring_ = std::move(*ring);
   }

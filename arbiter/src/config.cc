@@ -6,7 +6,11 @@
 #include <CLI/CLI.hpp>
 #include <toml++/toml.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include <charconv>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -68,13 +72,105 @@ std::string SetIdList(std::vector<uint32_t>& out, const std::string& v) {
   return SetList(out, v, 0xFFFFFFFEULL, "id");
 }
 
+// A permission mode as text, always octal: "0660", "660" or "0o660". (A TOML integer reaches
+// here as octal text, see ModeText.)
 std::string SetMode(mode_t& out, const std::string& v) {
+  const std::string digits = v.rfind("0o", 0) == 0 ? v.substr(2) : v;
   unsigned mode = 0;
-  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), mode, 8);
-  if (v.empty() || ec != std::errc() || p != v.data() + v.size() || mode > 0777)
+  auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), mode, 8);
+  if (digits.empty() || ec != std::errc() || p != digits.data() + digits.size() || mode > 0777)
     return "'" + v + "' is not an octal permission mode such as 0666";
   out = static_cast<mode_t>(mode);
   return {};
+}
+
+// A mode key's TOML integer as the octal text SetMode takes. toml++ reads 0o660 as the number
+// 432, so the text must be written in base 8 (the number means what it says); an integer not
+// written in octal (660, 0x1b0) is refused, as it is almost always a mode meant in octal.
+std::optional<std::string> ModeText(const toml::node& node, std::string* err) {
+  const auto* i = node.as_integer();
+  if (!i) return std::nullopt;
+  // The integer format is a two-bit field: binary 1, octal 2, hexadecimal 3 (mask).
+  if ((i->flags() & toml::value_flags::format_as_hexadecimal) != toml::value_flags::format_as_octal) {
+    const std::string n = std::to_string(i->get());
+    *err = (i->flags() & toml::value_flags::format_as_hexadecimal) == toml::value_flags::none
+               ? "the TOML integer " + n + " is decimal (the mode " + n +
+                     " in octal would be written 0o" + n + " or \"0" + n + "\")"
+               : "the TOML integer " + n + " is not written in octal; write the mode as 0o660 "
+                 "or as a string \"0660\"";
+    return std::nullopt;
+  }
+  if (i->get() < 0 || i->get() > 0777) {
+    *err = "must be between 0o0 and 0o777";
+    return std::nullopt;
+  }
+  char buf[8];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), i->get(), 8);
+  (void)ec;
+  return std::string(buf, end);
+}
+
+// `metrics`: "HOST:PORT", "unix:PATH" or "" (off).
+std::string SetMetricsAddress(MetricsConfig& m, const std::string& v) {
+  if (v.rfind("unix:", 0) == 0) {
+    const std::string path = v.substr(5);
+    if (path.empty()) return "'unix:' needs a socket path";
+    if (path.size() >= 108) return "path longer than a Unix socket allows (107 bytes)";
+  } else if (!v.empty()) {
+    const auto colon = v.rfind(':');
+    uint64_t port = 0;
+    if (colon == std::string::npos || colon == 0 ||
+        !SetUnsigned(port, v.substr(colon + 1), 1, 65535).empty())
+      return "'" + v + "' is neither HOST:PORT (port 1-65535) nor unix:PATH";
+  }
+  m.address = v;
+  return {};
+}
+
+// `metrics_allow`: "any", or a comma-separated list of addresses / CIDR blocks.
+std::string SetIpNets(MetricsConfig& m, const std::string& v) {
+  if (v == "any") {
+    m.allow.clear();
+    m.allow_any = true;
+    return {};
+  }
+  std::vector<IpNet> nets;
+  std::stringstream ss(v);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    const auto slash = item.find('/');
+    const std::string host = item.substr(0, slash);
+    IpNet net;
+    if (::inet_pton(AF_INET, host.c_str(), net.bytes.data()) == 1) {
+      net.family = AF_INET;
+      net.prefix = 32;
+    } else if (::inet_pton(AF_INET6, host.c_str(), net.bytes.data()) == 1) {
+      net.family = AF_INET6;
+      net.prefix = 128;
+    } else {
+      return "'" + item + "' is not an IP address or CIDR block (or 'any')";
+    }
+    if (slash != std::string::npos) {
+      uint64_t prefix = 0;
+      if (!SetUnsigned(prefix, item.substr(slash + 1), 0, static_cast<uint64_t>(net.prefix)).empty())
+        return "'" + item + "': prefix length must be 0-" + std::to_string(net.prefix);
+      net.prefix = static_cast<int>(prefix);
+    }
+    nets.push_back(net);
+  }
+  if (nets.empty()) return "expected 'any' or a comma-separated list of addresses";
+  m.allow = std::move(nets);
+  m.allow_any = false;
+  return {};
+}
+
+// Whether the first `prefix` bits of `a` and `b` agree.
+bool SamePrefix(const uint8_t* a, const uint8_t* b, int prefix) {
+  for (int i = 0; prefix > 0; ++i, prefix -= 8) {
+    const uint8_t mask = prefix >= 8 ? 0xFF : static_cast<uint8_t>(0xFF << (8 - prefix));
+    if ((a[i] & mask) != (b[i] & mask)) return false;
+  }
+  return true;
 }
 
 // Every key: its setter, the kind of value (--help's placeholder) and its --help text with the
@@ -84,6 +180,7 @@ struct Key {
   Setter set;
   const char* kind;
   const char* help;
+  bool is_mode = false;  // a permission mode: a TOML integer must be written in octal
 };
 
 const std::map<std::string, Key>& Keys() {
@@ -99,7 +196,7 @@ const std::map<std::string, Key>& Keys() {
         "registration socket; its directory must exist (default /run/gshare/arbiter.sock)"}},
       {"socket_mode",
        {[](ArbiterConfig& c, const std::string& v) { return SetMode(c.socket_mode, v); },
-        "MODE", "permissions of the registration socket file, octal (default 0666)"}},
+        "MODE", "permissions of the registration socket file, octal (default 0666)", true}},
       {"control_socket",
        {[](ArbiterConfig& c, const std::string& v) -> std::string {
            if (v.size() >= 108) return "path longer than a Unix socket allows (107 bytes)";
@@ -113,7 +210,8 @@ const std::map<std::string, Key>& Keys() {
        {[](ArbiterConfig& c, const std::string& v) { return SetMode(c.control_socket_mode, v); },
         "MODE",
         "permissions of the control socket file; access is decided by uid and groups (default "
-        "0666)"}},
+        "0666)",
+        true}},
       {"control_read_uids",
        {[](ArbiterConfig& c, const std::string& v) { return SetIdList(c.control_read_uids, v); },
         "IDS",
@@ -212,18 +310,30 @@ const std::map<std::string, Key>& Keys() {
         "scheduling policy: aggressive, dual-queue, fifo, keepalive, proxy-swap, "
         "aggressive-no-<idea> (default aggressive)"}},
       {"metrics",
+       {[](ArbiterConfig& c, const std::string& v) {
+           return SetMetricsAddress(c.metrics_address, v);
+         },
+        "ADDRESS",
+        "serve Prometheus text at http://HOST:PORT/metrics or on the Unix socket unix:PATH; a "
+        "non-loopback HOST needs --metrics-allow (default off)"}},
+      {"metrics_allow",
+       {[](ArbiterConfig& c, const std::string& v) { return SetIpNets(c.metrics_address, v); },
+        "NETS",
+        "client addresses or CIDR blocks that may scrape over TCP, or 'any'; others get 403 "
+        "(default: anyone who reaches a loopback address)"}},
+      {"metrics_max_connections",
        {[](ArbiterConfig& c, const std::string& v) -> std::string {
-           if (!v.empty()) {
-             const auto colon = v.rfind(':');
-             uint64_t port = 0;
-             if (colon == std::string::npos || colon == 0 ||
-                 !SetUnsigned(port, v.substr(colon + 1), 1, 65535).empty())
-               return "'" + v + "' is not HOST:PORT (port 1-65535)";
-           }
-           c.metrics_address = v;
+           uint64_t n = 0;
+           if (auto e = SetUnsigned(n, v, 1, 1024); !e.empty()) return e;
+           c.metrics_address.max_connections = static_cast<uint32_t>(n);
            return {};
          },
-        "HOST:PORT", "serve Prometheus text at http://HOST:PORT/metrics (default off)"}},
+        "N", "metrics connections served at once; more wait in the listen backlog (default 8)"}},
+      {"metrics_socket_mode",
+       {[](ArbiterConfig& c, const std::string& v) {
+           return SetMode(c.metrics_address.socket_mode, v);
+         },
+        "MODE", "permissions of the unix:PATH metrics socket file, octal (default 0600)", true}},
       {"fail_mode",
        {[](ArbiterConfig& c, const std::string& v) -> std::string {
            if (v == "open") {
@@ -252,6 +362,21 @@ const std::map<std::string, Key>& Keys() {
            return {};
          },
         "N", "records in the event ring, a power of two (default 65536)"}},
+      {"event_ring_mode",
+       {[](ArbiterConfig& c, const std::string& v) { return SetMode(c.event_ring_mode, v); },
+        "MODE",
+        "permissions of the event ring file, which names every tenant's functions, pids and uids "
+        "(default 0600)",
+        true}},
+      {"event_ring_group",
+       {[](ArbiterConfig& c, const std::string& v) -> std::string {
+           uint64_t gid = 0;
+           if (auto e = SetUnsigned(gid, v, 0, 0xFFFFFFFEULL); !e.empty()) return e;
+           c.event_ring_gid = static_cast<gid_t>(gid);
+           return {};
+         },
+        "GID", "numeric group of the event ring file, for event_ring_mode's group bits (default: "
+        "the arbiter's group)"}},
       {"doorbell_rate",
        {[](ArbiterConfig& c, const std::string& v) {
            return SetUnsigned(c.doorbell_rate, v, 0, 100'000'000);
@@ -295,7 +420,7 @@ const std::map<std::string, Key>& Keys() {
   return *keys;
 }
 
-// A TOML value as the text a setter takes; lists of integers become "0,1".
+// A TOML value as the text a setter takes; lists of integers or strings become "0,1".
 std::optional<std::string> TomlText(const toml::node& node) {
   if (auto s = node.value<std::string>(); s && node.is_string()) return *s;
   if (node.is_integer()) return std::to_string(*node.value<int64_t>());
@@ -303,13 +428,31 @@ std::optional<std::string> TomlText(const toml::node& node) {
   if (const auto* arr = node.as_array()) {
     std::string out;
     for (const auto& el : *arr) {
-      if (!el.is_integer()) return std::nullopt;
+      if (!el.is_integer() && !el.is_string()) return std::nullopt;
       if (!out.empty()) out += ',';
-      out += std::to_string(*el.value<int64_t>());
+      out += el.is_string() ? *el.value<std::string>() : std::to_string(*el.value<int64_t>());
     }
     return out;
   }
   return std::nullopt;
+}
+
+// "config key 'NAME' (line L): " + what.
+std::string KeyError(const std::string& name, const toml::node& node, const std::string& what) {
+  return "config key '" + name + "' (line " + std::to_string(node.source().begin.line) +
+         "): " + what;
+}
+
+// Applies one key of the file; "" or the error naming the key and its line.
+std::string ApplyTomlKey(ArbiterConfig& config, const std::string& name, const toml::node& node) {
+  const auto it = Keys().find(name);
+  if (it == Keys().end())
+    return KeyError(name, node, node.is_table() ? "unknown table" : "unknown key");
+  std::string err;
+  auto text = it->second.is_mode && node.is_integer() ? ModeText(node, &err) : TomlText(node);
+  if (!text) return KeyError(name, node, err.empty() ? "unsupported value type" : err);
+  if (err = it->second.set(config, *text); !err.empty()) return KeyError(name, node, err);
+  return {};
 }
 
 std::string FlagName(const std::string& key) {
@@ -331,6 +474,40 @@ std::string ControlSocketPath(const ArbiterConfig& config) {
 
 const char* FailModeName(FailMode mode) { return mode == FailMode::kOpen ? "open" : "closed"; }
 
+bool IpNet::Contains(const std::string& ip) const {
+  std::array<uint8_t, 16> b{};
+  if (::inet_pton(AF_INET6, ip.c_str(), b.data()) == 1) {
+    static constexpr uint8_t kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF};
+    if (family == AF_INET6) return SamePrefix(bytes.data(), b.data(), prefix);
+    if (std::memcmp(b.data(), kMapped, sizeof(kMapped)) != 0) return false;
+    return SamePrefix(bytes.data(), b.data() + 12, prefix);
+  }
+  if (family != AF_INET || ::inet_pton(AF_INET, ip.c_str(), b.data()) != 1) return false;
+  return SamePrefix(bytes.data(), b.data(), prefix);
+}
+
+bool IsLoopbackHost(const std::string& host) {
+  if (host == "localhost") return true;
+  std::array<uint8_t, 16> b{};
+  if (::inet_pton(AF_INET, host.c_str(), b.data()) == 1) return b[0] == 127;
+  const std::string bare = host.size() > 2 && host.front() == '[' && host.back() == ']'
+                               ? host.substr(1, host.size() - 2)
+                               : host;
+  in6_addr a{};
+  return ::inet_pton(AF_INET6, bare.c_str(), &a) == 1 && IN6_IS_ADDR_LOOPBACK(&a);
+}
+
+std::string CheckMetricsExposure(const MetricsConfig& metrics) {
+  if (metrics.empty() || metrics.is_unix() || metrics.allow_any || !metrics.allow.empty())
+    return {};
+  const std::string host = metrics.address.substr(0, metrics.address.rfind(':'));
+  if (IsLoopbackHost(host)) return {};
+  return "metrics: '" + host +
+         "' is not a loopback address, and /metrics names every tenant's functions and load: "
+         "set metrics_allow to the scrapers' addresses (or 'any' to serve everyone who can "
+         "reach it)";
+}
+
 ConfigResult ParseConfigToml(std::string_view text, const ArbiterConfig& base) {
   ConfigResult result{base, {}, false};
   toml::table root;
@@ -342,24 +519,26 @@ ConfigResult ParseConfigToml(std::string_view text, const ArbiterConfig& base) {
     result.error = os.str();
     return result;
   }
-  // An [arbiter] table is accepted as well as top-level keys.
+  // Keys at the top level or all of them in an [arbiter] table, never both: a top-level key
+  // beside [arbiter] would otherwise be silently ignored (allowed_uids, socket_mode...).
   const toml::table* table = &root;
-  if (const auto* sub = root["arbiter"].as_table()) table = sub;
+  if (const auto* arbiter = root.get("arbiter")) {
+    if (!arbiter->is_table()) {
+      result.error = KeyError("arbiter", *arbiter, "must be a table ([arbiter])");
+      return result;
+    }
+    for (const auto& [key, node] : root) {
+      if (key.str() == "arbiter") continue;
+      result.error = KeyError(std::string(key.str()), node,
+                              "outside the [arbiter] table, where it would be ignored: put every "
+                              "key under [arbiter] (or drop [arbiter])");
+      return result;
+    }
+    table = arbiter->as_table();
+  }
   for (const auto& [key, node] : *table) {
-    const std::string name(key.str());
-    if (table == &root && name == "arbiter") continue;
-    const auto it = Keys().find(name);
-    if (it == Keys().end()) {
-      result.error = "config key '" + name + "': unknown key";
-      return result;
-    }
-    const auto text_value = TomlText(node);
-    if (!text_value) {
-      result.error = "config key '" + name + "': unsupported value type";
-      return result;
-    }
-    if (auto err = it->second.set(result.config, *text_value); !err.empty()) {
-      result.error = "config key '" + name + "': " + err;
+    if (auto err = ApplyTomlKey(result.config, std::string(key.str()), node); !err.empty()) {
+      result.error = err;
       return result;
     }
   }
@@ -411,6 +590,8 @@ ConfigResult ParseCommandLine(int argc, const char* const* argv) {
       return result;
     }
   }
+  if (auto err = CheckMetricsExposure(result.config.metrics_address); !err.empty())
+    result.error = err;
   return result;
 }
 

@@ -14,22 +14,11 @@
 
 #include <spdlog/spdlog.h>
 
+#include "gshare/shm/socket_file.h"
 #include "gshare/shm/unix_socket.h"
 
 namespace gshare::arbiter {
 namespace {
-
-sockaddr_un MakeAddr(const std::string& path) {
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::memcpy(addr.sun_path, path.data(), std::min(path.size(), sizeof(addr.sun_path) - 1));
-  return addr;
-}
-
-bool SomeoneListens(const sockaddr_un& addr) {
-  shm::UniqueFd probe(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  return probe && ::connect(probe.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) == 0;
-}
 
 bool Contains(const std::vector<uint32_t>& v, uint32_t x) {
   return std::find(v.begin(), v.end(), x) != v.end();
@@ -78,28 +67,19 @@ nlohmann::json ControlError(const std::string& message) {
 
 shm::Result<std::unique_ptr<ControlServer>> ControlServer::Listen(const std::string& path,
                                                                   mode_t mode, ControlAcl acl) {
-  if (auto s = shm::CheckSocketPath(path); !s.ok()) return s;
-  const sockaddr_un addr = MakeAddr(path);
-  struct stat st{};
-  if (::lstat(path.c_str(), &st) == 0) {
-    if (!S_ISSOCK(st.st_mode))
-      return shm::Status(shm::StatusCode::kInvalidArgument, "'" + path + "' exists and is not a socket");
-    if (SomeoneListens(addr))
-      return shm::Status(shm::StatusCode::kUnavailable, "'" + path + "' is already in use");
-    ::unlink(path.c_str());
-  }
+  // Directory, stale and impostor checks as for the registration socket (shm/socket_file.h).
+  if (auto s = shm::PrepareSocketPath(path, SOCK_STREAM); !s.ok()) return s;
   std::unique_ptr<ControlServer> s(new ControlServer());
   s->acl_ = std::move(acl);
   s->listen_.Reset(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   s->epoll_.Reset(::epoll_create1(EPOLL_CLOEXEC));
   if (!s->listen_ || !s->epoll_) return shm::Status::FromErrno("control socket", errno);
-  if (::bind(s->listen_.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) != 0)
-    return shm::Status::FromErrno("bind '" + path + "'", errno);
+  // Born with `mode` (fchmod before bind); nothing is chmod()ed by path.
+  auto id = shm::BindSocketFile(s->listen_.get(), path, mode);
+  if (!id.ok()) return id.status();
   s->path_ = path;
-  if (::lstat(path.c_str(), &st) != 0) return shm::Status::FromErrno("stat '" + path + "'", errno);
-  s->dev_ = st.st_dev;
-  s->ino_ = st.st_ino;
-  if (::chmod(path.c_str(), mode) != 0) return shm::Status::FromErrno("chmod '" + path + "'", errno);
+  s->dev_ = id->dev;
+  s->ino_ = id->ino;
   if (::listen(s->listen_.get(), 64) != 0) return shm::Status::FromErrno("listen", errno);
   epoll_event ev{};
   ev.events = EPOLLIN;

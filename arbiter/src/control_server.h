@@ -57,8 +57,9 @@ class ControlServer {
   using Handler = std::function<nlohmann::json(const nlohmann::json& request, ControlAccess access,
                                                const ControlPeer& peer)>;
 
-  // Binds and listens at `path` (a stale socket of a dead arbiter is replaced; a live one is
-  // kUnavailable "already in use"), file mode `mode`.
+  // Binds and listens at `path`, its file created with mode `mode` (shm/socket_file.h: a
+  // directory another uid could swap files in is refused; a stale socket of a dead arbiter is
+  // replaced; a live one is kUnavailable naming the uid that owns it, never replaced).
   static shm::Result<std::unique_ptr<ControlServer>> Listen(const std::string& path, mode_t mode,
                                                             ControlAcl acl);
   ~ControlServer();

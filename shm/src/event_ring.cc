@@ -13,6 +13,7 @@
 
 #include "gshare/shm/atomic_word.h"
 #include "gshare/shm/futex.h"
+#include "gshare/shm/socket_file.h"
 
 namespace gshare::shm {
 namespace {
@@ -77,14 +78,21 @@ Result<EventRingWriter> EventRingWriter::CreateAnonymous(uint64_t capacity, uint
 }
 
 Result<EventRingWriter> EventRingWriter::CreateFile(const std::string& path, uint64_t capacity,
-                                                    uint64_t writer_epoch, mode_t mode) {
+                                                    uint64_t writer_epoch, mode_t mode,
+                                                    std::optional<gid_t> group) {
   if (!IsPowerOfTwo(capacity) || capacity > kMaxEventRingCapacity) {
     return Status(StatusCode::kInvalidArgument, "ring capacity must be a power of two <= 2^24");
   }
+  // A directory where another uid could swap the file would let it feed readers its own ring.
+  if (Status s = CheckSafeDirectory(path); !s.ok()) return s;
   // Replace, never reuse: readers of a previous ring keep their own (old) inode.
   if (::unlink(path.c_str()) != 0 && errno != ENOENT) return Status::FromErrno("unlink '" + path + "'", errno);
-  UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode));
+  // Born owner-only; the group is set while it still is, then the mode: the file is never
+  // readable by anyone `mode` and `group` do not name, not even for a moment.
+  UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
   if (!fd) return Status::FromErrno("create '" + path + "'", errno);
+  if (group && ::fchown(fd.get(), static_cast<uid_t>(-1), *group) != 0)
+    return Status::FromErrno("chown '" + path + "' to gid " + std::to_string(*group), errno);
   if (::fchmod(fd.get(), mode) != 0) return Status::FromErrno("fchmod '" + path + "'", errno);
   return Init(std::move(fd), capacity, writer_epoch);
 }

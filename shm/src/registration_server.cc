@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "gshare/shm/registration.h"
+#include "gshare/shm/socket_file.h"
 #include "gshare/shm/unix_socket.h"
 
 #ifndef SO_PEERPIDFD
@@ -17,20 +18,6 @@
 
 namespace gshare::shm {
 namespace {
-
-sockaddr_un MakeAddr(const std::string& path) {
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::memcpy(addr.sun_path, path.data(), path.size());
-  return addr;
-}
-
-// True if something accepts connections at `path` right now.
-bool SomeoneListens(const sockaddr_un& addr) {
-  UniqueFd probe(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
-  if (!probe) return false;
-  return ::connect(probe.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) == 0;
-}
 
 }  // namespace
 
@@ -60,30 +47,19 @@ RegistrationListener& RegistrationListener::operator=(RegistrationListener&& o) 
 }
 
 Result<RegistrationListener> RegistrationListener::Listen(const std::string& path, mode_t mode) {
-  if (Status s = CheckSocketPath(path); !s.ok()) return s;
-  const sockaddr_un addr = MakeAddr(path);
-  struct stat st{};
-  if (::lstat(path.c_str(), &st) == 0) {
-    if (!S_ISSOCK(st.st_mode)) {
-      return Status(StatusCode::kInvalidArgument, "'" + path + "' exists and is not a socket");
-    }
-    if (SomeoneListens(addr)) {
-      return Status(StatusCode::kUnavailable, "'" + path + "' is already in use by a live arbiter");
-    }
-    ::unlink(path.c_str());  // stale socket of a dead arbiter
-  }
+  // The directory must be one no other uid can swap files in; a live socket there (ours or an
+  // impostor's, named by its uid) is refused, a dead one removed (socket_file.h).
+  if (Status s = PrepareSocketPath(path, SOCK_SEQPACKET); !s.ok()) return s;
   UniqueFd fd(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   if (!fd) return Status::FromErrno("socket", errno);
-  if (::bind(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) != 0) {
-    return Status::FromErrno("bind '" + path + "'", errno);
-  }
+  // The file is born with `mode` (fchmod before bind); nothing is chmod()ed by path.
+  auto id = BindSocketFile(fd.get(), path, mode);
+  if (!id.ok()) return id.status();
   RegistrationListener l;
   l.fd_ = std::move(fd);
   l.path_ = path;
-  if (::lstat(path.c_str(), &st) != 0) return Status::FromErrno("stat '" + path + "'", errno);
-  l.dev_ = st.st_dev;
-  l.ino_ = st.st_ino;
-  if (::chmod(path.c_str(), mode) != 0) return Status::FromErrno("chmod '" + path + "'", errno);
+  l.dev_ = id->dev;
+  l.ino_ = id->ino;
   if (::listen(l.fd_.get(), 128) != 0) return Status::FromErrno("listen", errno);
   return l;
 }

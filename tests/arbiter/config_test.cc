@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -61,7 +62,7 @@ event_ring_capacity = 1024
   EXPECT_EQ(r.config.swap_order_timeout, std::chrono::seconds(30));
   EXPECT_EQ(r.config.deep_evict_after, std::chrono::minutes(10));
   EXPECT_EQ(r.config.policy, "fifo");
-  EXPECT_EQ(r.config.metrics_address, "127.0.0.1:9464");
+  EXPECT_EQ(r.config.metrics_address.address, "127.0.0.1:9464");
   EXPECT_EQ(r.config.fail_mode, FailMode::kClosed);
   EXPECT_EQ(r.config.event_ring_capacity, 1024u);
 }
@@ -103,7 +104,127 @@ INSTANTIATE_TEST_SUITE_P(
                       BadValue{"log_level = \"loud\"", "log_level"},
                       BadValue{"policy = \"\"", "policy"},
                       BadValue{"no_such_key = 1", "no_such_key"},
-                      BadValue{"slice = 3.5", "slice"}));
+                      BadValue{"slice = 3.5", "slice"},
+                      // A decimal integer for a mode is refused (660 is not 0o660).
+                      BadValue{"socket_mode = 660", "socket_mode"},
+                      BadValue{"control_socket_mode = 0x1b0", "control_socket_mode"},
+                      BadValue{"event_ring_mode = 0o1777", "event_ring_mode"},
+                      BadValue{"event_ring_mode = \"rw\"", "event_ring_mode"},
+                      BadValue{"event_ring_group = \"wheel\"", "event_ring_group"},
+                      BadValue{"metrics_allow = \"10.0.0.0/33\"", "metrics_allow"},
+                      BadValue{"metrics_allow = [\"example.com\"]", "metrics_allow"},
+                      BadValue{"metrics_max_connections = 0", "metrics_max_connections"},
+                      BadValue{"metrics = \"unix:\"", "metrics"},
+                      BadValue{"[other]\nx = 1", "other"},
+                      BadValue{"[arbiter]\n[arbiter.sub]\nx = 1", "sub"}));
+
+// Issue 16 item 12: toml++ reads 0o660 as the number 432; it used to be turned back into the
+// text "432" and read as octal, mode 0432 (others could connect). Every mode key, both forms.
+TEST(ArbiterConfig, TomlModesMeanWhatTheySay) {
+  const ConfigResult r = ParseConfigToml(R"(
+socket_mode = 0o660
+control_socket_mode = 0o640
+metrics_socket_mode = 0o660
+event_ring_mode = 0o640
+)",
+                                         ArbiterConfig{});
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_EQ(r.config.socket_mode, 0660u) << std::oct << r.config.socket_mode;
+  EXPECT_EQ(r.config.control_socket_mode, 0640u) << std::oct << r.config.control_socket_mode;
+  EXPECT_EQ(r.config.metrics_address.socket_mode, 0660u);
+  EXPECT_EQ(r.config.event_ring_mode, 0640u) << std::oct << r.config.event_ring_mode;
+  for (const char* text : {"\"0660\"", "\"660\"", "\"0o660\""}) {
+    const ConfigResult s = ParseConfigToml(std::string("socket_mode = ") + text, ArbiterConfig{});
+    ASSERT_TRUE(s.ok()) << text << ": " << s.error;
+    EXPECT_EQ(s.config.socket_mode, 0660u) << text;
+  }
+  const ConfigResult decimal = ParseConfigToml("socket_mode = 660", ArbiterConfig{});
+  ASSERT_FALSE(decimal.ok());
+  EXPECT_NE(decimal.error.find("0o660"), std::string::npos) << decimal.error;
+}
+
+// Issue 16 item 13: with an [arbiter] table, top-level keys used to be skipped silently
+// (allowed_uids and socket_mode among them). Now they are errors naming the key and its line,
+// and the file's name through --config.
+TEST(ArbiterConfig, KeysOutsideTheArbiterTableAreErrors) {
+  const ConfigResult r = ParseConfigToml("allowed_uids = [1000]\nsocket_mode = \"0600\"\n"
+                                         "[arbiter]\nslice = \"7ms\"\n",
+                                         ArbiterConfig{});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error.find("'allowed_uids' (line 1)"), std::string::npos) << r.error;
+  EXPECT_NE(r.error.find("[arbiter]"), std::string::npos) << r.error;
+  const ConfigResult table = ParseConfigToml("[arbiter]\nslice = \"7ms\"\n[metrics]\nport = 1\n",
+                                             ArbiterConfig{});
+  ASSERT_FALSE(table.ok());
+  EXPECT_NE(table.error.find("'metrics' (line 3)"), std::string::npos) << table.error;
+  const ConfigResult not_table = ParseConfigToml("arbiter = 1\n", ArbiterConfig{});
+  ASSERT_FALSE(not_table.ok());
+  EXPECT_NE(not_table.error.find("'arbiter'"), std::string::npos) << not_table.error;
+
+  const std::string path = "/tmp/gshare-arbiter-config-top-" + std::to_string(::getpid()) + ".toml";
+  {
+    std::ofstream out(path);
+    out << "allowed_uids = [1000]\n[arbiter]\nslice = \"7ms\"\n";
+  }
+  const ConfigResult file = Parse({"--config", path});
+  std::remove(path.c_str());
+  ASSERT_FALSE(file.ok());
+  EXPECT_NE(file.error.find("'allowed_uids'"), std::string::npos) << file.error;
+  EXPECT_NE(file.error.find(path), std::string::npos) << file.error;
+}
+
+// The shipped example (packaging/arbiter.toml) parses, and says what it means.
+TEST(ArbiterConfig, ShippedExampleParses) {
+  const ConfigResult r = Parse({"--config", EXAMPLE_CONFIG});
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_EQ(r.config.socket_path, "/run/gshare/arbiter.sock");
+  EXPECT_EQ(r.config.metrics_address.address, "127.0.0.1:9464");
+  EXPECT_EQ(r.config.event_ring_path, "/run/gshare/events");
+  EXPECT_EQ(r.config.event_ring_mode, 0600u);
+}
+
+// Issue 16 item 14/15 defaults: the ring is owner-only, metrics connections are capped.
+TEST(ArbiterConfig, ExposureDefaults) {
+  const ConfigResult r = Parse({});
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_EQ(r.config.event_ring_mode, 0600u);
+  EXPECT_FALSE(r.config.event_ring_gid.has_value());
+  EXPECT_TRUE(r.config.metrics_address.empty());
+  EXPECT_EQ(r.config.metrics_address.max_connections, 8u);
+  EXPECT_EQ(r.config.metrics_address.socket_mode, 0600u);
+  const ConfigResult g = Parse({"--event-ring-group", "4242", "--event-ring-mode", "0640"});
+  ASSERT_TRUE(g.ok()) << g.error;
+  EXPECT_EQ(g.config.event_ring_gid, std::optional<gid_t>(4242));
+  EXPECT_EQ(g.config.event_ring_mode, 0640u);
+}
+
+// Issue 16 item 15: a non-loopback metrics bind needs an explicit allow-list (or "any").
+TEST(ArbiterConfig, NonLoopbackMetricsNeedAnAllowList) {
+  for (const char* address : {"0.0.0.0:9464", "10.1.2.3:9464", "[::]:9464", "node1:9464"}) {
+    const ConfigResult r = Parse({"--metrics", address});
+    ASSERT_FALSE(r.ok()) << address;
+    EXPECT_NE(r.error.find("metrics_allow"), std::string::npos) << r.error;
+    EXPECT_NE(r.error.find("loopback"), std::string::npos) << r.error;
+    EXPECT_TRUE(Parse({"--metrics", address, "--metrics-allow", "10.0.0.0/8,::1"}).ok()) << address;
+    EXPECT_TRUE(Parse({"--metrics", address, "--metrics-allow", "any"}).ok()) << address;
+  }
+  for (const char* address : {"127.0.0.1:9464", "127.0.0.2:1", "localhost:9464", "[::1]:9464",
+                              "unix:/run/gshare/metrics.sock"})
+    EXPECT_TRUE(Parse({"--metrics", address}).ok()) << address << ": "
+                                                     << Parse({"--metrics", address}).error;
+  const ConfigResult list = ParseConfigToml("metrics_allow = [\"10.0.0.0/8\", \"fd00::/8\"]",
+                                            ArbiterConfig{});
+  ASSERT_TRUE(list.ok()) << list.error;
+  const auto& allow = list.config.metrics_address.allow;
+  ASSERT_EQ(allow.size(), 2u);
+  EXPECT_TRUE(allow[0].Contains("10.200.3.4"));
+  EXPECT_TRUE(allow[0].Contains("::ffff:10.200.3.4"));  // IPv4-mapped, as a dual-stack peer
+  EXPECT_FALSE(allow[0].Contains("11.0.0.1"));
+  EXPECT_FALSE(allow[0].Contains("fd00::1"));
+  EXPECT_TRUE(allow[1].Contains("fd12::1"));
+  EXPECT_FALSE(allow[1].Contains("fe80::1"));
+  EXPECT_FALSE(allow[1].Contains("10.200.3.4"));
+}
 
 TEST(ArbiterConfig, SyntaxErrorSaysLine) {
   const ConfigResult r = ParseConfigToml("slice = \n", ArbiterConfig{});

@@ -17,6 +17,9 @@
 //                              waits for stdin to close (the test swaps it out meanwhile)
 //   control SOCKET LINE        sends LINE to a shim's control socket and prints the reply line;
 //                              exit 0 replied, 6 connect: permission denied, 5 other error
+//   listen SOCKET stream|seqpacket
+//                              binds and listens at SOCKET (an impostor of the arbiter's
+//                              sockets), prints "listening", waits for stdin to close
 // Every failure prints one line on stderr saying what failed.
 #include <cuda.h>
 #include <fcntl.h>
@@ -185,6 +188,23 @@ int Device(const std::string& command, size_t mib, uint32_t pattern) {
   return 0;
 }
 
+int Listen(const std::string& path, const std::string& type) {
+  const int fd = ::socket(AF_UNIX, (type == "stream" ? SOCK_STREAM : SOCK_SEQPACKET) | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", path.c_str());
+  if (fd < 0 || ::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      ::listen(fd, 8) != 0) {
+    std::fprintf(stderr, "listen %s: %s\n", path.c_str(), std::strerror(errno));
+    return 5;
+  }
+  std::printf("listening\n");
+  std::fflush(stdout);
+  WaitForStdinClose();
+  ::unlink(path.c_str());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -210,6 +230,7 @@ int main(int argc, char** argv) {
   if (command == "hold-registration" && rest == 1) return Register(args[0], true);
   if (command == "try-open" && rest >= 1) return TryOpen(rest, args);
   if (command == "control" && rest == 2) return Control(args[0], args[1]);
+  if (command == "listen" && rest == 2) return Listen(args[0], args[1]);
   if ((command == "device-write" || command == "device-read" || command == "hold-device") &&
       rest == 2) {
     return Device(command, std::strtoul(args[0], nullptr, 10),

@@ -8,6 +8,10 @@
 //   - a swapped-out tenant's bytes (the shim's host copy) are in memory no other uid can read;
 //   - device memory a new tenant allocates never shows a previous tenant's bytes (simcuda and
 //     the shim: the test proves it, both after the first tenant exits and while it lives).
+//   - the arbiter's socket files are born with their configured modes whatever the umask, are
+//     never placed in a directory another uid could swap them in, and a live socket of another
+//     uid at their path is reported with that uid (issue 16, items 16-17);
+//   - the event ring is owner-only unless the operator names a mode and a group (item 14).
 #include <dirent.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -179,6 +183,13 @@ std::vector<std::string> ProcEntries(pid_t pid, const std::string& dir) {
   return out;
 }
 
+// The daemon under test: GSHARE_TEST_ARBITER_BIN (another build, e.g. an older commit's, to
+// show what a fix changed) or this build's.
+std::string ArbiterBin() {
+  const char* other = std::getenv("GSHARE_TEST_ARBITER_BIN");
+  return other != nullptr && *other != '\0' ? other : ARBITER_BIN;
+}
+
 // The real gshare-arbiter with a fixed 1 GiB GPU (no driver), its socket in `dir`.
 class Arbiter {
  public:
@@ -197,7 +208,7 @@ class Arbiter {
 
  private:
   Child Start(const std::vector<std::string>& extra) const {
-    std::vector<std::string> argv = {ARBITER_BIN,  "--socket",     socket_,     "--gpu-memory",
+    std::vector<std::string> argv = {ArbiterBin(), "--socket",     socket_,     "--gpu-memory",
                                      "1GiB",       "--libcuda",    "/nonexistent/libcuda.so.1",
                                      "--log-level", "debug"};
     argv.insert(argv.end(), extra.begin(), extra.end());
@@ -434,6 +445,162 @@ TEST_F(IsolationTest, ShimControlSocketIsOwnerOnly) {
   EXPECT_EQ(RunHelper({"control", control, "stats"}, 65534, &out), 0) << out;
   EXPECT_NE(out.find("reply: ok "), std::string::npos) << out;
   EXPECT_EQ(tenant.Wait(), 0);
+}
+
+// Runs gshare-arbiter (no driver, 1 GiB) to its exit with `args`; returns its exit code (the
+// safety timeout kills it: -100) and its log in `log`. For starts that must be refused.
+int RunArbiterToExit(const TempDir& dir, std::vector<std::string> args, std::string* log) {
+  std::vector<std::string> argv = {ArbiterBin(), "--gpu-memory", "1GiB", "--libcuda",
+                                   "/nonexistent/libcuda.so.1"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  const std::string log_file = dir / "refused.log";
+  std::filesystem::remove(log_file);
+  Child c = Spawn(argv, {}, log_file);
+  const int code = c.Wait(nullptr, 30s);
+  *log = ReadFile(log_file);
+  return code;
+}
+
+mode_t ModeOf(const std::string& path) {
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) == 0 ? st.st_mode & 07777 : 07777;
+}
+
+// Item 16: the sockets' modes are set on the socket before bind (never by chmod on a path
+// another uid could have swapped), and are exact whatever the umask: narrower (umask 0 would
+// leave 0777) and wider (umask 077 would leave 0600) than the umask.
+TEST_F(IsolationTest, ArbiterSocketModesAreExactWhateverTheUmask) {
+  TempDir dir;
+  const mode_t old_umask = ::umask(0);
+  {
+    Arbiter arbiter(dir, {"--socket-mode", "0600", "--control-socket-mode", "0600"});
+    ::umask(old_umask);
+    ASSERT_TRUE(arbiter.ready()) << arbiter.log();
+    EXPECT_EQ(ModeOf(arbiter.socket()), 0600u) << std::oct << ModeOf(arbiter.socket());
+    EXPECT_EQ(ModeOf(dir / "control.sock"), 0600u) << std::oct << ModeOf(dir / "control.sock");
+  }
+  TempDir dir2;
+  ::umask(077);
+  Arbiter arbiter(dir2, {"--socket-mode", "0666", "--control-socket-mode", "0660"});
+  ::umask(old_umask);
+  ASSERT_TRUE(arbiter.ready()) << arbiter.log();
+  EXPECT_EQ(ModeOf(arbiter.socket()), 0666u) << std::oct << ModeOf(arbiter.socket());
+  EXPECT_EQ(ModeOf(dir2 / "control.sock"), 0660u) << std::oct << ModeOf(dir2 / "control.sock");
+  std::string out;
+  EXPECT_EQ(RunHelper({"register", arbiter.socket()}, 65534, &out), 0) << out;
+}
+
+// Item 16: in a directory another uid can write without the sticky bit (or that another uid
+// owns), that uid can rename a symlink over the fresh socket between bind and chmod: root then
+// made a root-owned 0600 file 0666. Such directories are refused, naming the directory and why;
+// a sticky one (like /tmp) is fine.
+TEST_F(IsolationTest, SocketDirectoriesOtherUidsCouldSwapFilesInAreRefused) {
+  TempDir dir;
+  std::string log;
+  const std::string open_dir = dir / "open";
+  ASSERT_TRUE(std::filesystem::create_directory(open_dir));
+  ASSERT_EQ(::chmod(open_dir.c_str(), 0777), 0);
+  EXPECT_EQ(RunArbiterToExit(dir, {"--socket", open_dir + "/arbiter.sock"}, &log), 2) << log;
+  EXPECT_NE(log.find("socket: directory '" + open_dir + "'"), std::string::npos) << log;
+  EXPECT_NE(log.find("without the sticky bit"), std::string::npos) << log;
+  EXPECT_FALSE(std::filesystem::exists(open_dir + "/arbiter.sock"));
+
+  const std::string group_dir = dir / "group";
+  ASSERT_TRUE(std::filesystem::create_directory(group_dir));
+  ASSERT_EQ(::chmod(group_dir.c_str(), 0775), 0);
+  EXPECT_EQ(RunArbiterToExit(dir, {"--socket", group_dir + "/arbiter.sock"}, &log), 2) << log;
+  EXPECT_NE(log.find("writable by its group"), std::string::npos) << log;
+
+  const std::string theirs = dir / "theirs";
+  ASSERT_TRUE(std::filesystem::create_directory(theirs));
+  ASSERT_EQ(::chown(theirs.c_str(), 65534, 65534), 0);
+  EXPECT_EQ(RunArbiterToExit(dir, {"--socket", theirs + "/arbiter.sock"}, &log), 2) << log;
+  EXPECT_NE(log.find("'" + theirs + "' is owned by uid 65534"), std::string::npos) << log;
+
+  // The control socket is checked the same way (the registration socket's directory is fine).
+  EXPECT_EQ(RunArbiterToExit(dir, {"--socket", dir / "arbiter.sock", "--control-socket",
+                                   open_dir + "/control.sock"},
+                             &log),
+            2)
+      << log;
+  EXPECT_NE(log.find("control_socket: directory '" + open_dir + "'"), std::string::npos) << log;
+  // And the event ring's directory.
+  EXPECT_EQ(RunArbiterToExit(dir, {"--socket", dir / "arbiter.sock", "--event-ring",
+                                   open_dir + "/events"},
+                             &log),
+            2)
+      << log;
+  EXPECT_NE(log.find("event_ring: directory '" + open_dir + "'"), std::string::npos) << log;
+
+  TempDir sticky;
+  ASSERT_EQ(::chmod((sticky / ".").c_str(), 01777), 0);
+  Arbiter arbiter(sticky, {});
+  EXPECT_TRUE(arbiter.ready()) << arbiter.log();
+}
+
+// Item 17: a live socket of another uid at the arbiter's path (an impostor tenants would talk
+// to) makes the arbiter refuse to start with a message naming that uid and the path; the
+// impostor's socket is not replaced (the operator must find out who put it there). The same
+// for the control socket.
+TEST_F(IsolationTest, ImpostorSocketIsReportedWithItsOwner) {
+  TempDir dir;
+  const std::string shared = dir / "shared";  // like /tmp: anyone may create files there
+  ASSERT_TRUE(std::filesystem::create_directory(shared));
+  ASSERT_EQ(::chmod(shared.c_str(), 01777), 0);
+  const std::string path = shared + "/arbiter.sock";
+  Child impostor =
+      Spawn({ISOLATION_HELPER, "--uid", "65534", "listen", path, "seqpacket"}, HelperEnv());
+  ASSERT_EQ(impostor.ReadLine(), "listening");
+  std::string log;
+  EXPECT_EQ(RunArbiterToExit(dir, {"--socket", path}, &log), 2) << log;
+  EXPECT_NE(log.find("'" + path + "' is a live socket owned by uid 65534"), std::string::npos)
+      << log;
+  EXPECT_NE(log.find("listened on by pid " + std::to_string(impostor.pid) + " (uid 65534)"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("not replaced"), std::string::npos) << log;
+  struct stat st {};
+  ASSERT_EQ(::lstat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 65534u);  // still the impostor's
+
+  const std::string control = shared + "/control.sock";
+  Child control_impostor =
+      Spawn({ISOLATION_HELPER, "--uid", "65534", "listen", control, "stream"}, HelperEnv());
+  ASSERT_EQ(control_impostor.ReadLine(), "listening");
+  EXPECT_EQ(RunArbiterToExit(dir, {"--socket", dir / "arbiter.sock", "--control-socket", control},
+                             &log),
+            2)
+      << log;
+  EXPECT_NE(log.find("control_socket: '" + control + "' is a live socket owned by uid 65534"),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(impostor.Wait(), 0);
+  EXPECT_EQ(control_impostor.Wait(), 0);
+}
+
+// Item 14: the event ring names every tenant's functions, pids and uids. It is owner-only by
+// default (it was 0644: any uid could read it); event_ring_mode / event_ring_group open it to
+// one group, and only to it.
+TEST_F(IsolationTest, EventRingIsOwnerOnlyUnlessAGroupIsNamed) {
+  TempDir dir;
+  {
+    Arbiter arbiter(dir, {"--event-ring", dir / "events"});
+    ASSERT_TRUE(arbiter.ready()) << arbiter.log();
+    EXPECT_EQ(ModeOf(dir / "events"), 0600u) << std::oct << ModeOf(dir / "events");
+    std::string out;
+    EXPECT_EQ(RunHelper({"try-open", dir / "events"}, 65534, &out), 0) << out;
+  }
+  TempDir dir2;
+  Arbiter arbiter(dir2, {"--event-ring", dir2 / "events", "--event-ring-mode", "0640",
+                         "--event-ring-group", "4242"});
+  ASSERT_TRUE(arbiter.ready()) << arbiter.log();
+  struct stat st {};
+  ASSERT_EQ(::stat((dir2 / "events").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0640u) << std::oct << (st.st_mode & 07777);
+  EXPECT_EQ(st.st_gid, 4242u);
+  std::string out;
+  EXPECT_EQ(RunHelper({"--groups", "4242", "try-open", dir2 / "events"}, 65534, &out), 1) << out;
+  EXPECT_EQ(RunHelper({"try-open", dir2 / "events"}, 65534, &out), 0) << out;
 }
 
 // Device memory of a tenant that exited (or still runs) never shows up in a new tenant's

@@ -6,6 +6,7 @@
 
 #include <sys/types.h>
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -17,10 +18,48 @@ namespace gshare::arbiter {
 
 enum class FailMode : uint8_t { kOpen, kClosed };
 
+// One entry of `metrics_allow`: an IPv4 or IPv6 address with a prefix length (a CIDR block; a
+// plain address is a /32 or /128).
+struct IpNet {
+  int family = 0;                   // AF_INET or AF_INET6
+  std::array<uint8_t, 16> bytes{};  // network byte order; IPv4 uses the first 4
+  int prefix = 0;
+  // Whether `ip` (a numeric address, as cpp-httplib reports a peer; IPv4-mapped IPv6 addresses
+  // count as IPv4) lies in this block.
+  bool Contains(const std::string& ip) const;
+};
+
+// The Prometheus endpoint (docs/operating.md, "Metrics"; docs/security.md, "Metrics exposure").
+struct MetricsConfig {
+  // `metrics`: "HOST:PORT" (TCP), "unix:PATH" (a Unix socket) or "" (off, the default).
+  std::string address;
+  // `metrics_allow`: client addresses (CIDR blocks) that may scrape over TCP; others get 403.
+  // Empty: anyone who can reach the address, which is allowed only for a loopback HOST.
+  // "any" (allow_any) says so explicitly for a non-loopback bind.
+  std::vector<IpNet> allow;
+  bool allow_any = false;
+  // `metrics_max_connections`: connections served at once; further ones wait in the kernel's
+  // listen backlog (holding no fd of the arbiter). The endpoint holds at most this + 2 fds.
+  uint32_t max_connections = 8;
+  // `metrics_socket_mode`: permission bits of the "unix:PATH" socket file (default owner-only).
+  mode_t socket_mode = 0600;
+  bool empty() const { return address.empty(); }
+  bool is_unix() const { return address.rfind("unix:", 0) == 0; }
+};
+
+// "" if `metrics` may be served as configured, else why not (a non-loopback TCP bind needs
+// `metrics_allow`: the page names every tenant's functions and their load).
+std::string CheckMetricsExposure(const MetricsConfig& metrics);
+
+// Whether HOST (of `metrics`'s HOST:PORT) names the loopback interface: "localhost",
+// 127.0.0.0/8, ::1.
+bool IsLoopbackHost(const std::string& host);
+
 struct ArbiterConfig {
   // Registration socket (`socket`, --socket). Its directory must exist.
   std::string socket_path = "/run/gshare/arbiter.sock";
-  // Permission bits of the socket file (`socket_mode`, octal string "0666").
+  // Permission bits of the socket file (`socket_mode`: an octal string "0666"/"666", or a TOML
+  // integer written in octal, 0o666; other integers are refused).
   mode_t socket_mode = 0666;
   // GPU ordinals to manage (`gpus`, --gpus 0,1); empty = every visible GPU.
   std::vector<uint32_t> gpus;
@@ -51,14 +90,19 @@ struct ArbiterConfig {
   std::chrono::nanoseconds deep_evict_after{0};
   // Scheduling policy (`policy`, --policy), default "aggressive".
   std::string policy = "aggressive";
-  // Prometheus metrics address host:port (`metrics`, --metrics); "" = off.
-  std::string metrics_address;
+  // Prometheus metrics endpoint (`metrics`, --metrics, and the `metrics_*` keys); off when its
+  // address is "". (Named metrics_address for the arbiter's `MetricsServer::Start` call.)
+  MetricsConfig metrics_address;
   // What clients do while the arbiter is away (`fail_mode`, --fail-mode open|closed).
   FailMode fail_mode = FailMode::kOpen;
   // The node event ring file (`event_ring`, --event-ring); "" = none. And its capacity in
   // records (`event_ring_capacity`, a power of two).
   std::string event_ring_path;
   uint64_t event_ring_capacity = 1 << 16;
+  // Who may read the ring (`event_ring_mode`, default 0600, and `event_ring_group`, a numeric
+  // gid, default the arbiter's): it names every tenant's functions, pids and uids.
+  mode_t event_ring_mode = 0600;
+  std::optional<gid_t> event_ring_gid;
   // Doorbell flooding (docs/security.md): wake-ups per second one client's doorbell may cause
   // (`doorbell_rate`, --doorbell-rate; bursts of a tenth of a second's worth), beyond which its
   // doorbell is ignored for a while (it is still served when the arbiter wakes for anything
@@ -104,7 +148,9 @@ struct ConfigResult {
   bool ok() const { return error.empty(); }
 };
 
-// Applies the TOML document `text` on top of `base`. Unknown keys are errors.
+// Applies the TOML document `text` on top of `base`. Unknown keys are errors, and so are
+// top-level keys beside an [arbiter] table (which would otherwise be ignored) and any other
+// table; the message names the key and its line.
 ConfigResult ParseConfigToml(std::string_view text, const ArbiterConfig& base);
 
 // Parses the command line: defaults, then the --config FILE (if given), then the flags.

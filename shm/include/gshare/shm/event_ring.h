@@ -12,6 +12,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -44,10 +45,14 @@ class EventRingWriter {
   EventRingWriter() = default;
   // An anonymous ring (memfd); share it by passing fd().
   static Result<EventRingWriter> CreateAnonymous(uint64_t capacity, uint64_t writer_epoch);
-  // A ring in a file (e.g. /run/gshare/events), created with `mode` (the operator decides who
-  // may read the trace). An existing file is replaced.
+  // A ring in a file (e.g. /run/gshare/events), created with `mode` and, if given, `group`
+  // (the operator decides who may read the trace: it names every tenant's functions, pids and
+  // uids). The file is created 0600 and only then given its group and mode, so it is never
+  // readable more widely than asked. An existing file is replaced. Its directory must be one no
+  // other uid can swap files in (CheckSafeDirectory in socket_file.h).
   static Result<EventRingWriter> CreateFile(const std::string& path, uint64_t capacity,
-                                            uint64_t writer_epoch, mode_t mode);
+                                            uint64_t writer_epoch, mode_t mode,
+                                            std::optional<gid_t> group = std::nullopt);
 
   // Appends one record; never blocks, never fails. `event.index` is ignored (assigned here).
   void Append(const Event& event);

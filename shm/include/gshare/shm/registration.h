@@ -105,10 +105,12 @@ class RegistrationListener {
   RegistrationListener(const RegistrationListener&) = delete;
   RegistrationListener& operator=(const RegistrationListener&) = delete;
 
-  // Binds `path` (its directory must exist) and listens. A stale socket file nobody listens on
-  // is replaced; a live one is kUnavailable ("already in use"). The socket file gets `mode`
-  // (e.g. 0666 so functions of every uid can register). The file is unlinked on destruction
-  // if it is still the one this listener created.
+  // Binds `path` (its directory must exist, and be one no other uid can swap files in) and
+  // listens. A stale socket file nobody listens on is replaced; a live one is kUnavailable,
+  // naming the uid that owns it (another uid's is reported as such and never replaced). The
+  // socket file is created with `mode` (e.g. 0666 so functions of every uid can register),
+  // set before bind, never by chmod on the path (shm/socket_file.h). The file is unlinked on
+  // destruction if it is still the one this listener created.
   static Result<RegistrationListener> Listen(const std::string& path, mode_t mode);
 
   // Accepts one pending connection, waiting up to `timeout` (0: do not wait; kTimeout if
