@@ -4,6 +4,8 @@
 // Input: first byte even -> the rest is a TOML document; odd -> the rest is a command line,
 // one argument per line (at most 32). Arguments naming --config are dropped: that option reads
 // a file, and the fuzzer must not read the machine's files.
+#include <sys/socket.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -17,7 +19,12 @@ namespace {
 
 void CheckConfig(const gshare::arbiter::ArbiterConfig& c) {
   FUZZ_CHECK(!c.socket_path.empty() && c.socket_path.size() < 108);
-  FUZZ_CHECK(c.socket_mode <= 0777);
+  FUZZ_CHECK(c.socket_mode <= 0777 && c.control_socket_mode <= 0777 && c.event_ring_mode <= 0777);
+  FUZZ_CHECK(c.metrics_address.socket_mode <= 0777);
+  FUZZ_CHECK(c.metrics_address.max_connections >= 1 && c.metrics_address.max_connections <= 1024);
+  FUZZ_CHECK(c.metrics_address.allow.empty() || !c.metrics_address.allow_any);
+  for (const auto& net : c.metrics_address.allow)
+    FUZZ_CHECK(net.prefix >= 0 && net.prefix <= (net.family == AF_INET ? 32 : 128));
   FUZZ_CHECK(c.gpu_count >= 1 && c.gpu_count <= gshare::shm::kMaxGpus);
   for (uint32_t g : c.gpus) FUZZ_CHECK(g < gshare::shm::kMaxGpus);
   FUZZ_CHECK(c.slice.count() > 0 && c.idle_release.count() > 0 && c.preempt_grace.count() > 0);
