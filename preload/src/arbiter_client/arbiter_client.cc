@@ -49,9 +49,9 @@ shm::Result<std::unique_ptr<ArbiterClient>> ArbiterClient::Start(const ArbiterCl
   try {
     client->thread_ = std::thread([c = client.get()] {
       c->ServiceLoop();
-      std::lock_guard<std::mutex> lock(c->mu_);
+      MutexLock lock(c->mu_);
       c->thread_exited_ = true;
-      c->cv_.notify_all();
+      c->cv_.NotifyAll();
     });
   } catch (const std::system_error& e) {  // never an exception into the application
     host->SetSwapProgressSink({});
@@ -64,10 +64,10 @@ shm::Result<std::unique_ptr<ArbiterClient>> ArbiterClient::Start(const ArbiterCl
 
 ArbiterClient::~ArbiterClient() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stop_ = true;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
   if (thread_.joinable()) thread_.join();
   host_->SetSwapProgressSink({});
 }
@@ -116,7 +116,7 @@ shm::Status ArbiterClient::Connect(bool re_register) {
   fork_doorbell_fd_.store(doorbell_fd, std::memory_order_release);
   fork_channel_map_.store(ch->layout(), std::memory_order_release);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     connection_ = std::move(reg->connection);
     channel_ = ch;
     client_id_ = reg->reply.client_id;
@@ -134,7 +134,7 @@ shm::Status ArbiterClient::Connect(bool re_register) {
 }
 
 bool ArbiterClient::Acquire() {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (;;) {
     if (state_ == TokenState::kStandalone || stop_) return false;
     if (state_ == TokenState::kHeld) {
@@ -146,15 +146,15 @@ bool ArbiterClient::Acquire() {
         return true;
       }
       if (connected_) (void)channel_->RequestSwapIn();
-      if (!WaitResident(lock)) cv_.wait_for(lock, kGrantPoll);
+      if (!WaitResident()) cv_.WaitFor(mu_, kGrantPoll);
       continue;
     }
     if (state_ != TokenState::kNone) {
-      cv_.wait(lock);
+      cv_.Wait(mu_);
       continue;
     }
     if (!connected_) {  // fail-closed: wait for the arbiter to come back
-      cv_.wait_for(lock, kGrantPoll);
+      cv_.WaitFor(mu_, kGrantPoll);
       continue;
     }
     state_ = TokenState::kAcquiring;
@@ -179,16 +179,16 @@ bool ArbiterClient::Acquire() {
         continue;  // the kHeld branch opens the gate
       }
     }
-    cv_.notify_all();  // the service thread switches to watching for swap orders
+    cv_.NotifyAll();  // the service thread switches to watching for swap orders
     // Residency first: ask the arbiter (it may have to make room), never swap in on our own.
     bool ok = true;
     if (!host_->Resident()) {
       (void)ch->RequestSwapIn();
-      ok = WaitResident(lock);
+      ok = WaitResident();
     }
     std::optional<shm::GrantInfo> grant;
     if (ok) {
-      lock.unlock();
+      lock.Unlock();
       (void)ch->RequestToken();
       for (;;) {
         auto r = ch->WaitForGrant(kGrantPoll);
@@ -196,10 +196,10 @@ bool ArbiterClient::Acquire() {
           grant = *r;
           break;
         }
-        std::lock_guard<std::mutex> g(mu_);
+        MutexLock g(mu_);
         if (!connected_ || channel_ != ch || stop_) break;
       }
-      lock.lock();
+      lock.Lock();
     }
     if (grant && connected_ && channel_ == ch && state_ == TokenState::kAcquiring) {
       ++waited_grants_;
@@ -207,20 +207,20 @@ bool ArbiterClient::Acquire() {
       state_ = TokenState::kHeld;
       held_since_ns_ = Now();
       last_activity_ns_ = held_since_ns_;
-      cv_.notify_all();
+      cv_.NotifyAll();
       continue;  // the kHeld branch opens the gate (if resident)
     }
     // The arbiter went away meanwhile (OnArbiterLost may already have switched us).
     if (state_ == TokenState::kAcquiring) state_ = TokenState::kNone;
-    cv_.notify_all();
+    cv_.NotifyAll();
   }
 }
 
-bool ArbiterClient::WaitResident(std::unique_lock<std::mutex>& lock) {
+bool ArbiterClient::WaitResident() {
   const std::shared_ptr<shm::ClientChannel> ch = channel_;
   while (!host_->Resident()) {
     if (!connected_ || channel_ != ch || stop_) return false;
-    cv_.wait_for(lock, kGrantPoll);
+    cv_.WaitFor(mu_, kGrantPoll);
   }
   return true;
 }
@@ -229,7 +229,7 @@ void ArbiterClient::Release(bool want_again, bool only_if_still_idle) {
   std::shared_ptr<shm::ClientChannel> ch;
   uint32_t seq = 0;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (state_ != TokenState::kHeld) return;
     state_ = TokenState::kReleasing;
     ch = channel_;
@@ -241,18 +241,18 @@ void ArbiterClient::Release(bool want_again, bool only_if_still_idle) {
     // Work was submitted between the idle decision and the gate's closing (this thread was
     // descheduled in between): the process is busy after all. Keep the token.
     host_->OpenGate();
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (state_ == TokenState::kReleasing) {
       state_ = TokenState::kHeld;
       last_activity_ns_ = Now();
     }
-    cv_.notify_all();
+    cv_.NotifyAll();
     return;
   }
   (void)ch->BeginDraining();
   if (!host_->Drain())
     LogAt(options_.log, spdlog::level::warn, "draining in-flight work failed; releasing anyway");
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   const uint64_t now = Now();
   burst_gpu_ns_ += now - held_since_ns_;
   if (!want_again) {
@@ -265,13 +265,13 @@ void ArbiterClient::Release(bool want_again, bool only_if_still_idle) {
         (now - held_since_ns_) / 1000, (decided - std::min(decided, held_since_ns_)) / 1000,
         want_again ? " (preempted, wants it again)" : "");
   state_ = TokenState::kNone;
-  cv_.notify_all();
+  cv_.NotifyAll();
 }
 
 void ArbiterClient::HandleSwapOrder(const shm::SwapOrder& order) {
   std::shared_ptr<shm::ClientChannel> ch;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     last_order_seq_ = order.seq;
     ch = channel_;
   }
@@ -297,36 +297,36 @@ void ArbiterClient::HandleSwapOrder(const shm::SwapOrder& order) {
   LogAt(options_.log, spdlog::level::debug, "swap-{} order {}: {} ({} bytes in {} us)",
         order.op == shm::SwapOp::kSwapOut ? "out" : "in", order.seq, r.ok ? "done" : "FAILED",
         r.bytes, r.duration_ns / 1000);
-  cv_.notify_all();
+  cv_.NotifyAll();
 }
 
 void ArbiterClient::OnArbiterLost(const std::string& why) {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (!connected_) return;
   connected_ = false;
   LogAt(options_.log, spdlog::level::warn, "arbiter lost ({}); running {}", why,
         options_.fail_closed ? "fail-closed (submissions wait)" : "fail-open under the last assignment");
   if (options_.fail_closed) {
     if (state_ == TokenState::kHeld) {
-      lock.unlock();
+      lock.Unlock();
       host_->CloseGate();
-      lock.lock();
+      lock.Lock();
       state_ = TokenState::kNone;
     }
-    cv_.notify_all();
+    cv_.NotifyAll();
     return;
   }
   // Fail-open: wait for a release in progress, then run stand-alone.
-  while (state_ == TokenState::kReleasing) cv_.wait(lock);
+  while (state_ == TokenState::kReleasing) cv_.Wait(mu_);
   state_ = TokenState::kStandalone;
   in_burst_ = false;
-  lock.unlock();
+  lock.Unlock();
   if (!host_->Resident()) {
     const SwapOutcome r = host_->SwapIn(host_->CurrentGpu());
     if (!r.ok) LogAt(options_.log, spdlog::level::err, "stand-alone swap-in failed");
   }
   host_->OpenGate();
-  cv_.notify_all();
+  cv_.NotifyAll();
 }
 
 void ArbiterClient::ServiceLoop() {
@@ -338,7 +338,7 @@ void ArbiterClient::ServiceLoop() {
     TokenState state = TokenState::kNone;
     bool announce = false;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       if (stop_) return;
       ch = channel_;
       conn_fd = connection_.get();
@@ -354,20 +354,20 @@ void ArbiterClient::ServiceLoop() {
       if (now - last_reconnect >= static_cast<uint64_t>(options_.reconnect_interval.count())) {
         last_reconnect = now;
         if (Connect(true).ok()) {
-          std::unique_lock<std::mutex> lock(mu_);
+          MutexLock lock(mu_);
           if (state_ == TokenState::kStandalone) {
-            lock.unlock();
+            lock.Unlock();
             host_->CloseGate();  // from now on submissions need the token again
-            lock.lock();
+            lock.Lock();
           }
           state_ = TokenState::kNone;
           in_burst_ = false;
-          cv_.notify_all();
+          cv_.NotifyAll();
           continue;
         }
       }
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait_for(lock, std::min<std::chrono::nanoseconds>(options_.reconnect_interval, kGrantPoll));
+      MutexLock lock(mu_);
+      cv_.WaitFor(mu_, std::min<std::chrono::nanoseconds>(options_.reconnect_interval, kGrantPoll));
       continue;
     }
     // Wait for the next thing to do. Holding: short ticks (idleness and preemption must be
@@ -376,7 +376,7 @@ void ArbiterClient::ServiceLoop() {
     // Acquire wakes us at once) with a bounded poll of the order word.
     uint32_t last_seq = 0;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       last_seq = last_order_seq_;
     }
     if (state == TokenState::kHeld || state == TokenState::kAcquiring) {
@@ -388,8 +388,8 @@ void ArbiterClient::ServiceLoop() {
       if (order.ok() && order->seq != last_seq) HandleSwapOrder(*order);
     } else {
       {
-        std::unique_lock<std::mutex> lock(mu_);
-        cv_.wait_for(lock, kIdleTick, [&] { return stop_ || state_ != state; });
+        MutexLock lock(mu_);
+        cv_.WaitFor(mu_, kIdleTick, [&]() REQUIRES(mu_) { return stop_ || state_ != state; });
       }
       const shm::SwapOrder order = ch->ReadSwapOrder();
       if (order.seq != last_seq && order.seq != 0) {
@@ -420,7 +420,7 @@ void ArbiterClient::ServiceLoop() {
     bool want_again = false;
     bool preempted = false;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       if (state_ == TokenState::kNone && ch->HoldsToken()) {
         // A grant nobody here waits for (the request that asked for it was answered otherwise,
         // e.g. the arbiter re-granted after enforcement): give it back at once, or the GPU
@@ -476,18 +476,18 @@ void ArbiterClient::ServiceLoop() {
 
 void ArbiterClient::SayGoodbye(const std::string& reason, std::chrono::milliseconds wait) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (said_goodbye_) return;
     said_goodbye_ = true;
   }
   Release(false);  // no-op unless holding; drains the process's work first
   int fd = -1;
   {
-    std::unique_lock<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stop_ = true;
-    cv_.notify_all();
+    cv_.NotifyAll();
     // The service thread notices stop_ within a tick (or after a swap it is running).
-    cv_.wait_for(lock, wait, [this] { return thread_exited_; });
+    (void)cv_.WaitFor(mu_, wait, [this]() REQUIRES(mu_) { return thread_exited_; });
     if (connected_) fd = connection_.get();
     connected_ = false;
     state_ = TokenState::kStandalone;
@@ -496,7 +496,7 @@ void ArbiterClient::SayGoodbye(const std::string& reason, std::chrono::milliseco
   if (thread_.joinable() && std::this_thread::get_id() != thread_.get_id()) {
     bool exited = false;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       exited = thread_exited_;
     }
     // Still busy after the wait (a swap in progress): detached, so a thread that ends during the
@@ -515,7 +515,7 @@ void ArbiterClient::SayGoodbye(const std::string& reason, std::chrono::milliseco
   // Stand-alone from now on: submissions made while the process exits are admitted (a swapped
   // out vGPU is swapped back in by the gate's automatic path).
   host_->OpenGate();
-  cv_.notify_all();
+  cv_.NotifyAll();
 }
 
 void ArbiterClient::DropInheritedAfterFork() {
@@ -529,27 +529,27 @@ void ArbiterClient::DropInheritedAfterFork() {
 }
 
 bool ArbiterClient::connected() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return connected_;
 }
 uint32_t ArbiterClient::client_id() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return client_id_;
 }
 uint64_t ArbiterClient::registrations() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return registrations_;
 }
 bool ArbiterClient::holding() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return state_ == TokenState::kHeld;
 }
 uint64_t ArbiterClient::lease_takes() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return lease_takes_;
 }
 uint64_t ArbiterClient::waited_grants() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return waited_grants_;
 }
 

@@ -22,15 +22,14 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 
+#include "gshare/common/thread_annotations.h"
 #include "gshare/shm/channel.h"
 #include "gshare/shm/registration.h"
 
@@ -47,7 +46,10 @@ struct SwapOutcome {
 };
 
 // What the client needs from the shim. Every method is called from the client's threads;
-// none may call back into the ArbiterClient.
+// none may call back into the ArbiterClient. Resident, CurrentGpu, OpenGate, GrantedOn,
+// TakeActivity, LastActivityWasInFlightOnly and Capturing may be called with the client's
+// mutex held (so they may take only locks ordered after it: the runtime's swap mutex and
+// those under it, preload/src/runtime/runtime.h "Lock order"); the others are called without.
 class ShimHost {
  public:
   virtual ~ShimHost() = default;
@@ -128,14 +130,14 @@ class ArbiterClient {
   // client is stopping): the caller admits submissions on its own (resident, gate open). In
   // fail-closed mode it waits for the arbiter to come back. A grant that finds the vGPU
   // swapped out (a swap order raced with it) requests the swap-in before opening the gate.
-  bool Acquire();
+  bool Acquire() EXCLUDES(mu_);
 
   // The process exits normally (the shim's atexit handler): releases the token if held
   // (draining), stops the service thread (waiting for it at most `wait`), tells the arbiter
   // goodbye (a clean unregister, not a client death) and leaves the process stand-alone so
   // submissions made while it exits still run. Never blocks longer than about `wait` plus a
   // drain; idempotent; from any thread except the service thread.
-  void SayGoodbye(const std::string& reason, std::chrono::milliseconds wait);
+  void SayGoodbye(const std::string& reason, std::chrono::milliseconds wait) EXCLUDES(mu_);
 
   // In a forked child (the shim's pthread_atfork child handler): drops the child's copy of this
   // process's registration — closes the registration connection, the channel's memfd and the
@@ -148,44 +150,49 @@ class ArbiterClient {
   void DropInheritedAfterFork();
 
   // For tests and the control socket.
-  bool connected() const;
-  uint32_t client_id() const;
-  uint64_t registrations() const;
-  bool holding() const;
+  bool connected() const EXCLUDES(mu_);
+  uint32_t client_id() const EXCLUDES(mu_);
+  uint64_t registrations() const EXCLUDES(mu_);
+  bool holding() const EXCLUDES(mu_);
   // Acquisitions that took the arbiter's lease (no round trip) / that waited for a grant.
-  uint64_t lease_takes() const;
-  uint64_t waited_grants() const;
+  uint64_t lease_takes() const EXCLUDES(mu_);
+  uint64_t waited_grants() const EXCLUDES(mu_);
 
  private:
   enum class TokenState { kNone, kAcquiring, kHeld, kReleasing, kStandalone };
 
   ArbiterClient(const ArbiterClientOptions& options, ShimHost* host);
-  shm::Status Connect(bool re_register);
-  void ServiceLoop();
-  void HandleSwapOrder(const shm::SwapOrder& order);
+  shm::Status Connect(bool re_register) EXCLUDES(mu_);
+  void ServiceLoop() EXCLUDES(mu_);
+  void HandleSwapOrder(const shm::SwapOrder& order) EXCLUDES(mu_);
   // The swap progress sink: reports the running order's progress in its channel (any thread).
   void ReportSwapProgress(uint64_t bytes);
   // Drains and releases the held token. `only_if_still_idle` (idle release): gives up, keeping
   // the token, if work was submitted between the idle decision and the gate's closing.
-  void Release(bool want_again, bool only_if_still_idle = false);
-  void OnArbiterLost(const std::string& why);
-  bool WaitResident(std::unique_lock<std::mutex>& lock);
+  void Release(bool want_again, bool only_if_still_idle = false) EXCLUDES(mu_);
+  void OnArbiterLost(const std::string& why) EXCLUDES(mu_);
+  // Waits (mu_ dropped while waiting) until the vGPU is resident; false if the connection
+  // changed or the client stops first.
+  bool WaitResident() REQUIRES(mu_);
 
   ArbiterClientOptions options_;
   ShimHost* host_;
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  TokenState state_ = TokenState::kNone;           // guarded by mu_
-  bool connected_ = false;                         // guarded by mu_
-  bool stop_ = false;                              // guarded by mu_
-  bool thread_exited_ = false;                     // guarded by mu_
-  bool said_goodbye_ = false;                      // guarded by mu_
-  shm::UniqueFd connection_;                       // guarded by mu_ (replaced on re-registration)
-  std::shared_ptr<shm::ClientChannel> channel_;    // guarded by mu_ (kept alive by users)
-  uint32_t client_id_ = 0;                         // guarded by mu_
-  uint64_t registrations_ = 0;                     // guarded by mu_
-  shm::GrantInfo grant_;                           // guarded by mu_
+  // Lock order: after the runtime's init mutex (Init starts the client), before the runtime's
+  // swap mutex and everything under it (the ShimHost calls made with mu_ held, above). Never
+  // taken by the swap progress sink (it runs under the vGPU memory's lock).
+  mutable Mutex mu_;
+  CondVar cv_;
+  TokenState state_ GUARDED_BY(mu_) = TokenState::kNone;
+  bool connected_ GUARDED_BY(mu_) = false;
+  bool stop_ GUARDED_BY(mu_) = false;
+  bool thread_exited_ GUARDED_BY(mu_) = false;
+  bool said_goodbye_ GUARDED_BY(mu_) = false;
+  shm::UniqueFd connection_ GUARDED_BY(mu_);  // replaced on re-registration
+  std::shared_ptr<shm::ClientChannel> channel_ GUARDED_BY(mu_);  // kept alive by users
+  uint32_t client_id_ GUARDED_BY(mu_) = 0;
+  uint64_t registrations_ GUARDED_BY(mu_) = 0;
+  shm::GrantInfo grant_ GUARDED_BY(mu_);
   uint32_t last_order_seq_ = 0;                    // service thread only
   // The order being carried out and its channel, for the swap progress sink (which runs on the
   // swap's threads and must not take mu_: they hold the vGPU's lock, which Acquire's
@@ -195,13 +202,13 @@ class ArbiterClient {
   std::atomic<uint32_t> progress_seq_{0};
   uint64_t last_prepare_ns_ = 0;                   // service thread only
   std::chrono::nanoseconds held_tick_{0};          // service thread only (0: the base tick)
-  bool in_burst_ = false;                          // guarded by mu_
-  uint64_t burst_gpu_ns_ = 0;                      // guarded by mu_
-  uint64_t held_since_ns_ = 0;                     // guarded by mu_
-  uint64_t last_activity_ns_ = 0;                  // guarded by mu_
-  bool announce_take_ = false;  // guarded by mu_: a lease take the arbiter was not told of yet
-  uint64_t lease_takes_ = 0;                       // guarded by mu_
-  uint64_t waited_grants_ = 0;                     // guarded by mu_
+  bool in_burst_ GUARDED_BY(mu_) = false;
+  uint64_t burst_gpu_ns_ GUARDED_BY(mu_) = 0;
+  uint64_t held_since_ns_ GUARDED_BY(mu_) = 0;
+  uint64_t last_activity_ns_ GUARDED_BY(mu_) = 0;
+  bool announce_take_ GUARDED_BY(mu_) = false;  // a lease take the arbiter was not told of yet
+  uint64_t lease_takes_ GUARDED_BY(mu_) = 0;
+  uint64_t waited_grants_ GUARDED_BY(mu_) = 0;
   std::thread thread_;
   // The current registration's fds and channel mapping, for DropInheritedAfterFork (read
   // without mu_ in a forked child). Connect publishes a new registration's here before the

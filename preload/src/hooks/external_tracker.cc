@@ -9,13 +9,13 @@ ExternalTracker& ExternalTracker::Get() {
 }
 
 void ExternalTracker::Add(uint64_t key, Entry entry) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   entries_[key] = entry;
 }
 
 std::optional<ExternalTracker::Entry> ExternalTracker::Take(uint64_t key,
                                                             memory::ExternalKind kind) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   const auto it = entries_.find(key);
   if (it == entries_.end() || it->second.kind != kind) return std::nullopt;
   const Entry entry = it->second;

@@ -6,10 +6,10 @@
 #pragma once
 
 #include <cstdint>
-#include <mutex>
 #include <optional>
 #include <unordered_map>
 
+#include "gshare/common/thread_annotations.h"
 #include "gshare/memory/vgpu_memory.h"
 
 namespace gshare::preload {
@@ -23,13 +23,13 @@ class ExternalTracker {
   // The process's tracker (process-lifetime).
   static ExternalTracker& Get();
 
-  void Add(uint64_t key, Entry entry);
+  void Add(uint64_t key, Entry entry) EXCLUDES(mutex_);
   // Removes and returns the entry for `key` when it has `kind`.
-  std::optional<Entry> Take(uint64_t key, memory::ExternalKind kind);
+  std::optional<Entry> Take(uint64_t key, memory::ExternalKind kind) EXCLUDES(mutex_);
 
  private:
-  std::mutex mutex_;
-  std::unordered_map<uint64_t, Entry> entries_;
+  Mutex mutex_;  // a leaf
+  std::unordered_map<uint64_t, Entry> entries_ GUARDED_BY(mutex_);
 };
 
 }  // namespace gshare::preload

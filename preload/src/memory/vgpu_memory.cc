@@ -97,9 +97,9 @@ class VgpuMemory::Impl {
     arenas_.clear();
   }
 
-  CUresult Allocate(size_t bytes, uint64_t alignment, CUdeviceptr* dptr) {
+  CUresult Allocate(size_t bytes, uint64_t alignment, CUdeviceptr* dptr) EXCLUDES(mu_) {
     if (bytes == 0 || dptr == nullptr) return CUDA_ERROR_INVALID_VALUE;
-    std::lock_guard<FairMutex> lock(mu_);
+    FairMutexLock lock(mu_);
     if (bytes > quota_) {  // can never fit (and rounding it could overflow)
       ++out_of_memory_;
       return CUDA_ERROR_OUT_OF_MEMORY;
@@ -119,9 +119,9 @@ class VgpuMemory::Impl {
     return rc;
   }
 
-  CUresult Free(CUdeviceptr dptr) {
+  CUresult Free(CUdeviceptr dptr) EXCLUDES(mu_) {
     if (dptr == 0) return CUDA_SUCCESS;
-    std::lock_guard<FairMutex> lock(mu_);
+    FairMutexLock lock(mu_);
     auto it = allocations_.find(dptr);
     if (it == allocations_.end() || it->second.pending_free) return CUDA_ERROR_INVALID_VALUE;
     const CUresult rc = Release(it);
@@ -129,9 +129,9 @@ class VgpuMemory::Impl {
     return rc;
   }
 
-  CUresult FreeAsync(CUdeviceptr dptr, CUstream stream) {
+  CUresult FreeAsync(CUdeviceptr dptr, CUstream stream) EXCLUDES(mu_) {
     if (dptr == 0) return CUDA_SUCCESS;
-    std::lock_guard<FairMutex> lock(mu_);
+    FairMutexLock lock(mu_);
     auto it = allocations_.find(dptr);
     if (it == allocations_.end() || it->second.pending_free) return CUDA_ERROR_INVALID_VALUE;
     const CUresult rc = deferred_.Add(dptr, stream);
@@ -139,21 +139,21 @@ class VgpuMemory::Impl {
     return rc;
   }
 
-  void ReclaimCompletedFrees() {
-    std::lock_guard<FairMutex> lock(mu_);
+  void ReclaimCompletedFrees() EXCLUDES(mu_) {
+    FairMutexLock lock(mu_);
     Reclaim(/*wait=*/false);
   }
 
-  void GetInfo(size_t* free_bytes, size_t* total_bytes) {
-    std::lock_guard<FairMutex> lock(mu_);
+  void GetInfo(size_t* free_bytes, size_t* total_bytes) EXCLUDES(mu_) {
+    FairMutexLock lock(mu_);
     Reclaim(/*wait=*/false);
     const uint64_t used = Used();
     if (free_bytes != nullptr) *free_bytes = used >= quota_ ? 0 : quota_ - used;
     if (total_bytes != nullptr) *total_bytes = quota_;
   }
 
-  CUresult LookupRange(CUdeviceptr ptr, CUdeviceptr* base, size_t* size) const {
-    std::lock_guard<FairMutex> lock(mu_);
+  CUresult LookupRange(CUdeviceptr ptr, CUdeviceptr* base, size_t* size) const EXCLUDES(mu_) {
+    FairMutexLock lock(mu_);
     auto it = allocations_.upper_bound(ptr);
     if (it == allocations_.begin()) return CUDA_ERROR_NOT_FOUND;
     --it;
@@ -165,8 +165,8 @@ class VgpuMemory::Impl {
     return CUDA_SUCCESS;
   }
 
-  CUresult TrackExternal(ExternalKind kind, uint64_t bytes) {
-    std::lock_guard<FairMutex> lock(mu_);
+  CUresult TrackExternal(ExternalKind kind, uint64_t bytes) EXCLUDES(mu_) {
+    FairMutexLock lock(mu_);
     if (bytes > quota_ || Used() > quota_ - bytes) {
       ++out_of_memory_;
       return CUDA_ERROR_OUT_OF_MEMORY;
@@ -176,22 +176,22 @@ class VgpuMemory::Impl {
     return CUDA_SUCCESS;
   }
 
-  void UntrackExternal(ExternalKind kind, uint64_t bytes) {
-    std::lock_guard<FairMutex> lock(mu_);
+  void UntrackExternal(ExternalKind kind, uint64_t bytes) EXCLUDES(mu_) {
+    FairMutexLock lock(mu_);
     uint64_t& counted = external_[static_cast<int>(kind)];
     counted -= std::min(counted, bytes);
   }
 
-  void SetQuota(uint64_t quota_bytes) {
-    std::lock_guard<FairMutex> lock(mu_);
+  void SetQuota(uint64_t quota_bytes) EXCLUDES(mu_) {
+    FairMutexLock lock(mu_);
     quota_ = quota_bytes;
     (void)kept_.TrimTo(quota_ - std::min(quota_, Used()));
   }
 
-  CUresult SwapOut(const DrainCallback& drain, SwapStats* stats) {
+  CUresult SwapOut(const DrainCallback& drain, SwapStats* stats) EXCLUDES(mu_) {
     const auto start = std::chrono::steady_clock::now();
     SwapStats result;
-    std::lock_guard<FairMutex> lock(mu_);
+    FairMutexLock lock(mu_);
     if (!resident_) return Report(CUDA_SUCCESS, result, stats);
     Reclaim(/*wait=*/false);
     // The drain and the copies run with a context of the vGPU's device current.
@@ -302,10 +302,10 @@ class VgpuMemory::Impl {
     return Report(release_rc, result, stats);
   }
 
-  CUresult SwapIn(CUdevice device, SwapStats* stats) {
+  CUresult SwapIn(CUdevice device, SwapStats* stats) EXCLUDES(mu_) {
     const auto start = std::chrono::steady_clock::now();
     SwapStats result;
-    std::lock_guard<FairMutex> lock(mu_);
+    FairMutexLock lock(mu_);
     if (resident_) {
       return Report(device == device_ ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE, result, stats);
     }
@@ -330,12 +330,12 @@ class VgpuMemory::Impl {
     return Report(CUDA_SUCCESS, result, stats);
   }
 
-  CUresult PrepareStaging(uint64_t* pinned) {
+  CUresult PrepareStaging(uint64_t* pinned) EXCLUDES(mu_) {
     if (pinned != nullptr) *pinned = 0;
     uint64_t target = 0;
     CUdevice home = 0;
     {
-      std::lock_guard<FairMutex> lock(mu_);
+      FairMutexLock lock(mu_);
       if (!resident_ || backed_bytes_ == 0 || staging_.capacity() >= backed_bytes_) {
         return CUDA_SUCCESS;
       }
@@ -346,7 +346,7 @@ class VgpuMemory::Impl {
     const CUresult rc = fresh.EnsureCapacity(target, target, home);
     if (rc != CUDA_SUCCESS) return rc;
     {
-      std::lock_guard<FairMutex> lock(mu_);
+      FairMutexLock lock(mu_);
       // While swapped out the staging holds the image: never replace it then.
       if (!resident_ || fresh.capacity() <= staging_.capacity()) return CUDA_SUCCESS;
       staging_.Swap(fresh);
@@ -355,30 +355,30 @@ class VgpuMemory::Impl {
     return CUDA_SUCCESS;  // `fresh` now holds the old buffer, freed here without the lock
   }
 
-  CUresult ReleaseStaging() {
-    std::lock_guard<FairMutex> lock(mu_);
+  CUresult ReleaseStaging() EXCLUDES(mu_) {
+    FairMutexLock lock(mu_);
     if (!resident_) return CUDA_ERROR_INVALID_VALUE;
     staging_.Release();
     return CUDA_SUCCESS;
   }
 
-  void Rehome(CUdevice device) {
-    std::lock_guard<FairMutex> lock(mu_);
+  void Rehome(CUdevice device) EXCLUDES(mu_) {
+    FairMutexLock lock(mu_);
     device_ = device;
   }
 
-  void SetSwapProgressCallback(SwapProgressCallback callback) {
-    std::lock_guard<FairMutex> lock(mu_);
+  void SetSwapProgressCallback(SwapProgressCallback callback) EXCLUDES(mu_) {
+    FairMutexLock lock(mu_);
     progress_ = std::move(callback);
   }
 
-  bool resident() const {
-    std::lock_guard<FairMutex> lock(mu_);
+  bool resident() const EXCLUDES(mu_) {
+    FairMutexLock lock(mu_);
     return resident_;
   }
 
-  VgpuMemoryCounters counters() const {
-    std::lock_guard<FairMutex> lock(mu_);
+  VgpuMemoryCounters counters() const EXCLUDES(mu_) {
+    FairMutexLock lock(mu_);
     VgpuMemoryCounters c;
     c.quota_bytes = quota_;
     c.used_bytes = Used();
@@ -409,7 +409,8 @@ class VgpuMemory::Impl {
   // run side by side. On success clears has_host_copy and adds the copied bytes to *bytes (if
   // non-null); on failure releases what it created. REQUIRES: a context of `device` is current;
   // the pieces have no handle.
-  CUresult BackAndCopyIn(const std::vector<PieceRef>& pieces, CUdevice device, uint64_t* bytes) {
+  CUresult BackAndCopyIn(const std::vector<PieceRef>& pieces, CUdevice device, uint64_t* bytes)
+      REQUIRES(mu_) {
     CUcontext context = nullptr;
     CUresult rc = api_.ctx_get_current(&context);
     if (rc != CUDA_SUCCESS) return rc;
@@ -419,9 +420,13 @@ class VgpuMemory::Impl {
     std::vector<CUresult> results(workers, CUDA_SUCCESS);
     std::vector<uint64_t> copied(workers, 0);
     std::atomic<uint64_t> done{0};  // bytes in place (copied, or needing no copy), all workers
+    // The workers (helper threads too) use the progress callback and the staging while this
+    // thread holds mu_ and waits for them: through these pointers, taken under mu_.
+    const SwapProgressCallback* const progress = &progress_;
+    uint8_t* const staging = staging_.data();
     auto report = [&](uint64_t more) {
       const uint64_t so_far = done.fetch_add(more, std::memory_order_relaxed) + more;
-      progress_(so_far);
+      (*progress)(so_far);
     };
     auto work = [&](size_t w, bool push_context) {
       if (push_context) {
@@ -439,17 +444,17 @@ class VgpuMemory::Impl {
         const PieceState& state = p.segment->piece(p.index);
         const uint64_t size = p.segment->piece_size();
         if (!state.has_host_copy) {
-          if (progress_) report(size);
+          if (*progress) report(size);
           continue;
         }
         // In slices, so a progress mark can fall inside a large piece.
         for (uint64_t off = 0; off < size;) {
-          const uint64_t len = progress_ ? std::min(size - off, kProgressMarkBytes) : size;
+          const uint64_t len = *progress ? std::min(size - off, kProgressMarkBytes) : size;
           copier.CopyIn(p.segment->piece_address(p.index) + off,
-                        staging_.data() + state.host_offset + off, len);
+                        staging + state.host_offset + off, len);
           off += len;
           unmarked += len;
-          if (progress_ && unmarked >= kProgressMarkBytes) {
+          if (*progress && unmarked >= kProgressMarkBytes) {
             (void)copier.Mark();
             mark_bytes.push_back(unmarked);
             unmarked = 0;
@@ -462,7 +467,7 @@ class VgpuMemory::Impl {
         if (copier.WaitMark(m) == CUDA_SUCCESS) report(mark_bytes[m]);
       }
       const CUresult finish = copier.Finish();
-      if (progress_ && r == CUDA_SUCCESS && finish == CUDA_SUCCESS && unmarked != 0) report(unmarked);
+      if (*progress && r == CUDA_SUCCESS && finish == CUDA_SUCCESS && unmarked != 0) report(unmarked);
       results[w] = r != CUDA_SUCCESS ? r : finish;
       if (push_context) {
         CUcontext popped = nullptr;
@@ -504,20 +509,22 @@ class VgpuMemory::Impl {
     return rc;
   }
 
-  uint64_t ExternalTotal() const {
+  uint64_t ExternalTotal() const REQUIRES(mu_) {
     return std::accumulate(std::begin(external_), std::end(external_), uint64_t{0});
   }
-  uint64_t Used() const { return backed_bytes_ + ExternalTotal(); }
+  uint64_t Used() const REQUIRES(mu_) { return backed_bytes_ + ExternalTotal(); }
   // Staging size for an image of `bytes`: headroom so a growing image does not re-pin (slow)
   // at every swap-out, within the quota.
-  uint64_t StagingTarget(uint64_t bytes) const {
+  uint64_t StagingTarget(uint64_t bytes) const REQUIRES(mu_) {
     return std::max(bytes, std::min(quota_, bytes + bytes / 4));
   }
-  bool Fits(uint64_t extra) const { return extra <= quota_ && Used() <= quota_ - extra; }
+  bool Fits(uint64_t extra) const REQUIRES(mu_) {
+    return extra <= quota_ && Used() <= quota_ - extra;
+  }
   // What kept memory may occupy: the quota left over by live allocations.
-  uint64_t Room() const { return quota_ - std::min(quota_, Used()); }
+  uint64_t Room() const REQUIRES(mu_) { return quota_ - std::min(quota_, Used()); }
 
-  CUresult EnsureGranule() {
+  CUresult EnsureGranule() REQUIRES(mu_) {
     if (granule_ != 0) return CUDA_SUCCESS;
     const CUmemAllocationProp prop = DevicePinnedProp(device_);
     size_t minimum = 0;
@@ -531,7 +538,7 @@ class VgpuMemory::Impl {
     return CUDA_SUCCESS;
   }
 
-  CUresult AllocateDedicated(size_t bytes, CUdeviceptr* dptr) {
+  CUresult AllocateDedicated(size_t bytes, CUdeviceptr* dptr) REQUIRES(mu_) {
     const uint64_t size = AlignUp(bytes, granule_);
     if (!Fits(size)) return CUDA_ERROR_OUT_OF_MEMORY;
     std::unique_ptr<Segment> segment = resident_ ? kept_.TakeChunk(size) : nullptr;
@@ -554,7 +561,7 @@ class VgpuMemory::Impl {
   }
 
   CUresult AllocateShared(size_t bytes, uint64_t reserved, uint64_t alignment,
-                          CUdeviceptr* dptr) {
+                          CUdeviceptr* dptr) REQUIRES(mu_) {
     CUresult last = CUDA_ERROR_OUT_OF_MEMORY;
     bool refused = false;
     for (auto& arena : arenas_) {
@@ -586,7 +593,7 @@ class VgpuMemory::Impl {
   // needs, backs them (when resident), and records it. On failure nothing changed (the caller
   // returns the range to the arena).
   CUresult CommitShared(Arena& arena, uint64_t offset, size_t bytes, uint64_t reserved,
-                        CUdeviceptr* dptr) {
+                        CUdeviceptr* dptr) REQUIRES(mu_) {
     Segment& seg = *arena.segment;
     const size_t first = seg.FirstPiece(offset);
     const size_t last = seg.LastPiece(offset, reserved);
@@ -621,7 +628,7 @@ class VgpuMemory::Impl {
   }
 
   // Frees one allocation, releasing physical memory no live allocation needs any more.
-  CUresult Release(std::map<CUdeviceptr, Allocation>::iterator it) {
+  CUresult Release(std::map<CUdeviceptr, Allocation>::iterator it) REQUIRES(mu_) {
     const CUdeviceptr base = it->first;
     const Allocation a = it->second;
     allocations_.erase(it);
@@ -652,7 +659,7 @@ class VgpuMemory::Impl {
     return rc;
   }
 
-  void Reclaim(bool wait) {
+  void Reclaim(bool wait) REQUIRES(mu_) {
     if (deferred_.pending() == 0) return;
     for (CUdeviceptr ptr : deferred_.TakeCompleted(wait)) {
       auto it = allocations_.find(ptr);
@@ -661,7 +668,7 @@ class VgpuMemory::Impl {
   }
 
   // Pieces that hold (resident) or will hold (swapped out) memory, in address order per segment.
-  std::vector<PieceRef> PiecesWithUsers() const {
+  std::vector<PieceRef> PiecesWithUsers() const REQUIRES(mu_) {
     std::vector<PieceRef> pieces;
     for (const auto& arena : arenas_) {
       Segment* seg = arena->segment.get();
@@ -673,7 +680,7 @@ class VgpuMemory::Impl {
     return pieces;
   }
 
-  uint64_t CountHandles() const {
+  uint64_t CountHandles() const REQUIRES(mu_) {
     uint64_t n = 0;
     for (const auto& arena : arenas_) n += arena->segment->present_pieces();
     for (const auto& [base, seg] : dedicated_) n += seg->present_pieces();
@@ -682,30 +689,33 @@ class VgpuMemory::Impl {
 
   // FIFO: allocations and frees that arrive during a swap run before a swap requested after
   // them, so back-to-back swaps cannot starve them.
+  // Lock order: taken under the runtime's swap mutex (swaps, counters) and the arbiter client's
+  // mutex (residency checks); the drain callback takes the in-flight tracker's mutex under it,
+  // and the progress callback must take no shim mutex (runtime.h, "Lock order").
   mutable FairMutex mu_;
   const DeviceApi api_;
   const VgpuMemoryOptions options_;
-  uint64_t quota_;
-  CUdevice device_;
-  uint64_t granule_ = 0;
-  uint64_t large_threshold_ = 0;
-  uint64_t arena_bytes_ = 0;
-  bool resident_ = true;
-  SwapProgressCallback progress_;  // read by swaps under mu_
-  DeferredFrees deferred_;
-  PinnedStaging staging_;
-  std::vector<std::unique_ptr<Arena>> arenas_;
-  KeptMemory kept_;  // after arenas_: it refers to their pieces
-  std::map<CUdeviceptr, std::unique_ptr<Segment>> dedicated_;
-  std::map<CUdeviceptr, Allocation> allocations_;
-  uint64_t backed_bytes_ = 0;
-  uint64_t requested_bytes_ = 0;
-  uint64_t external_[kExternalKindCount] = {};
-  uint64_t allocations_total_ = 0;
-  uint64_t frees_total_ = 0;
-  uint64_t out_of_memory_ = 0;
-  uint64_t swap_outs_ = 0;
-  uint64_t swap_ins_ = 0;
+  uint64_t quota_ GUARDED_BY(mu_);
+  CUdevice device_ GUARDED_BY(mu_);
+  uint64_t granule_ GUARDED_BY(mu_) = 0;
+  uint64_t large_threshold_ GUARDED_BY(mu_) = 0;
+  uint64_t arena_bytes_ GUARDED_BY(mu_) = 0;
+  bool resident_ GUARDED_BY(mu_) = true;
+  SwapProgressCallback progress_ GUARDED_BY(mu_);  // called by swaps (and their helpers) under mu_
+  DeferredFrees deferred_ GUARDED_BY(mu_);
+  PinnedStaging staging_ GUARDED_BY(mu_);
+  std::vector<std::unique_ptr<Arena>> arenas_ GUARDED_BY(mu_);
+  KeptMemory kept_ GUARDED_BY(mu_);  // after arenas_: it refers to their pieces
+  std::map<CUdeviceptr, std::unique_ptr<Segment>> dedicated_ GUARDED_BY(mu_);
+  std::map<CUdeviceptr, Allocation> allocations_ GUARDED_BY(mu_);
+  uint64_t backed_bytes_ GUARDED_BY(mu_) = 0;
+  uint64_t requested_bytes_ GUARDED_BY(mu_) = 0;
+  uint64_t external_[kExternalKindCount] GUARDED_BY(mu_) = {};
+  uint64_t allocations_total_ GUARDED_BY(mu_) = 0;
+  uint64_t frees_total_ GUARDED_BY(mu_) = 0;
+  uint64_t out_of_memory_ GUARDED_BY(mu_) = 0;
+  uint64_t swap_outs_ GUARDED_BY(mu_) = 0;
+  uint64_t swap_ins_ GUARDED_BY(mu_) = 0;
 };
 
 VgpuMemory::VgpuMemory(const DeviceApi& api, const VgpuMemoryOptions& options)

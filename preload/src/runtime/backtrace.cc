@@ -16,10 +16,10 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 
 #include <fmt/format.h>
 
+#include "gshare/common/thread_annotations.h"
 #include "runtime/log.h"
 #include "runtime/real_driver.h"
 #include "runtime/runtime.h"
@@ -82,8 +82,8 @@ bool Enabled() {
 class RateLimit {
  public:
   // True if one more may be logged now; *suppressed = how many were refused since the last.
-  bool Take(uint64_t* suppressed) {
-    std::lock_guard<std::mutex> lock(mu_);
+  bool Take(uint64_t* suppressed) EXCLUDES(mu_) {
+    MutexLock lock(mu_);
     const auto now = std::chrono::steady_clock::now();
     if (started_) {
       tokens_ = std::min(kBurst, tokens_ + std::chrono::duration<double>(now - last_).count() * kPerSecond);
@@ -101,11 +101,11 @@ class RateLimit {
   }
 
  private:
-  std::mutex mu_;
-  bool started_ = false;
-  double tokens_ = kBurst;
-  std::chrono::steady_clock::time_point last_;
-  uint64_t suppressed_ = 0;
+  Mutex mu_;  // a leaf
+  bool started_ GUARDED_BY(mu_) = false;
+  double tokens_ GUARDED_BY(mu_) = kBurst;
+  std::chrono::steady_clock::time_point last_ GUARDED_BY(mu_);
+  uint64_t suppressed_ GUARDED_BY(mu_) = 0;
 };
 
 RateLimit& Limit() {

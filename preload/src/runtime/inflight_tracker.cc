@@ -42,7 +42,7 @@ void InflightTracker::NoteSlow(CUstream stream, CUcontext context, uint64_t epoc
   if (context == nullptr && api_.stream_get_ctx(stream, &context) != CUDA_SUCCESS) return;
   if (context == nullptr) return;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (stream == CU_STREAM_PER_THREAD) {
       if (std::find(per_thread_ctxs_.begin(), per_thread_ctxs_.end(), context) ==
           per_thread_ctxs_.end()) {
@@ -83,7 +83,7 @@ bool InflightTracker::IsCapturing(CUstream stream) {
 bool InflightTracker::Busy() {
   if (!api_.complete()) return false;
   const RelaxedCaptureMode relaxed(api_);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   bool busy = false;
   std::vector<size_t> gone;
   for (size_t i = 0; i < entries_.size() && !busy; ++i) {
@@ -105,7 +105,7 @@ bool InflightTracker::Busy() {
 bool InflightTracker::Capturing() {
   if (!api_.complete()) return false;
   const RelaxedCaptureMode relaxed(api_);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (const Entry& e : entries_) {
     const CUresult r = WithContext(
         e.context, [&] { return IsCapturing(e.stream) ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS; });
@@ -117,7 +117,7 @@ bool InflightTracker::Capturing() {
 CUresult InflightTracker::Drain() {
   if (!api_.complete()) return CUDA_SUCCESS;
   const RelaxedCaptureMode relaxed(api_);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   CUresult first_error = CUDA_SUCCESS;
   bool capturing = false;
   std::vector<CUcontext> capturing_ctxs;
@@ -156,7 +156,7 @@ CUresult InflightTracker::Drain() {
 
 void InflightTracker::ForgetStream(CUstream stream) {
   if (IsDefaultStream(stream) || stream == nullptr) return;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   const auto end = std::remove_if(entries_.begin(), entries_.end(),
                                   [&](const Entry& e) { return e.stream == stream; });
   if (end == entries_.end()) return;
@@ -167,7 +167,7 @@ void InflightTracker::ForgetStream(CUstream stream) {
 void InflightTracker::ForgetStreamAfterWork(CUstream stream) {
   if (IsDefaultStream(stream) || stream == nullptr || !api_.complete()) return;
   const RelaxedCaptureMode relaxed(api_);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   const auto it = std::find_if(entries_.begin(), entries_.end(),
                                [&](const Entry& e) { return e.stream == stream; });
   if (it == entries_.end()) return;
@@ -180,7 +180,7 @@ void InflightTracker::ForgetStreamAfterWork(CUstream stream) {
 }
 
 void InflightTracker::ForgetContext(CUcontext context) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   ForgetContextLocked(context);
 }
 
@@ -194,7 +194,7 @@ void InflightTracker::ForgetContextLocked(CUcontext context) {
 }
 
 size_t InflightTracker::tracked() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return entries_.size() + per_thread_ctxs_.size();
 }
 

@@ -19,7 +19,9 @@
 //
 // Thread-safety: every method is thread-safe. Busy/Drain/Capturing hold the mutex while they
 // call the driver, so a concurrent Forget (stream/context destroy) waits for them: a handle is
-// never queried after its destruction began.
+// never queried after its destruction began. The mutex is the innermost shim lock (taken under
+// the swap mutex and the vGPU memory's, runtime.h "Lock order"): nothing else is locked under
+// it, and the driver calls made under it are the real driver's, never the hooks.
 // Ownership: one per Runtime, process-lifetime.
 #pragma once
 
@@ -27,8 +29,9 @@
 
 #include <atomic>
 #include <cstdint>
-#include <mutex>
 #include <vector>
+
+#include "gshare/common/thread_annotations.h"
 
 namespace gshare::preload {
 
@@ -75,36 +78,36 @@ class InflightTracker {
 
   // True if tracked work has not completed (cuStreamQuery says CUDA_ERROR_NOT_READY) or a
   // tracked stream is being captured. Never blocks on the GPU.
-  bool Busy();
+  bool Busy() EXCLUDES(mu_);
   // True if a tracked stream is being captured into a graph.
-  bool Capturing();
+  bool Capturing() EXCLUDES(mu_);
   // Waits for every tracked stream (legacy/explicit: cuStreamSynchronize; contexts with
   // per-thread-stream submissions: cuCtxSynchronize), pushing each stream's context as needed.
   // Returns CUDA_SUCCESS, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED if a tracked stream is being
   // captured (that stream and its context are left alone; the others are drained), or the
   // first other failure. Streams whose context has gone away are forgotten.
-  CUresult Drain();
+  CUresult Drain() EXCLUDES(mu_);
 
   // The stream / context is about to be destroyed by the application.
-  void ForgetStream(CUstream stream);
+  void ForgetStream(CUstream stream) EXCLUDES(mu_);
   // cuStreamDestroy: the driver would finish the stream's queued work after the destroy returns,
   // out of the tracker's sight, so a tracked stream is synchronised first (unless capturing).
-  void ForgetStreamAfterWork(CUstream stream);
-  void ForgetContext(CUcontext context);
+  void ForgetStreamAfterWork(CUstream stream) EXCLUDES(mu_);
+  void ForgetContext(CUcontext context) EXCLUDES(mu_);
   // A primary context is released or reset: runs `release()` (the real call) with the tracker
   // locked, then forgets `primary`'s streams if `still_active()` says it is gone. Returns what
   // release() returned.
   template <typename Release, typename StillActive>
   CUresult ReleasePrimary(CUcontext primary, const Release& release,
-                          const StillActive& still_active) {
-    std::lock_guard<std::mutex> lock(mu_);
+                          const StillActive& still_active) EXCLUDES(mu_) {
+    MutexLock lock(mu_);
     const CUresult r = release();
     if (primary != nullptr && !still_active()) ForgetContextLocked(primary);
     return r;
   }
 
   // Number of tracked streams (tests, stats).
-  size_t tracked() const;
+  size_t tracked() const EXCLUDES(mu_);
 
  private:
   static constexpr uintptr_t kLastSpecialStream = 2;  // null, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD
@@ -122,19 +125,19 @@ class InflightTracker {
     return cache;
   }
   // `context`: the current one for a default stream, null for an explicit stream.
-  void NoteSlow(CUstream stream, CUcontext context, uint64_t epoch);
+  void NoteSlow(CUstream stream, CUcontext context, uint64_t epoch) EXCLUDES(mu_);
   // Calls fn() with `context` current on this thread (pushed and popped when it is not).
   template <typename Fn>
   CUresult WithContext(CUcontext context, const Fn& fn);
   // REQUIRES: the stream's context is current (for the default streams).
   bool IsCapturing(CUstream stream);
-  void ForgetContextLocked(CUcontext context);
+  void ForgetContextLocked(CUcontext context) REQUIRES(mu_);
 
   InflightApi api_;
   std::atomic<uint64_t> epoch_{0};
-  mutable std::mutex mu_;
-  std::vector<Entry> entries_;               // guarded by mu_
-  std::vector<CUcontext> per_thread_ctxs_;   // guarded by mu_
+  mutable Mutex mu_;
+  std::vector<Entry> entries_ GUARDED_BY(mu_);
+  std::vector<CUcontext> per_thread_ctxs_ GUARDED_BY(mu_);
 };
 
 }  // namespace gshare::preload

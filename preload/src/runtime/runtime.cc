@@ -18,7 +18,7 @@
 namespace gshare::preload {
 
 std::atomic<Runtime*> Runtime::instance_{nullptr};
-std::mutex Runtime::init_mutex_;
+Mutex Runtime::init_mutex_;
 
 namespace {
 thread_local bool t_initialising = false;
@@ -41,7 +41,7 @@ const char* ResultName(CUresult result) {
 }
 
 Runtime& Runtime::InitSlow() {
-  std::lock_guard<std::mutex> lock(init_mutex_);
+  MutexLock lock(init_mutex_);
   Runtime* rt = instance_.load(std::memory_order_acquire);
   if (rt != nullptr) return *rt;
   static bool atfork_registered = false;  // inherited by a forked child: registered once
@@ -109,7 +109,7 @@ void Runtime::SetUpInflightTracker() {
 
 CUresult Runtime::Init(unsigned int flags) {
   if (status_ != CUDA_SUCCESS) return status_;
-  std::lock_guard<std::mutex> lock(init_call_mutex_);
+  MutexLock lock(init_call_mutex_);
   if (initialised_) return init_result_;
   const CUresult result = real_.cuInit(flags);
   if (result != CUDA_SUCCESS) return result;  // not memoised: the caller may retry
@@ -207,7 +207,7 @@ CUresult Runtime::CreateMemory() {
     options.quota_bytes = total;
   }
   {
-    std::lock_guard<std::mutex> lock(swap_mutex_);
+    MutexLock lock(swap_mutex_);
     swapped_from_ = options.device;
     app_device_.store(options.device, std::memory_order_release);
   }
@@ -252,16 +252,19 @@ void Runtime::AtExit() {
 
 CUdevice Runtime::LastDevice() const {
   memory::VgpuMemory* mem = memory();
-  std::lock_guard<std::mutex> lock(swap_mutex_);
+  MutexLock lock(swap_mutex_);
   if (mem == nullptr) return 0;
   const memory::VgpuMemoryCounters c = mem->counters();
-  return c.resident ? c.device : swapped_from_;
+  // Not `c.resident ? c.device : swapped_from_`: clang 14's analysis misses a guarded member
+  // read through a conditional lvalue.
+  if (c.resident) return c.device;
+  return swapped_from_;
 }
 
 bool Runtime::MoveEmptyVgpu(CUdevice device) {
   memory::VgpuMemory* mem = memory();
   if (mem == nullptr) return false;
-  std::lock_guard<std::mutex> lock(swap_mutex_);
+  MutexLock lock(swap_mutex_);
   const memory::VgpuMemoryCounters c = mem->counters();
   if (!c.resident || c.physical_handles != 0 || c.live_allocations != 0 || c.external_bytes != 0) {
     return false;
@@ -276,7 +279,7 @@ bool Runtime::MoveEmptyVgpu(CUdevice device) {
 void Runtime::Rehome(CUdevice device) {
   memory::VgpuMemory* mem = memory();
   if (mem == nullptr) return;
-  std::lock_guard<std::mutex> lock(swap_mutex_);
+  MutexLock lock(swap_mutex_);
   const CUdevice old = app_device_.exchange(device, std::memory_order_acq_rel);
   if (old == device) return;
   mem->Rehome(device);
@@ -287,7 +290,7 @@ void Runtime::Rehome(CUdevice device) {
 
 bool Runtime::OpenGateIfResident() {
   memory::VgpuMemory* mem = memory();
-  std::lock_guard<std::mutex> lock(swap_mutex_);
+  MutexLock lock(swap_mutex_);
   if (mem == nullptr || !mem->resident()) return false;
   gate_.Open();
   return true;
@@ -335,7 +338,7 @@ CUresult Runtime::AdmitSlow(unsigned* slot) {
       continue;
     }
     {
-      std::lock_guard<std::mutex> lock(swap_mutex_);  // waits out a running swap
+      MutexLock lock(swap_mutex_);  // waits out a running swap
       memory::VgpuMemory* mem = memory();
       if (gate_.closed() && mem != nullptr && !mem->resident()) {
         Log().info("submission while swapped out: swapping in on device {}", swapped_from_);
@@ -363,7 +366,7 @@ CUresult Runtime::AdmitSlow(unsigned* slot) {
 CUresult Runtime::SwapOut(memory::SwapStats* stats, bool reopen_on_failure) {
   memory::VgpuMemory* mem = memory();
   if (mem == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
-  std::lock_guard<std::mutex> lock(swap_mutex_);
+  MutexLock lock(swap_mutex_);
   if (!mem->resident()) return mem->SwapOut(nullptr, stats);  // already out: zero stats
   const CUdevice device = mem->counters().device;
   gate_.Close();
@@ -382,7 +385,7 @@ CUresult Runtime::SwapOut(memory::SwapStats* stats, bool reopen_on_failure) {
 CUresult Runtime::SwapIn(CUdevice device, memory::SwapStats* stats, bool open_gate) {
   memory::VgpuMemory* mem = memory();
   if (mem == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
-  std::lock_guard<std::mutex> lock(swap_mutex_);
+  MutexLock lock(swap_mutex_);
   const CUresult r = mem->SwapIn(device, stats);
   if (r != CUDA_SUCCESS) {
     Log().error("swap-in to device {} failed: {}", device, ResultName(r));
@@ -408,11 +411,13 @@ std::string Runtime::StatsLine() const {
   return out.str();
 }
 
-void Runtime::PrepareFork() { init_mutex_.lock(); }
+// The atfork handlers hold init_mutex_ across fork(): taken in one handler, released in another
+// (in the parent and in the child), which the analysis cannot follow.
+void Runtime::PrepareFork() NO_THREAD_SAFETY_ANALYSIS { init_mutex_.Lock(); }
 
-void Runtime::ParentAfterFork() { init_mutex_.unlock(); }
+void Runtime::ParentAfterFork() NO_THREAD_SAFETY_ANALYSIS { init_mutex_.Unlock(); }
 
-void Runtime::ChildAfterFork() {
+void Runtime::ChildAfterFork() NO_THREAD_SAFETY_ANALYSIS {
   // The child has only the forking thread; the parent's Runtime (driver objects, control thread,
   // swap state, arbiter client) does not apply to it. It is leaked, and the child starts afresh
   // (a child that uses CUDA registers with the arbiter as itself). What it inherited of the
@@ -424,7 +429,7 @@ void Runtime::ChildAfterFork() {
     if (old->control_ != nullptr) old->control_->CloseInherited();
     if (ArbiterClient* client = old->arbiter(); client != nullptr) client->DropInheritedAfterFork();
   }
-  init_mutex_.unlock();
+  init_mutex_.Unlock();
 }
 
 }  // namespace gshare::preload

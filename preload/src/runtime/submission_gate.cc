@@ -12,7 +12,7 @@ unsigned SubmissionGate::NextSlot() {
 
 void SubmissionGate::Close() {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     closed_.store(true, std::memory_order_seq_cst);
   }
   // Submitters inside are in the middle of one driver call: they leave soon.
@@ -23,15 +23,15 @@ void SubmissionGate::Close() {
 
 void SubmissionGate::Open() {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     closed_.store(false, std::memory_order_seq_cst);
   }
-  opened_.notify_all();
+  opened_.NotifyAll();
 }
 
 void SubmissionGate::WaitOpen() {
-  std::unique_lock<std::mutex> lock(mutex_);
-  opened_.wait(lock, [this] { return !closed_.load(std::memory_order_acquire); });
+  MutexLock lock(mutex_);
+  opened_.Wait(mutex_, [this] { return !closed_.load(std::memory_order_acquire); });
 }
 
 bool SubmissionGate::TakeActivity() {

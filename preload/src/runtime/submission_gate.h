@@ -10,6 +10,8 @@
 //      submitter can be inside after Close() returns until Open() is called.
 //   3. While closed, TryEnter fails; the caller then waits in WaitOpen() (mutex + condition
 //      variable, the slow path) or resolves the closure itself (auto swap-in).
+//   4. `mutex_` only orders Close/Open's store of `closed_` with WaitOpen's check (no lost
+//      wake-up); it is a leaf (nothing else is taken while it is held).
 //
 // Fast path (open gate): one atomic increment, one atomic load, one atomic decrement on the
 // calling thread's slot; no syscalls, no locks.
@@ -19,9 +21,9 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
-#include <mutex>
+
+#include "gshare/common/thread_annotations.h"
 
 namespace gshare::preload {
 
@@ -45,11 +47,11 @@ class SubmissionGate {
 
   // Stops new submissions and waits until every admitted one has returned.
   // REQUIRES: the caller is not itself inside the gate.
-  void Close();
+  void Close() EXCLUDES(mutex_);
   // Admits submissions again and wakes the waiters.
-  void Open();
+  void Open() EXCLUDES(mutex_);
   // Blocks until the gate is open (returns at once when it is).
-  void WaitOpen();
+  void WaitOpen() EXCLUDES(mutex_);
   [[nodiscard]] bool closed() const { return closed_.load(std::memory_order_acquire); }
   // True if a submission was admitted since the previous call (clears the marks) or one is
   // inside now. For the arbiter client's idle detection (one caller at a time).
@@ -72,8 +74,8 @@ class SubmissionGate {
 
   Slot slots_[kSlots];
   alignas(64) std::atomic<bool> closed_{false};
-  std::mutex mutex_;
-  std::condition_variable opened_;
+  Mutex mutex_;  // leaf; guards no data (closed_ is atomic): see invariant 4
+  CondVar opened_;
 };
 
 }  // namespace gshare::preload
