@@ -1,11 +1,16 @@
-// Registration (validation against capacity, GPU assignment, channel hand-over) and liveness:
-// a client's death is its connection's EOF, seen by epoll at once; everything it held (token,
-// reservation, transfers, policy state) is reclaimed in the same loop iteration.
+// Registration (validation against capacity and tenants' limits, GPU assignment, resident
+// claims, channel hand-over) and liveness: a client's death is its connection's EOF or its
+// registering process's exit (its pidfd), seen by epoll at once; everything it held (token,
+// reservation, transfers, policy state) is reclaimed in the same loop iteration. Requests come
+// complete from the RegistrationIntake (its own thread): nothing here waits for a peer.
 #include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
 
 #include <spdlog/spdlog.h>
 
@@ -14,28 +19,35 @@
 #include "gshare/shm/unix_socket.h"
 
 namespace gshare::arbiter {
-namespace {
-
-constexpr auto kIoTimeout = std::chrono::milliseconds(100);
-
-}  // namespace
-
 std::optional<uint32_t> ArbiterImpl::GpuIndex(uint32_t ordinal) const {
   for (uint32_t i = 0; i < gpus_.size(); ++i)
     if (gpus_[i].info.ordinal == ordinal) return i;
   return std::nullopt;
 }
 
-void ArbiterImpl::AcceptPending(uint64_t now_ns) {
-  for (;;) {
-    auto conn = listener_.Accept(std::chrono::nanoseconds(0));
-    if (!conn.ok()) {
-      if (conn.status().code() != shm::StatusCode::kTimeout)
-        spdlog::warn("accept: {}", conn.status().ToString());
-      return;
-    }
-    Register(std::move(*conn), now_ns);
-  }
+void ArbiterImpl::OnArrivals(uint64_t now_ns) {
+  for (Arrival& a : intake_->TakeArrivals()) Register(std::move(a), now_ns);
+  // The intake's own refusals, folded into the statistics (it runs on its own thread).
+  const IntakeStats now = intake_->stats();
+  const uint64_t refused = (now.refused_pending - intake_seen_.refused_pending) +
+                           (now.malformed - intake_seen_.malformed) +
+                           (now.out_of_fds - intake_seen_.out_of_fds);
+  stats_.refusals += refused;
+  stats_.registration_timeouts += now.timeouts - intake_seen_.timeouts;
+  stats_.registration_pending_refused += now.refused_pending - intake_seen_.refused_pending;
+  stats_.registration_malformed += now.malformed - intake_seen_.malformed;
+  stats_.registration_out_of_fds += now.out_of_fds - intake_seen_.out_of_fds;
+  intake_seen_ = now;
+}
+
+void ArbiterImpl::Refuse(Arrival& a, const std::string& why, uint64_t* counter) {
+  ++stats_.refusals;
+  if (counter != nullptr) ++*counter;
+  const shm::PeerCredentials& peer = a.conn.peer();
+  spdlog::warn("pid {} uid {} ('{}'): registration refused: {}", peer.pid, peer.uid,
+               a.request.function_name, why);
+  (void)a.conn.Refuse(why.substr(0, shm::kReasonSize - 1), epoch_, std::chrono::nanoseconds(0));
+  reaper_.Dispose(std::move(a.conn));
 }
 
 std::string ArbiterImpl::Validate(const shm::RegisterRequest& req,
@@ -68,58 +80,177 @@ std::string ArbiterImpl::Validate(const shm::RegisterRequest& req,
   return {};
 }
 
-void ArbiterImpl::Register(shm::RegistrationConnection conn, uint64_t now_ns) {
-  const shm::PeerCredentials peer = conn.peer();
-  auto req = conn.ReceiveRequest(kIoTimeout);
-  if (!req.ok()) {
-    ++stats_.refusals;
-    const std::string reason = "registration refused: " + req.status().ToString();
-    spdlog::warn("pid {} uid {}: {}", peer.pid, peer.uid, reason);
-    if (req.status().code() != shm::StatusCode::kClosed &&
-        req.status().code() != shm::StatusCode::kTimeout) {
-      std::string r = reason.substr(0, shm::kReasonSize - 1);
-      for (char& ch : r)
-        if (ch < 0x20 || ch > 0x7e) ch = '?';
-      (void)conn.Refuse(r, epoch_, kIoTimeout);
+std::string ArbiterImpl::CheckLimits(const shm::PeerCredentials& peer, uint64_t now_ns) {
+  UidState& u = uids_[peer.uid];
+  if (now_ns < u.backoff_until_ns) {
+    return "uid " + std::to_string(peer.uid) + " was disconnected " +
+           std::to_string(u.unenforceable) + " times for ignoring preemption; registrations are "
+           "refused for " + std::to_string((u.backoff_until_ns - now_ns) / 1'000'000 + 1) +
+           " ms more (back-off)";
+  }
+  if (config_.max_clients_per_uid != 0 && u.clients >= config_.max_clients_per_uid)
+    return "uid " + std::to_string(peer.uid) + " has " + std::to_string(u.clients) +
+           " clients, its maximum (max_clients_per_uid)";
+  if (const auto it = clients_per_pid_.find(peer.pid);
+      config_.max_clients_per_pid != 0 && it != clients_per_pid_.end() &&
+      it->second >= config_.max_clients_per_pid)
+    return "pid " + std::to_string(peer.pid) + " has " + std::to_string(it->second) +
+           " clients, its maximum (max_clients_per_pid)";
+  if (config_.registration_rate_per_uid != 0) {
+    // A token bucket per uid: `registration_rate_per_uid` a second, bursts of twice as many.
+    const double rate = static_cast<double>(config_.registration_rate_per_uid);
+    const double burst = 2 * rate;
+    if (u.refill_ns == 0) u.tokens = burst;
+    u.tokens = std::min(burst, u.tokens + rate * static_cast<double>(now_ns - std::min(now_ns, u.refill_ns)) / 1e9);
+    u.refill_ns = now_ns;
+    if (u.tokens < 1) {
+      return "uid " + std::to_string(peer.uid) + " registers more than " +
+             std::to_string(config_.registration_rate_per_uid) +
+             " times a second (registration_rate_per_uid); try again later";
     }
-    return;
+    u.tokens -= 1;
   }
-  if (std::string why = Validate(*req, peer, PeerOf(conn.fd()).gids); !why.empty()) {
-    ++stats_.refusals;
-    spdlog::warn("pid {} uid {} ('{}'): registration refused: {}", peer.pid, peer.uid,
-                 req->function_name, why);
-    (void)conn.Refuse(why.substr(0, shm::kReasonSize - 1), epoch_, kIoTimeout);
-    return;
-  }
+  return {};
+}
 
-  // A previous arbiter instance that died between checkpointing this process and restoring it
-  // left it frozen; nothing else would ever restore it.
-  ThawProcess(peer.pid, req->function_name);
+void ArbiterImpl::OnUnenforceable(const Client& c, uint64_t now_ns) {
+  // Back-off: a uid whose holders keep ignoring preemption (and cannot be checkpointed) is
+  // refused for 1 s, 2 s, 4 s ... (at most kBackoffMaxNs) after its second such disconnection
+  // within kBackoffQuietNs; one such disconnection alone costs nothing (a tenant's one bad
+  // process does not lock out its other functions).
+  constexpr uint64_t kBackoffBaseNs = 1'000'000'000;
+  constexpr uint64_t kBackoffMaxNs = 300'000'000'000;
+  constexpr uint64_t kBackoffQuietNs = 600'000'000'000;
+  UidState& u = uids_[c.uid];
+  if (u.last_unenforceable_ns != 0 && now_ns - u.last_unenforceable_ns > kBackoffQuietNs)
+    u.unenforceable = 0;
+  ++u.unenforceable;
+  u.last_unenforceable_ns = now_ns;
+  if (u.unenforceable >= 2) {
+    const uint64_t backoff =
+        std::min(kBackoffMaxNs, kBackoffBaseNs << std::min<uint32_t>(u.unenforceable - 2, 20));
+    u.backoff_until_ns = now_ns + backoff;
+    spdlog::warn("uid {}: {} holders disconnected for ignoring preemption; its registrations are "
+                 "refused for {} ms",
+                 c.uid, u.unenforceable, backoff / 1'000'000);
+  }
+}
+
+void ArbiterImpl::ForgetUid(uid_t uid) {
+  const auto it = uids_.find(uid);
+  if (it == uids_.end()) return;
+  const UidState& u = it->second;
+  // Kept while it has clients, a back-off in force or a count that still matters.
+  if (u.clients == 0 && u.unenforceable == 0 && u.tokens >= 2.0 * config_.registration_rate_per_uid)
+    uids_.erase(it);
+}
+
+namespace {
+
+// The start time of process `pid` (field 22 of /proc/PID/stat, clock ticks since boot), 0 if
+// unknown: with the pid, it names one process (a reused pid has another start time).
+uint64_t StartTime(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  std::getline(in, stat);
+  const size_t paren = stat.rfind(')');
+  if (paren == std::string::npos) return 0;
+  std::istringstream fields(stat.substr(paren + 2));
+  std::string field;
+  for (int i = 3; i <= 22 && fields >> field; ++i)
+    if (i == 22) return std::strtoull(field.c_str(), nullptr, 10);
+  return 0;
+}
+
+}  // namespace
+
+bool ArbiterImpl::BelieveResidentClaim(const Arrival& a, uint32_t g, int driver_state,
+                                       uint64_t now_ns, std::string* why) {
+  const shm::PeerCredentials& peer = a.conn.peer();
+  const uint64_t quota = a.request.quota_bytes;
+  const GpuState& gpu = gpus_[g];
+  if (gpu.reserved + quota > gpu.usable) {
+    *why = "it does not fit GPU " + std::to_string(gpu.info.ordinal) + " (" +
+           FormatByteSize(gpu.reserved) + " of " + FormatByteSize(gpu.usable) + " reserved)";
+    return false;
+  }
+  if (driver_state == DriverLib::kNoCudaState && driver_ && driver_->can_query_state()) {
+    *why = "the driver knows no CUDA state of the process";
+    return false;
+  }
+  // A process this arbiter disconnected alive (its orphan was just replaced) holds its memory:
+  // the arbiter saw it. Otherwise the claim can only be true right after a restart, once.
+  if (a.had_orphan) return true;
+  const uint64_t window = static_cast<uint64_t>(config_.resident_claim_window.count());
+  if (now_ns - started_ns_ > window) {
+    *why = "the arbiter started " + std::to_string((now_ns - started_ns_) / 1'000'000'000) +
+           " s ago (resident_claim_window) and has no orphan of the process";
+    return false;
+  }
+  const uint64_t start = StartTime(peer.pid);
+  if (const auto it = resident_claims_.find(peer.pid);
+      it != resident_claims_.end() && it->second == start) {
+    *why = "the process claimed to be resident before in this arbiter's run";
+    return false;
+  }
+  if (resident_claims_.size() >= 2 * std::max<size_t>(config_.max_clients, 1)) {
+    for (auto it = resident_claims_.begin(); it != resident_claims_.end();)
+      it = StartTime(it->first) != it->second ? resident_claims_.erase(it) : std::next(it);
+  }
+  resident_claims_[peer.pid] = start;
+  return true;
+}
+
+void ArbiterImpl::Register(Arrival a, uint64_t now_ns) {
+  const shm::PeerCredentials peer = a.conn.peer();
+  if (std::string why = Validate(a.request, peer, a.groups); !why.empty()) return Refuse(a, why);
+  if (std::string why = CheckLimits(peer, now_ns); !why.empty())
+    return Refuse(a, why, now_ns < uids_[peer.uid].backoff_until_ns ? &stats_.refusals_backoff
+                                                                   : &stats_.refusals_limit);
+  // A re-registration: the process's state is asked of the driver by the worker (a previous
+  // arbiter that died between checkpointing and restoring it left it frozen, and a resident
+  // claim is checked against it); a first registration needs nothing of the driver.
+  if ((a.request.flags & shm::kFlagReRegister) != 0 && worker_ && driver_ &&
+      driver_->can_query_state()) {
+    StartRegistrationQuery(std::move(a), now_ns);
+    return;
+  }
+  FinishRegistration(std::move(a), DriverLib::kNoAnswer, now_ns);
+}
+
+void ArbiterImpl::FinishRegistration(Arrival a, int driver_state, uint64_t now_ns) {
+  const shm::PeerCredentials peer = a.conn.peer();
+  const shm::RegisterRequest& req = a.request;
+  // Decided again: the arbiter may have changed while the driver was asked.
+  if (std::string why = Validate(req, peer, a.groups); !why.empty()) return Refuse(a, why);
+  if (ProcessExited(a.conn.pidfd())) {  // gone meanwhile: nothing to register
+    reaper_.Dispose(std::move(a.conn));
+    return;
+  }
   // An orphan of this process (disconnected while alive) is replaced by this registration's own
   // reservation below: counted once, and no overshoot when it comes back resident.
-  OnRegistrationFrom(peer.pid, now_ns);
+  a.had_orphan = OnRegistrationFrom(peer.pid, now_ns);
 
   auto c = std::make_unique<Client>();
   c->id = next_client_id_++;
-  c->fid = static_cast<policy::FunctionId>(fid_to_client_.size());
   c->pid = peer.pid;
   c->uid = peer.uid;
-  c->quota = req->quota_bytes;
-  c->slo_ms = req->slo_ms;
-  c->name = req->function_name.empty() ? "pid" + std::to_string(peer.pid) : req->function_name;
+  c->quota = req.quota_bytes;
+  c->slo_ms = req.slo_ms;
+  c->name = req.function_name.empty() ? "pid" + std::to_string(peer.pid) : req.function_name;
   c->last_use_ns = now_ns;
   c->registered_ns = now_ns;
-  const bool reregister = (req->flags & shm::kFlagReRegister) != 0;
-  const bool resident = (req->flags & shm::kFlagResident) != 0;
+  const bool reregister = (req.flags & shm::kFlagReRegister) != 0;
+  const bool claims_resident = reregister && (req.flags & shm::kFlagResident) != 0;
 
   // A re-registration that is not resident is swapped out: it holds nothing on any GPU (its
   // reservation, if any, went with the arbiter that had it) and is swapped in on demand.
-  const bool swapped_out = reregister && !resident;
+  const bool swapped_out = reregister && !claims_resident;
   // GPU: where it already is (re-registration: its memory, or its process when swapped out),
   // else the one with the most free memory.
   uint32_t g = 0;
-  if (req->current_gpu != shm::kNoGpu) {
-    g = *GpuIndex(req->current_gpu);
+  if (req.current_gpu != shm::kNoGpu) {
+    g = *GpuIndex(req.current_gpu);
   } else {
     for (uint32_t i = 1; i < gpus_.size(); ++i)
       if ((gpus_[g].drained && !gpus_[i].drained) ||  // gshare-ctl drain
@@ -127,6 +258,18 @@ void ArbiterImpl::Register(shm::RegistrationConnection conn, uint64_t now_ns) {
            gpus_[i].usable - std::min(gpus_[i].usable, gpus_[i].reserved) >
                gpus_[g].usable - std::min(gpus_[g].usable, gpus_[g].reserved)))
         g = i;
+  }
+  bool believed = false;
+  if (claims_resident) {
+    std::string why;
+    believed = BelieveResidentClaim(a, g, driver_state, now_ns, &why);
+    if (!believed) {
+      ++stats_.resident_claims_refused;
+      spdlog::warn("client '{}' pid {} uid {} claims to be resident on GPU {}, which cannot be "
+                   "true ({}): it is accepted swapped out and ordered to move its memory off the "
+                   "GPU first",
+                   c->name, peer.pid, peer.uid, gpus_[g].info.ordinal, why);
+    }
   }
   shm::ChannelInit init;
   init.client_id = c->id;
@@ -137,10 +280,8 @@ void ArbiterImpl::Register(shm::RegistrationConnection conn, uint64_t now_ns) {
   init.slo_ms = c->slo_ms;
   auto chan = shm::ArbiterChannel::Create(init);
   if (!chan.ok()) {
-    ++stats_.refusals;
     spdlog::error("pid {}: cannot create a channel: {}", peer.pid, chan.status().ToString());
-    (void)conn.Refuse("the arbiter could not create a channel", epoch_, kIoTimeout);
-    return;
+    return Refuse(a, "the arbiter could not create a channel (" + chan.status().message() + ")");
   }
   c->chan = std::move(*chan);
   c->gpu = g;
@@ -148,18 +289,13 @@ void ArbiterImpl::Register(shm::RegistrationConnection conn, uint64_t now_ns) {
   // Residency: a vGPU that is (or may become) resident holds a reservation of its whole quota,
   // because the shim allocates within its quota without asking. A fresh client whose quota
   // fits starts resident (shadow: the policy believes it is on the host and will ask for a
-  // swap-in, which then completes at once); one that does not fit starts swapped out: the
-  // order is in the channel before the client ever sees it.
+  // swap-in, which then completes at once); one that does not fit — and a resident claim that
+  // cannot be true — starts swapped out: the order is in the channel before the client ever
+  // sees it, and nothing is reserved for it until it acknowledges.
   const bool fits = gpus_[g].reserved + c->quota <= gpus_[g].usable;
   if (swapped_out) {
     c->where = Where::kOut;  // the policy, too, believes it is on the host
-  } else if (resident || fits) {
-    if (resident && !fits) {
-      ++gpus_[g].overshoot_events;
-      spdlog::warn("client '{}' re-registered resident on GPU {} beyond its usable memory; "
-                   "idle vGPUs will be swapped out",
-                   c->name, gpus_[g].info.ordinal);
-    }
+  } else if (believed || (!claims_resident && fits)) {
     c->where = Where::kResident;
     c->shadow = true;
     Reserve(*c, g);
@@ -184,17 +320,21 @@ void ArbiterImpl::Register(shm::RegistrationConnection conn, uint64_t now_ns) {
   reply.quota_bytes = c->quota;
   reply.arbiter_epoch = epoch_;
   reply.reason = std::string("fail_mode=") + FailModeName(config_.fail_mode);
-  if (auto s = conn.Accept(reply, c->chan.channel_fd(), c->chan.doorbell_fd(), kIoTimeout);
+  // The reply is one small packet on a connection with nothing queued: it is never waited for.
+  if (auto s = a.conn.Accept(reply, c->chan.channel_fd(), c->chan.doorbell_fd(),
+                             std::chrono::nanoseconds(0));
       !s.ok()) {
     spdlog::warn("pid {}: accept failed: {}", peer.pid, s.ToString());
     Unreserve(*c);
+    reaper_.Dispose(std::move(a.conn));
     return;
   }
   c->chan.CloseChannelFd();
-  c->conn = std::move(conn);
+  c->conn = std::move(a.conn);
   if (auto s = AddFd(c->conn.fd(), kTagConn | c->id); !s.ok()) {
     spdlog::error("{}", s.ToString());
     Unreserve(*c);
+    reaper_.Dispose(std::move(c->conn));
     return;
   }
   c->doorbell = DoorbellGuard(
@@ -204,9 +344,15 @@ void ArbiterImpl::Register(shm::RegistrationConnection conn, uint64_t now_ns) {
     spdlog::error("{}", s.ToString());
     DelFd(c->conn.fd());
     Unreserve(*c);
+    reaper_.Dispose(std::move(c->conn));
     return;
   }
+  // The registering process's exit ends the client even if its connection lives on in another
+  // process (a forked child inherits it): a pidfd polls readable once its process exited.
+  if (c->conn.pidfd() >= 0) c->pid_watched = AddFd(c->conn.pidfd(), kTagClientExit | c->id).ok();
 
+  ++uids_[c->uid].clients;
+  ++clients_per_pid_[c->pid];
   ++stats_.registrations;
   if (reregister) ++stats_.re_registrations;
   spdlog::info("client {} '{}' pid {} uid {}: quota {}, SLO {} ms, GPU {}{}{}", c->id, c->name,
@@ -224,22 +370,57 @@ void ArbiterImpl::Register(shm::RegistrationConnection conn, uint64_t now_ns) {
   spec.weights_bytes = c->quota;
   spec.context_bytes = 0;
   spec.slo = static_cast<policy::Duration>(c->slo_ms) * 1000;
+  c->fid = AllocateFid(c->id);
   const policy::FunctionId fid = c->fid;
-  fid_to_client_.push_back(c->id);
   clients_.emplace(c->id, std::move(c));
   Deliver(now_ns, policy::FunctionRegistered{fid, spec});
+}
+
+policy::FunctionId ArbiterImpl::AllocateFid(uint32_t client_id) {
+  if (!free_fids_.empty()) {
+    const policy::FunctionId fid = free_fids_.back();
+    free_fids_.pop_back();
+    fid_to_client_[fid] = client_id;
+    return fid;
+  }
+  fid_to_client_.push_back(client_id);
+  return static_cast<policy::FunctionId>(fid_to_client_.size() - 1);
+}
+
+void ArbiterImpl::ReleaseFid(policy::FunctionId fid) {
+  // Reusable once the policy has handled its FunctionGone (the end of the Deliver in progress,
+  // if any): policy.h, protocol item 5.
+  gone_fids_.push_back(fid);
+  if (!delivering_) {
+    free_fids_.insert(free_fids_.end(), gone_fids_.begin(), gone_fids_.end());
+    gone_fids_.clear();
+  }
+}
+
+void ArbiterImpl::OnClientExit(uint32_t client_id, uint64_t now_ns) {
+  Client* c = ById(client_id);
+  if (c == nullptr || !ProcessExited(c->conn.pidfd())) return;
+  // Its connection would have told us too, unless another process holds a copy of it.
+  ++stats_.client_deaths;
+  ++stats_.exited_with_connection_held;
+  spdlog::info("client {} '{}' pid {} has exited (its connection may live on in a child it "
+               "forked): gone",
+               c->id, c->name, c->pid);
+  RemoveClient(client_id, 1, now_ns);
 }
 
 void ArbiterImpl::OnConnectionEvent(uint32_t client_id, uint64_t now_ns) {
   Client* c = ById(client_id);
   if (c == nullptr) return;
-  auto packet = shm::ReceivePacket(c->conn.fd(), std::chrono::nanoseconds(0));
+  std::vector<shm::UniqueFd> carried;  // descriptors a peer sent anyway (kernels < 6.16)
+  auto packet = shm::ReceivePacket(c->conn.fd(), std::chrono::nanoseconds(0), &carried);
+  for (auto& fd : carried) reaper_.Dispose(std::move(fd));
   if (packet.ok()) {
     // The only message a registered client sends is Goodbye (it is leaving cleanly). Its
     // channel is read once more first: a release it wrote just before (its last burst's end)
     // may not have been seen yet when both wake the same loop iteration.
     spdlog::info("client {} '{}' said goodbye", c->id, c->name);
-    PollClient(*c, now_ns);
+    if (c->op == DriverOp::kNone) PollClient(*c, now_ns);
     if (ById(client_id) == nullptr) return;  // the last read found it malformed
     RemoveClient(client_id, 0, now_ns);
     return;
@@ -257,41 +438,43 @@ void ArbiterImpl::RemoveClient(uint32_t client_id, uint64_t reason, uint64_t now
   Client& c = *it->second;
   DelFd(c.conn.fd());
   DelFd(c.chan.doorbell_fd());
+  if (c.pid_watched) DelFd(c.conn.pidfd());
+  c.pid_watched = false;
+  if (c.op != DriverOp::kNone) {
+    // A driver operation on its process is in flight: what the process holds when it ends is
+    // known only then, so the client leaves at its completion (arbiter_driver.cc).
+    if (!c.removal_pending) {
+      c.removal_pending = reason;
+      spdlog::debug("client {}: removal (reason {}) waits for its {} to complete", c.id, reason,
+                    DriverOpName(c.op));
+    }
+    return;
+  }
   if (c.holding && gpus_[c.hold_gpu].holder == c.id) gpus_[c.hold_gpu].holder = 0;
-  // A checkpointed client is thawed (it runs on, disconnected) and then holds memory again.
-  const bool thawed = c.where == Where::kCheckpointed && ThawProcess(c.pid, c.name);
-  // A live process the arbiter disconnects keeps its device memory: its reservation stays,
-  // as an orphan, until the process exits or registers again (arbiter_orphans.cc).
-  if (!MaybeOrphan(c, reason, thawed, now_ns)) Unreserve(c);
+  if (c.where == Where::kCheckpointed) {
+    // Frozen by a checkpoint: its process is thawed by the worker (it runs on, disconnected);
+    // if that restores its memory, the reservation is kept as an orphan then.
+    StartThawOfLeaving(c, reason, now_ns);
+  } else if (!MaybeOrphan(c, reason, now_ns)) {
+    // A live process the arbiter disconnects keeps its device memory: its reservation stays,
+    // as an orphan, until the process exits or registers again (arbiter_orphans.cc).
+    Unreserve(c);
+  }
   Record(shm::EventType::kUnregister, &c, shm::kNoGpu, reason);
+  if (auto u = uids_.find(c.uid); u != uids_.end()) u->second.clients -= std::min(u->second.clients, 1U);
+  if (reason == kUnregisterUnenforceable) OnUnenforceable(c, now_ns);
+  ForgetUid(c.uid);
+  if (auto p = clients_per_pid_.find(c.pid); p != clients_per_pid_.end() && --p->second == 0)
+    clients_per_pid_.erase(p);
+  reaper_.Dispose(std::move(c.conn));  // its queue may hold descriptors a peer sent
   const policy::FunctionId fid = c.fid;
   fid_to_client_[fid] = 0;
   clients_.erase(it);
-  if (!stopping_) Deliver(now_ns, policy::FunctionGone{fid});
+  if (!stopping_) {
+    Deliver(now_ns, policy::FunctionGone{fid});
+    ReleaseFid(fid);
+  }
   PumpTransfers(now_ns);
-}
-
-bool ArbiterImpl::ThawProcess(int pid, const std::string& name) {
-  if (!driver_ || pid <= 0) return false;
-  const int state = driver_->ProcessState(pid);
-  shm::Status s;
-  if (state == CU_PROCESS_STATE_CHECKPOINTED) {
-    s = driver_->RestoreAndUnlock(pid, 0, 0);  // no GPU pairs: back where it was
-  } else if (state == CU_PROCESS_STATE_LOCKED) {
-    s = driver_->Unlock(pid);
-  } else {
-    return false;  // running, gone, failed or unknown: nothing to undo
-  }
-  if (!s.ok()) {
-    spdlog::error("pid {} ('{}') is left {} by a checkpoint and could not be thawed: {}", pid,
-                  name, state == CU_PROCESS_STATE_LOCKED ? "locked" : "checkpointed",
-                  s.ToString());
-    return false;
-  }
-  ++stats_.restores;
-  spdlog::warn("pid {} ('{}') was left {} by a checkpoint; restored and unlocked", pid, name,
-               state == CU_PROCESS_STATE_LOCKED ? "locked" : "checkpointed");
-  return state == CU_PROCESS_STATE_CHECKPOINTED;
 }
 
 Client* ArbiterImpl::ById(uint32_t id) {

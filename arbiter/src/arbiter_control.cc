@@ -343,12 +343,11 @@ void ArbiterImpl::ApplyPendingSlos(uint64_t now) {
   for (uint32_t id : ready) {
     Client* c = ById(id);
     if (c == nullptr) continue;
-    // The policy knows a function's SLO from its registration: re-register it under a new
-    // policy id (ids are never reused). Its learned history starts afresh.
+    // The policy knows a function's SLO from its registration: re-register it under another
+    // policy id (the old one is reused only after its FunctionGone). Its history starts afresh.
     const policy::FunctionId old_fid = c->fid;
     fid_to_client_[old_fid] = 0;
-    c->fid = static_cast<policy::FunctionId>(fid_to_client_.size());
-    fid_to_client_.push_back(c->id);
+    c->fid = AllocateFid(c->id);
     c->slo_ms = *c->pending_slo;
     c->pending_slo.reset();
     if (c->where == Where::kResident) c->shadow = true;  // the policy will believe it on the host
@@ -361,6 +360,7 @@ void ArbiterImpl::ApplyPendingSlos(uint64_t now) {
                  c->slo_ms, old_fid, c->fid);
     Record(shm::EventType::kSloChange, c, shm::kNoGpu, c->slo_ms);  // for gshare-trace
     Deliver(now, policy::FunctionGone{old_fid});
+    ReleaseFid(old_fid);
     Deliver(now, policy::FunctionRegistered{c->fid, spec});
   }
 }

@@ -1,21 +1,32 @@
-// ArbiterImpl: the state and event loop behind Arbiter (arbiter.h). Split over three files:
+// ArbiterImpl: the state and event loop behind Arbiter (arbiter.h). Split over these files:
 //   arbiter_loop.cc      - epoll loop, timers, signals, shutdown;
-//   arbiter_clients.cc   - registration, validation, liveness (socket EOF), client removal;
+//   arbiter_clients.cc   - registration (arrivals from the intake), validation, tenants' limits,
+//                          liveness (socket EOF, the registering process's exit), removal;
+//   arbiter_driver.cc    - driver calls about processes (enforcement, deep eviction, restore,
+//                          move, thaw, state queries) submitted to the DriverWorker and their
+//                          completions: nothing that can block runs on the loop;
 //   arbiter_schedule.cc  - channel reports -> policy events, policy actions -> grants,
-//                          preemptions and swap orders, memory reservations, enforcement;
-//   arbiter_lease.cc     - the sole tenant's lease: offers, takes, revocations.
+//                          preemptions and swap orders, memory reservations;
+//   arbiter_lease.cc     - the sole tenant's lease: offers, takes, revocations;
+//   arbiter_orphans.cc   - reservations of live processes the arbiter disconnected;
+//   arbiter_control.cc, arbiter_telemetry.cc - the control socket's commands, metrics.
+// Collaborators on threads of their own: RegistrationIntake (the registration socket's I/O),
+// DriverWorker (driver calls), FdReaper (closing what a peer may make block).
 //
-// INVARIANTS (checked by CheckInvariants() in debug builds and by the tests through stats):
-//  1. gpus_[g].reserved == sum of quota over clients with reserved_on == g, and it never
-//     exceeds gpus_[g].usable except through re-registrations of clients already resident
-//     (counted in overshoot_events).
+// INVARIANTS (checked by CheckInvariants(), arbiter_invariants.cc, after every loop iteration when
+// `check_invariants` is on: debug builds, the fault and hostile-tenant suites; violations are
+// logged and counted in stats().invariant_violations):
+//  1. gpus_[g].reserved == sum of quota over clients with reserved_on == g (plus orphans, 6),
+//     and it never exceeds gpus_[g].usable except through the orphan of a process thawed while
+//     leaving, which holds its memory again (counted in overshoot_events). Resident claims are
+//     reserved only when they fit (arbiter_clients.cc, BelieveResidentClaim).
 //  2. A swap-in order is issued only after its quota has been reserved on the target GPU.
 //     A reservation is released only when a swap-out is acknowledged, a checkpoint succeeded,
 //     or the client is gone.
 //  3. gpus_[g].holder is the one client holding GPU g's token (0 = none); that client's
 //     holding == true and hold_gpu == g.
 //  4. Each client has at most one swap order in flight (transfer.issued).
-//  5. Policy function ids are never reused; client ids are never reused within an epoch.
+//  5. Client ids are never reused within an epoch.
 //  6. gpus_[g].orphaned == sum of bytes over orphans_ on g, and it is part of
 //     gpus_[g].reserved (invariant 1 counts orphans' bytes with the clients' quotas). An orphan
 //     is the reservation of a live process the arbiter disconnected (reasons 2-5); it is bound
@@ -37,7 +48,10 @@
 #include "control_server.h"
 #include "doorbell_guard.h"
 #include "driver.h"
+#include "driver_worker.h"
+#include "fd_reaper.h"
 #include "metrics_server.h"
+#include "registration_intake.h"
 #include "telemetry.h"
 #include "gshare/arbiter/arbiter.h"
 #include "gshare/policy/policy.h"
@@ -73,7 +87,16 @@ struct Transfer {
   // change (0: never): the order's deadline follows progress (OrderDeadlineNs).
   uint64_t progress_bytes = 0;
   uint64_t progress_ns = 0;
+  // A swap-in onto another GPU than the process's: its contexts were moved (or had nothing to
+  // move) by the driver worker; the order can go out (arbiter_driver.cc, StartMove).
+  bool contexts_moved = false;
 };
+
+// A driver operation in flight for a client (at most one: arbiter_driver.cc). While one is in
+// flight the client's channel is not acted on (it is read again when the operation completes)
+// and its removal waits for the completion.
+enum class DriverOp : uint8_t { kNone, kEnforcing, kDeepEvicting, kRestoring, kMoving };
+const char* DriverOpName(DriverOp op);
 
 struct Client {
   uint32_t id = 0;
@@ -123,6 +146,16 @@ struct Client {
   uint32_t bursts_seen = 0;
 
   DoorbellGuard doorbell;  // flooding defence (arbiter_loop.cc, doorbell_guard.h)
+  // The release spin for a draining holder runs once per grant (a holder that drains and rings
+  // without releasing must not make the arbiter spin at every ring).
+  bool release_spun = false;
+
+  DriverOp op = DriverOp::kNone;  // arbiter_driver.cc
+  uint64_t op_job = 0;            // the DriverWorker job of `op`
+  uint32_t op_target = 0;         // kRestoring / kMoving: the GPU index it goes to
+  // RemoveClient while `op` was in flight: the removal (with this reason) happens at its end.
+  std::optional<uint64_t> removal_pending;
+  bool pid_watched = false;  // its pidfd is in the epoll set (kTagClientExit)
 
   ClientTelemetry tel;                  // arbiter_telemetry.cc
   std::optional<uint32_t> pending_slo;  // set-slo waiting for the client to be idle
@@ -159,6 +192,24 @@ struct GpuState {
   bool drained = false;  // gshare-ctl drain: everyone swapped out, no new residency
 };
 
+// What the arbiter remembers of a uid (arbiter_clients.cc, "Limits per tenant"). Entries
+// without clients and without a back-off in force are dropped, so memory follows live tenants.
+struct UidState {
+  uint32_t clients = 0;
+  double tokens = 0;        // registration rate: a token bucket
+  uint64_t refill_ns = 0;
+  uint32_t unenforceable = 0;  // consecutive unenforceable disconnections (reset after a quiet hour)
+  uint64_t last_unenforceable_ns = 0;
+  uint64_t backoff_until_ns = 0;
+};
+
+// A registration waiting for a driver job (the state of a re-registering process: thawed if a
+// previous arbiter left it frozen, and whether its resident claim can be true).
+struct AwaitingDriver {
+  Arrival arrival;
+  uint64_t job = 0;
+};
+
 class ArbiterImpl final : public Arbiter {
  public:
   ArbiterImpl(ArbiterConfig config, std::vector<GpuInfo> gpus);
@@ -186,34 +237,81 @@ class ArbiterImpl final : public Arbiter {
   void WatchDoorbell(const Client& c, bool watch);
 
   // ---- clients (arbiter_clients.cc)
-  void AcceptPending(uint64_t now_ns);
-  void Register(shm::RegistrationConnection conn, uint64_t now_ns);
+  // Complete requests from the registration intake.
+  void OnArrivals(uint64_t now_ns);
+  // Decides an arrival: refused, accepted, or (a re-registration) first sent to the driver
+  // worker for the process's state (StartRegistrationQuery) and decided at its completion.
+  void Register(Arrival a, uint64_t now_ns);
+  // `driver_state`: the process's state as the driver worker found it (and thawed it), for
+  // re-registrations; kNoAnswer when not asked.
+  void FinishRegistration(Arrival a, int driver_state, uint64_t now_ns);
+  void Refuse(Arrival& a, const std::string& why, uint64_t* counter = nullptr);
   // `groups`: the peer's primary and supplementary groups (PeerOf), matched against allowed_gids.
   std::string Validate(const shm::RegisterRequest& req, const shm::PeerCredentials& peer,
                        const std::vector<gid_t>& groups) const;
+  // Tenants' limits: clients per uid and per pid, the registration rate, back-off after
+  // unenforceable disconnections. Empty when `peer` may register now (and takes a token).
+  std::string CheckLimits(const shm::PeerCredentials& peer, uint64_t now_ns);
+  // Whether a resident claim (a re-registration that says it holds its memory) can be true:
+  // right after this arbiter started or from a process with an orphan here, the process's first
+  // claim, fitting the GPU, from a process the driver knows as a CUDA process.
+  bool BelieveResidentClaim(const Arrival& a, uint32_t g, int driver_state, uint64_t now_ns,
+                            std::string* why);
+  void OnUnenforceable(const Client& c, uint64_t now_ns);
+  void ForgetUid(uid_t uid);
+  // The client's registering process exited (its pidfd), whoever holds its connection now.
+  void OnClientExit(uint32_t client_id, uint64_t now_ns);
   void OnConnectionEvent(uint32_t client_id, uint64_t now_ns);
   // `reason` is the kUnregister event's argument (shm/event_ring_layout.h): 0 clean, 1 died,
   // 2 malformed channel, kUnregisterOrderTimeout, kUnregisterUnenforceable, kUnregisterFlooding.
   void RemoveClient(uint32_t client_id, uint64_t reason, uint64_t now_ns);
-  // Lets a process that a process checkpoint left frozen run again (restored onto the GPU it
-  // was checkpointed from, then unlocked; a locked one only unlocked): a client that leaves while
-  // checkpointed (also at shutdown), and a process registering that a previous arbiter left
-  // frozen when it died. Best effort: a process that is gone or not frozen is left alone.
-  // True when it restored a checkpointed process (which then holds device memory again).
-  bool ThawProcess(int pid, const std::string& name);
   std::optional<uint32_t> GpuIndex(uint32_t ordinal) const;
+
+  // ---- driver calls off the loop (arbiter_driver.cc)
+  bool CanCheckpoint() const { return driver_ && driver_->can_checkpoint() && worker_; }
+  uint64_t SubmitJob(const Client* c, pid_t pid, int pidfd, DriverWorker::Job job);
+  void OnDriverCompletions(uint64_t now_ns);
+  // Starts enforcement on holder c (lock + checkpoint), deep eviction of idle c, a restore of
+  // checkpointed c onto GPU index `to`, or a move of swapped-out c's contexts to `to`.
+  void StartEnforce(Client& c, uint64_t now_ns);
+  void StartDeepEvict(Client& c, uint64_t now_ns);
+  void StartRestore(Client& c, uint32_t to, uint64_t now_ns);
+  void StartMove(Client& c, uint32_t to, uint64_t now_ns);
+  void FinishEnforce(Client& c, const DriverOutcome& o, uint64_t now_ns);
+  void FinishDeepEvict(Client& c, const DriverOutcome& o, uint64_t now_ns);
+  void FinishRestore(Client& c, const DriverOutcome& o, uint64_t now_ns);
+  void FinishMove(Client& c, const DriverOutcome& o, uint64_t now_ns);
+  // Re-registrations: the process's state, thawing it if a previous arbiter left it frozen.
+  void StartRegistrationQuery(Arrival a, uint64_t now_ns);
+  // A client leaving while checkpointed: its process is thawed by the worker (restored where it
+  // was, unlocked); when that restored memory, the reservation is kept as an orphan (if alive).
+  void StartThawOfLeaving(const Client& c, uint64_t reason, uint64_t now_ns);
+  // An orphan made without the driver's word: the worker asks whether the process has CUDA
+  // state; if not, the orphan is released (kNoDevice).
+  void StartOrphanQuery(uint32_t orphan_id, pid_t pid, int pidfd);
+
+  // ---- invariants (arbiter_invariants.cc): "" when they hold, else the first violation.
+  std::string CheckInvariants() const;
+  void MaybeCheckInvariants();
 
   // ---- orphan reservations (arbiter_orphans.cc; invariant 6)
   // Called by RemoveClient for c before its reservation is released: keeps it as an orphan when
   // the arbiter disconnects a live process that holds device memory (reason 2-5, not while
-  // stopping). `thawed`: a checkpointed client that ThawProcess just restored (it holds memory
-  // on c.gpu again without a reservation). True when an orphan now holds the bytes (c's own
-  // reservation is then handed over, c.reserved_on reset).
-  bool MaybeOrphan(Client& c, uint64_t reason, bool thawed, uint64_t now_ns);
+  // stopping). True when an orphan now holds the bytes (c's own reservation is then handed
+  // over, c.reserved_on reset). Whether the process has CUDA state at all is asked of the
+  // driver worker afterwards (StartOrphanQuery): an orphan of a process without any is released.
+  bool MaybeOrphan(Client& c, uint64_t reason, uint64_t now_ns);
+  // Keeps `bytes` on GPU index `g` reserved for the live process of gone client `client_id`;
+  // `reserved`: the bytes are reserved already (a client's reservation handed over), else they
+  // are added (a thawed process that holds its memory again). The orphan's id (0: not made).
+  uint32_t MakeOrphan(uint32_t client_id, pid_t pid, uid_t uid, const std::string& name,
+                      uint32_t g, uint64_t bytes, uint64_t reason, int pidfd, bool reserved,
+                      uint64_t now_ns);
   // A registration from `pid`: releases that process's orphans (replaced by the registration's
   // own reservation) and any whose process has exited (the pid was reused). Does not issue
   // waiting transfers (the registration reserves first).
-  void OnRegistrationFrom(pid_t pid, uint64_t now_ns);
+  // True when an orphan of this very process was released (it held memory the arbiter saw).
+  bool OnRegistrationFrom(pid_t pid, uint64_t now_ns);
   // An orphan's pidfd became readable: its process exited.
   void OnOrphanEvent(uint32_t orphan_id, uint64_t now_ns);
   void ReleaseOrphan(uint32_t orphan_id, OrphanRelease why, uint64_t now_ns, bool pump);
@@ -231,19 +329,13 @@ class ArbiterImpl final : public Arbiter {
   uint64_t OrderDeadlineNs(const Client& c) const;
   void Grant(Client& c, uint32_t g, policy::Duration slice_us, uint64_t now_ns);
   void Preempt(Client& c, uint64_t now_ns);
-  void Enforce(Client& c, uint64_t now_ns);
+  void Enforce(Client& c, uint64_t now_ns);  // StartEnforce once no grace is left
   void HintNext(uint32_t g);
   void DeepEvictIdle(uint64_t now_ns);
   bool DeepEvictable(const Client& c) const;
   void QueueTransfer(Client& c, Transfer t, uint64_t now_ns);
   void PumpTransfers(uint64_t now_ns);
   bool TryIssue(Client& c, uint64_t now_ns);
-  // Moves a swapped-out client's process (contexts, modules, streams) from c.gpu to GPU index
-  // `to` through the driver's checkpoint (lock, checkpoint, restore with the GPU pair, unlock)
-  // and sets c.gpu = to. True when moved or nothing to move (no checkpoint API, a process
-  // without CUDA state); false when it failed (the process runs on c.gpu again, or is left
-  // checkpointed there if even the restore in place failed).
-  bool MoveContexts(Client& c, uint32_t to, uint64_t now_ns);
   void CompleteTransfer(Client& c, const shm::ClientView& v, uint64_t now_ns);
   bool MakeRoom(uint32_t g, uint64_t need, uint64_t now_ns);
   void Reserve(Client& c, uint32_t g);
@@ -294,9 +386,15 @@ class ArbiterImpl final : public Arbiter {
   void EnforceDrains(uint64_t now_ns);
   void ApplyPendingSlos(uint64_t now_ns);
   Client* ByFid(policy::FunctionId fid);
+  // A policy function id for client `client_id` (a free one first), and giving one back after
+  // its FunctionGone was delivered.
+  policy::FunctionId AllocateFid(uint32_t client_id);
+  void ReleaseFid(policy::FunctionId fid);
   Client* ById(uint32_t id);
 
   ArbiterConfig config_;
+  // First among the members: destroyed last, after everything that hands it objects.
+  FdReaper reaper_;
   std::vector<GpuState> gpus_;
   uint64_t epoch_ = 0;
   std::unique_ptr<policy::Policy> policy_;
@@ -309,7 +407,31 @@ class ArbiterImpl final : public Arbiter {
   bool any_pending_slo_ = false;  // some client has a set-slo waiting (arbiter_control.cc)
   uint64_t metrics_published_ns_ = 0;
   bool metrics_dirty_ = false;  // something may have changed since the last snapshot
-  shm::RegistrationListener listener_;
+  std::unique_ptr<RegistrationIntake> intake_;
+  std::unique_ptr<DriverWorker> worker_;
+  std::map<uint64_t, AwaitingDriver> awaiting_driver_;  // by job
+  // Jobs in flight not bound to a client's `op`: thaws of leaving clients (job -> what to keep
+  // if the thaw restored memory) and orphan queries (job -> orphan id).
+  struct LeavingThaw {
+    uint32_t client_id = 0;
+    pid_t pid = 0;
+    uid_t uid = 0;
+    std::string name;
+    uint32_t gpu = 0;
+    uint64_t bytes = 0;
+    uint64_t reason = 0;
+    shm::UniqueFd pidfd;
+  };
+  std::map<uint64_t, LeavingThaw> leaving_thaws_;
+  std::map<uint64_t, uint32_t> orphan_queries_;
+  std::map<uint64_t, uint32_t> client_jobs_;  // job -> client id (its `op`)
+  uint64_t next_job_ = 1;
+  std::map<uid_t, UidState> uids_;
+  std::map<pid_t, uint32_t> clients_per_pid_;
+  // Processes that made a resident claim in this epoch (pid -> start time in clock ticks, so a
+  // reused pid is a new process), pruned of exited processes as it grows.
+  std::map<pid_t, uint64_t> resident_claims_;
+  IntakeStats intake_seen_;  // the intake's counters as last folded into stats_
   shm::UniqueFd epoll_;
   shm::UniqueFd timer_;
   shm::UniqueFd signal_;
@@ -319,6 +441,10 @@ class ArbiterImpl final : public Arbiter {
   std::map<uint32_t, Orphan> orphans_;  // by Orphan::id
   uint32_t next_orphan_id_ = 1;
   std::vector<uint32_t> fid_to_client_;  // policy function id -> client id (0 = gone)
+  // Policy function ids are reused (policy.h, protocol item 5): free ones, and ones whose
+  // FunctionGone is being handled by the policy right now (freed at the end of that Deliver).
+  std::vector<policy::FunctionId> free_fids_;
+  std::vector<policy::FunctionId> gone_fids_;
   uint32_t next_client_id_ = 1;
   std::deque<std::pair<uint64_t, policy::EventBody>> pending_events_;  // completions to deliver
   bool delivering_ = false;
@@ -330,8 +456,11 @@ class ArbiterImpl final : public Arbiter {
 };
 
 inline constexpr uint64_t kMetricsPeriodNs = 100'000'000;
+// Driver calls run on this many worker threads (one operation in flight per client).
+inline constexpr unsigned kDriverWorkerThreads = 4;
+// At shutdown, how long the arbiter waits each round for driver calls (thaws) to finish.
+inline constexpr uint64_t kShutdownDriverWaitNs = 30'000'000'000;
 
-inline constexpr uint64_t kTagListener = 1ULL << 32;
 inline constexpr uint64_t kTagSignal = 2ULL << 32;
 inline constexpr uint64_t kTagTimer = 3ULL << 32;
 inline constexpr uint64_t kTagStop = 4ULL << 32;
@@ -339,6 +468,9 @@ inline constexpr uint64_t kTagConn = 5ULL << 32;
 inline constexpr uint64_t kTagDoorbell = 6ULL << 32;
 inline constexpr uint64_t kTagControl = 7ULL << 32;
 inline constexpr uint64_t kTagOrphan = 8ULL << 32;
+inline constexpr uint64_t kTagIntake = 9ULL << 32;
+inline constexpr uint64_t kTagDriver = 10ULL << 32;
+inline constexpr uint64_t kTagClientExit = 11ULL << 32;
 
 uint64_t NowNs();
 

@@ -134,7 +134,23 @@ shm::Status ArbiterImpl::Init(bool handle_signals) {
   auto listener = shm::RegistrationListener::Listen(config_.socket_path, config_.socket_mode);
   if (!listener.ok())
     return shm::Status(listener.status().code(), "socket: " + listener.status().message());
-  listener_ = std::move(*listener);
+  if (!listener->refuses_descriptors())
+    spdlog::warn("socket: this kernel cannot refuse descriptors sent to the arbiter (SO_PASSRIGHTS "
+                 "needs Linux 6.16); they are received and closed off the loop");
+  IntakeLimits limits;
+  limits.max_pending_per_uid = config_.max_pending_registrations_per_uid;
+  limits.max_pending = config_.max_pending_registrations;
+  limits.request_timeout_ns = static_cast<uint64_t>(config_.registration_timeout.count());
+  limits.arbiter_epoch = epoch_;
+  auto intake = RegistrationIntake::Start(std::move(*listener), limits, &reaper_);
+  if (!intake.ok()) return intake.status();
+  intake_ = std::move(*intake);
+  // Driver calls about processes run on the worker (arbiter_driver.cc), never on the loop.
+  if (driver_) {
+    auto worker = DriverWorker::Start(kDriverWorkerThreads);
+    if (!worker.ok()) return worker.status();
+    worker_ = std::move(*worker);
+  }
   if (const std::string path = ControlSocketPath(config_); !path.empty()) {
     ControlAcl acl;
     acl.self = ::geteuid();
@@ -165,7 +181,10 @@ shm::Status ArbiterImpl::Init(bool handle_signals) {
   }
   // SIGPIPE would kill the daemon when a client dies mid-send; sends use MSG_NOSIGNAL anyway.
   ::signal(SIGPIPE, SIG_IGN);
-  if (auto s = AddFd(listener_.fd(), kTagListener); !s.ok()) return s;
+  if (auto s = AddFd(intake_->fd(), kTagIntake); !s.ok()) return s;
+  if (worker_) {
+    if (auto s = AddFd(worker_->fd(), kTagDriver); !s.ok()) return s;
+  }
   if (auto s = AddFd(timer_.get(), kTagTimer); !s.ok()) return s;
   if (auto s = AddFd(stop_.get(), kTagStop); !s.ok()) return s;
   if (control_) {
@@ -179,7 +198,7 @@ shm::Status ArbiterImpl::Init(bool handle_signals) {
                  FormatByteSize(g.info.memory_bytes), FormatByteSize(g.usable));
   spdlog::info("arbiter epoch {:#x} listening on {} with policy '{}', slice {} us; control "
                "socket {}",
-               epoch_, config_.socket_path, policy_->name(),
+               epoch_, intake_->path(), policy_->name(),
                std::chrono::duration_cast<std::chrono::microseconds>(config_.slice).count(),
                control_ ? control_->path() : std::string("off"));
   return {};
@@ -319,6 +338,7 @@ shm::Status ArbiterImpl::Run() {
     EnforceDrains(now);
     ApplyPendingSlos(now);
     PumpTransfers(now);
+    MaybeCheckInvariants();
     if (ShutdownComplete(now)) break;
     // Metrics: at most 10 snapshots a second; a change in between is published by the timer.
     metrics_dirty_ = metrics_ != nullptr;
@@ -346,8 +366,14 @@ shm::Status ArbiterImpl::Run() {
       const uint64_t kind = tag & 0xFFFFFFFF00000000ULL;
       const auto id = static_cast<uint32_t>(tag & 0xFFFFFFFFULL);
       switch (kind) {
-        case kTagListener:
-          AcceptPending(now);
+        case kTagIntake:
+          OnArrivals(now);
+          break;
+        case kTagDriver:
+          OnDriverCompletions(now);
+          break;
+        case kTagClientExit:
+          OnClientExit(id, now);
           break;
         case kTagSignal:
           OnSignal();
@@ -383,10 +409,23 @@ shm::Status ArbiterImpl::Run() {
     }
   }
   SayGoodbyeToAll("arbiter shutting down");
-  const uint64_t now = NowNs();
-  std::vector<uint32_t> ids;
-  for (const auto& [id, c] : clients_) ids.push_back(id);
-  for (uint32_t id : ids) RemoveClient(id, 0, now);
+  // Every client leaves; one whose driver operation is in flight leaves at its completion, and
+  // a checkpointed one is thawed by the worker, which must be done before the arbiter exits
+  // (nothing else would ever let that process run again).
+  for (int round = 0; round < 8; ++round) {
+    const uint64_t now = NowNs();
+    if (worker_) OnDriverCompletions(now);
+    std::vector<uint32_t> ids;
+    for (const auto& [id, c] : clients_) ids.push_back(id);
+    for (uint32_t id : ids) RemoveClient(id, 0, now);
+    if (!worker_ || (clients_.empty() && worker_->InFlight() == 0)) break;
+    if (!worker_->WaitIdle(kShutdownDriverWaitNs))
+      spdlog::error("driver calls still running {} s into the shutdown",
+                    kShutdownDriverWaitNs / 1'000'000'000);
+  }
+  if (worker_) OnDriverCompletions(NowNs());
+  for (auto& [job, w] : awaiting_driver_) reaper_.Dispose(std::move(w.arrival.conn));
+  awaiting_driver_.clear();
   spdlog::info("arbiter stopped: {} registrations, {} grants, {} swap-ins, {} swap-outs",
                stats_.registrations, stats_.grants, stats_.swap_ins, stats_.swap_outs);
   for (const auto& [id, o] : orphans_)  // still alive and holding memory: the summary says so
@@ -397,6 +436,9 @@ shm::Status ArbiterImpl::Run() {
 
 ArbiterStats ArbiterImpl::stats() const {
   ArbiterStats s = stats_;
+  s.function_ids = fid_to_client_.size();
+  s.policy_entries = policy_ ? policy_->tracked_entries() : 0;
+  s.tracked_uids = uids_.size();
   s.gpus.clear();
   for (uint32_t i = 0; i < gpus_.size(); ++i) {
     const GpuState& g = gpus_[i];
@@ -437,6 +479,19 @@ shm::Status WriteSummary(const std::string& path, const ArbiterStats& s) {
   j["orphans_released_exited"] = s.orphans_released_exited;
   j["orphans_released_reregistered"] = s.orphans_released_reregistered;
   j["orphans_released_no_device"] = s.orphans_released_no_device;
+  j["refusals_limit"] = s.refusals_limit;
+  j["refusals_backoff"] = s.refusals_backoff;
+  j["resident_claims_refused"] = s.resident_claims_refused;
+  j["exited_with_connection_held"] = s.exited_with_connection_held;
+  j["registration_timeouts"] = s.registration_timeouts;
+  j["registration_pending_refused"] = s.registration_pending_refused;
+  j["registration_malformed"] = s.registration_malformed;
+  j["registration_out_of_fds"] = s.registration_out_of_fds;
+  j["invariant_violations"] = s.invariant_violations;
+  j["release_spins"] = s.release_spins;
+  j["function_ids"] = s.function_ids;
+  j["policy_entries"] = s.policy_entries;
+  j["tracked_uids"] = s.tracked_uids;
   for (const auto& g : s.gpus) {
     j["gpus"].push_back({{"ordinal", g.ordinal},
                          {"usable_bytes", g.usable_bytes},

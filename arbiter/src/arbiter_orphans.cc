@@ -8,8 +8,9 @@
 //   - the same process registers again (same pid, pidfd not signalled): the registration's own
 //     reservation replaces it, or
 //   - the driver knows no CUDA state of the process (cuCheckpointProcessGetState fails: it is no
-//     CUDA process, so it holds no device memory), checked when the orphan would be made (not
-//     for a stopped process, which could not answer a driver that asks the process itself).
+//     CUDA process, so it holds no device memory), asked by the driver worker right after the
+//     orphan is made (not for a stopped process, which could not answer a driver that asks the
+//     process itself).
 // Without a pidfd (kernel < 6.5) the reservation is released at once, as before.
 #include <fcntl.h>
 #include <poll.h>
@@ -77,12 +78,10 @@ const char* ReleaseName(OrphanRelease why) {
 
 }  // namespace
 
-bool ArbiterImpl::MaybeOrphan(Client& c, uint64_t reason, bool thawed, uint64_t now_ns) {
+bool ArbiterImpl::MaybeOrphan(Client& c, uint64_t reason, uint64_t now_ns) {
   if (stopping_ || reason == 0 || reason == 1) return false;  // leaving, died, or shutdown
-  std::optional<uint32_t> g = c.reserved_on;
-  if (!g && thawed) g = c.gpu;  // restored where it was: it holds memory there again
-  if (!g) return false;  // swapped out or checkpointed: it holds no device memory
-  const uint32_t ordinal = gpus_[*g].info.ordinal;
+  if (!c.reserved_on) return false;  // swapped out or checkpointed: it holds no device memory
+  const uint32_t ordinal = gpus_[*c.reserved_on].info.ordinal;
   if (c.conn.pidfd() < 0) {
     spdlog::warn("client {} '{}' (pid {}) disconnected alive; without a pidfd (kernel < 6.5) "
                  "its reservation of {} on GPU {} is released now although it may still hold "
@@ -91,56 +90,61 @@ bool ArbiterImpl::MaybeOrphan(Client& c, uint64_t reason, bool thawed, uint64_t 
     return false;
   }
   if (Exited(c.conn.pidfd())) return false;  // it died meanwhile: its memory went with it
-  ++stats_.orphans_created;
-  const bool stopped = Stopped(c.pid);  // not asked: kept (it holds whatever it held)
-  // Released only on the driver's word that the process has no CUDA state; a driver that
-  // cannot tell in time (a wedged process) keeps the orphan.
-  if (!stopped && driver_ && driver_->can_query_state() &&
-      driver_->ProcessState(c.pid) == DriverLib::kNoCudaState) {
-    ++stats_.orphans_released_no_device;
-    spdlog::info("client {} '{}' (pid {}) disconnected alive holds no device memory (the driver "
-                 "knows no CUDA state of it): its reservation of {} on GPU {} is released",
-                 c.id, c.name, c.pid, FormatByteSize(c.quota), ordinal);
+  if (MakeOrphan(c.id, c.pid, c.uid, c.name, *c.reserved_on, c.quota, reason, c.conn.pidfd(),
+                 /*reserved=*/true, now_ns) == 0)
     return false;
-  }
+  c.reserved_on.reset();
+  return true;
+}
+
+uint32_t ArbiterImpl::MakeOrphan(uint32_t client_id, pid_t pid, uid_t uid, const std::string& name,
+                                 uint32_t g, uint64_t bytes, uint64_t reason, int pidfd,
+                                 bool reserved, uint64_t now_ns) {
+  ++stats_.orphans_created;
   Orphan o;
   o.id = next_orphan_id_++;
-  o.client_id = c.id;
-  o.pid = c.pid;
-  o.uid = c.uid;
-  o.name = c.name;
-  o.gpu = *g;
-  o.bytes = c.quota;
+  o.client_id = client_id;
+  o.pid = pid;
+  o.uid = uid;
+  o.name = name;
+  o.gpu = g;
+  o.bytes = bytes;
   o.reason = reason;
   o.since_ns = now_ns;
-  o.pidfd.Reset(::fcntl(c.conn.pidfd(), F_DUPFD_CLOEXEC, 0));
+  o.pidfd.Reset(::fcntl(pidfd, F_DUPFD_CLOEXEC, 0));
   if (!o.pidfd || !AddFd(o.pidfd.get(), kTagOrphan | o.id).ok()) {
     spdlog::error("client {} '{}': cannot watch its pidfd ({}); its reservation is released now",
-                  c.id, c.name, std::strerror(errno));
-    return false;
+                  client_id, name, std::strerror(errno));
+    return 0;
   }
   // The bytes move from the client's reservation to the orphan: reserved is unchanged, unless
   // a thawed process holds memory again that nothing reserved.
-  GpuState& gpu = gpus_[*g];
-  if (c.reserved_on) {
-    c.reserved_on.reset();
-  } else {
+  GpuState& gpu = gpus_[g];
+  if (!reserved) {
     gpu.reserved += o.bytes;
     gpu.peak_reserved = std::max(gpu.peak_reserved, gpu.reserved);
     if (gpu.reserved > gpu.usable) ++gpu.overshoot_events;
   }
   gpu.orphaned += o.bytes;
+  const bool stopped = Stopped(pid);
   spdlog::warn("client {} '{}' (pid {}) was disconnected ({}) but is alive{} and holds its "
                "device memory: its {} on GPU {} stay reserved as orphan {} until it exits or "
                "registers again",
-               c.id, c.name, c.pid, ReasonName(reason), stopped ? " (stopped)" : "",
-               FormatByteSize(o.bytes), ordinal, o.id);
-  RecordFor(shm::EventType::kReservation, c.id, ordinal, gpu.reserved, o.bytes);
-  orphans_.emplace(o.id, std::move(o));
-  return true;
+               client_id, name, pid, ReasonName(reason), stopped ? " (stopped)" : "",
+               FormatByteSize(o.bytes), gpu.info.ordinal, o.id);
+  RecordFor(shm::EventType::kReservation, client_id, gpu.info.ordinal, gpu.reserved, o.bytes);
+  const uint32_t id = o.id;
+  const int watched = o.pidfd.get();
+  orphans_.emplace(id, std::move(o));
+  // Released on the driver's word that the process has no CUDA state (asked off the loop); a
+  // stopped process is not asked (it could not answer), and a driver that cannot tell in time
+  // (a wedged process) keeps the orphan.
+  if (!stopped && driver_ && driver_->can_query_state() && worker_)
+    StartOrphanQuery(id, pid, watched);
+  return id;
 }
 
-void ArbiterImpl::OnRegistrationFrom(pid_t pid, uint64_t now_ns) {
+bool ArbiterImpl::OnRegistrationFrom(pid_t pid, uint64_t now_ns) {
   std::vector<std::pair<uint32_t, OrphanRelease>> done;
   for (const auto& [id, o] : orphans_) {
     if (o.pid != pid) continue;
@@ -149,7 +153,12 @@ void ArbiterImpl::OnRegistrationFrom(pid_t pid, uint64_t now_ns) {
     done.emplace_back(id, Exited(o.pidfd.get()) ? OrphanRelease::kExited
                                                 : OrphanRelease::kReRegistered);
   }
-  for (const auto& [id, why] : done) ReleaseOrphan(id, why, now_ns, /*pump=*/false);
+  bool own = false;
+  for (const auto& [id, why] : done) {
+    own |= why == OrphanRelease::kReRegistered;
+    ReleaseOrphan(id, why, now_ns, /*pump=*/false);
+  }
+  return own;
 }
 
 void ArbiterImpl::OnOrphanEvent(uint32_t orphan_id, uint64_t now_ns) {

@@ -119,6 +119,9 @@ void ArbiterImpl::Deliver(uint64_t now_ns, policy::EventBody body) {
     Execute(at, actions);
   }
   delivering_ = false;
+  // Function ids whose FunctionGone the policy has handled may be given out again.
+  free_fids_.insert(free_fids_.end(), gone_fids_.begin(), gone_fids_.end());
+  gone_fids_.clear();
 }
 
 void ArbiterImpl::Execute(uint64_t now_ns, const policy::ActionList& actions) {
@@ -235,59 +238,8 @@ bool ArbiterImpl::MakeRoom(uint32_t g, uint64_t need, uint64_t now_ns) {
   return issued;
 }
 
-// A swapped-out function placed on another GPU: its CUDA contexts (and modules, streams, any
-// memory the shim does not manage) are bound to the GPU it left, so the shim's swap-in alone
-// would leave its kernels on the old GPU reaching memory on the new one. The driver's process
-// checkpoint moves them: lock, checkpoint, restore with the GPU pair (old -> new), unlock; the
-// swap-in order then brings the vGPU's memory onto the new GPU (docs/multi-gpu.md). A process
-// the driver does not know (no CUDA state, e.g. a test's fake function) or an arbiter without
-// the checkpoint API moves by the swap-in alone, as before.
-bool ArbiterImpl::MoveContexts(Client& c, uint32_t to, uint64_t now_ns) {
-  const uint32_t from = c.gpu;
-  if (!driver_ || !driver_->can_checkpoint()) return true;
-  const int state = driver_->ProcessState(c.pid);
-  if (state == DriverLib::kNoCudaState) return true;
-  if (state == DriverLib::kNoAnswer) {  // a CUDA process that cannot answer cannot be moved now
-    spdlog::warn("client {} '{}': the driver does not answer for pid {}: not moved now", c.id,
-                 c.name, c.pid);
-    return false;
-  }
-  const auto from_ordinal = static_cast<int>(gpus_[from].info.ordinal);
-  const auto to_ordinal = static_cast<int>(gpus_[to].info.ordinal);
-  const auto grace_ms = static_cast<unsigned>(
-      std::chrono::duration_cast<std::chrono::milliseconds>(config_.preempt_grace).count());
-  const uint64_t start_ns = NowNs();
-  if (auto s = driver_->LockAndCheckpoint(c.pid, std::max(1U, grace_ms)); !s.ok()) {
-    spdlog::warn("client {} '{}': moving its contexts from GPU {} to GPU {} failed at the "
-                 "checkpoint ({}); it stays on GPU {}",
-                 c.id, c.name, from_ordinal, to_ordinal, s.ToString(), from_ordinal);
-    return false;
-  }
-  if (auto s = driver_->RestoreAndUnlock(c.pid, from_ordinal, to_ordinal); !s.ok()) {
-    spdlog::error("client {} '{}': restore onto GPU {} failed ({}); restoring it on GPU {}",
-                  c.id, c.name, to_ordinal, s.ToString(), from_ordinal);
-    if (auto back = driver_->RestoreAndUnlock(c.pid, from_ordinal, from_ordinal); !back.ok()) {
-      // Left checkpointed: restored wherever the policy places it next (never frozen for good:
-      // also when its client leaves, see ThawProcess).
-      spdlog::error("client {} '{}': restore on GPU {} failed too ({}); it stays checkpointed",
-                    c.id, c.name, from_ordinal, back.ToString());
-      c.where = Where::kCheckpointed;
-    }
-    return false;
-  }
-  ++stats_.context_moves;
-  // In the event ring as a restore onto the new GPU (the checkpoint event's "restored" form).
-  Record(shm::EventType::kCheckpoint, &c, static_cast<uint32_t>(to_ordinal), 1,
-         static_cast<uint64_t>(to_ordinal));
-  spdlog::info("client {} '{}': contexts moved from GPU {} to GPU {} in {} us", c.id, c.name,
-               from_ordinal, to_ordinal, (NowNs() - start_ns) / 1000);
-  c.gpu = to;
-  (void)now_ns;
-  return true;
-}
-
 bool ArbiterImpl::TryIssue(Client& c, uint64_t now_ns) {
-  if (c.transfers.empty()) return false;
+  if (c.transfers.empty() || c.op != DriverOp::kNone) return false;  // a driver job decides next
   Transfer& t = c.transfers.front();
   if (t.issued) return false;
   const uint32_t ordinal = gpus_[t.gpu].info.ordinal;
@@ -333,31 +285,26 @@ bool ArbiterImpl::TryIssue(Client& c, uint64_t now_ns) {
     (void)MakeRoom(t.gpu, c.quota, now_ns);
     return false;  // retried by PumpTransfers when memory frees
   }
-  Reserve(c, t.gpu);
   if (c.where == Where::kCheckpointed) {
-    const auto from = static_cast<int>(gpus_[c.gpu].info.ordinal);
-    auto s = driver_ ? driver_->RestoreAndUnlock(c.pid, from, static_cast<int>(ordinal))
-                     : shm::Status(shm::StatusCode::kUnavailable, "no driver");
-    if (!s.ok()) {
-      spdlog::error("client {}: restore failed: {}", c.id, s.ToString());
-      Unreserve(c);
+    if (!driver_ || !worker_) {
+      spdlog::error("client {}: restore failed: no driver", c.id);
       return false;
     }
-    ++stats_.restores;
-    Record(shm::EventType::kCheckpoint, &c, ordinal, 1, ordinal);
-    spdlog::info("client {} '{}' restored onto GPU {}", c.id, c.name, ordinal);
-    c.where = Where::kResident;
-    c.gpu = t.gpu;
-    return TryIssue(c, now_ns);  // now resident on the target: completes at once
-  }
-  if (c.gpu != t.gpu && !MoveContexts(c, t.gpu, now_ns)) {
-    // The function stays swapped out where its contexts are (never frozen): answered as a
-    // failed swap-in (retried with back-off when a grant waits for it).
-    shm::ClientView failed;
-    failed.ack_status = shm::SwapAckStatus::kFailed;
-    CompleteTransfer(c, failed, now_ns);
+    // Restored by the driver worker onto the reserved target; the swap-in then completes at
+    // once (FinishRestore).
+    Reserve(c, t.gpu);
+    StartRestore(c, t.gpu, now_ns);
     return false;
   }
+  if (c.gpu != t.gpu && !t.contexts_moved) {
+    if (CanCheckpoint()) {
+      // Its process's contexts move first (StartMove); the order goes out when they have.
+      StartMove(c, t.gpu, now_ns);
+      return false;
+    }
+    t.contexts_moved = true;  // no checkpoint API: the swap-in alone moves it
+  }
+  Reserve(c, t.gpu);
   t.order_seq = c.chan.IssueSwapOrder(shm::SwapOp::kSwapIn, ordinal, now_ns);
   t.issued = true;
   t.issued_ns = now_ns;
@@ -449,6 +396,7 @@ void ArbiterImpl::Grant(Client& c, uint32_t g, policy::Duration slice_us, uint64
   }
   c.holding = true;
   c.hold_gpu = g;
+  c.release_spun = false;
   c.grant_ns = now_ns;
   c.slice_deadline_ns = deadline;
   c.preempt_sent = false;
@@ -483,56 +431,9 @@ void ArbiterImpl::HintNext(uint32_t g) {
   best->hinted = true;
 }
 
-void ArbiterImpl::Enforce(Client& c, uint64_t now_ns) {
-  const uint32_t g = c.hold_gpu;
-  const uint32_t ordinal = gpus_[g].info.ordinal;
-  if (!driver_ || !driver_->can_checkpoint()) {
-    if (!c.enforce_warned)
-      spdlog::warn("client {} '{}' has not yielded GPU {} {} ms after preemption; no checkpoint "
-                   "API to enforce with",
-                   c.id, c.name, ordinal, (now_ns - c.preempt_ns) / 1'000'000);
-    c.enforce_warned = true;
-    return;
-  }
-  spdlog::warn("client {} '{}' (pid {}) ignored preemption on GPU {}: locking and checkpointing",
-               c.id, c.name, c.pid, ordinal);
-  const auto grace_ms = static_cast<unsigned>(
-      std::chrono::duration_cast<std::chrono::milliseconds>(config_.preempt_grace).count());
-  auto s = driver_->LockAndCheckpoint(c.pid, std::max(1U, grace_ms));
-  if (s.code() == shm::StatusCode::kTimeout) {
-    // Its work is still running (a long kernel): try again after another grace period.
-    spdlog::warn("client {}: enforcement timed out: {}; retrying", c.id, s.ToString());
-    c.preempt_ns = now_ns;
-    return;
-  }
-  if (!s.ok()) {
-    // The holder neither yields nor can be stopped: revoke its token and disconnect it (its
-    // reservation is reclaimed) so the GPU is not held forever. See docs/security.md.
-    spdlog::error("client {} '{}' (pid {}): enforcement failed ({}); revoking its token and "
-                  "disconnecting it",
-                  c.id, c.name, c.pid, s.ToString());
-    Record(shm::EventType::kRevoke, &c, ordinal, c.chan.grant_seq(), 0);
-    c.chan.Revoke();
-    ++stats_.unenforceable;
-    RemoveClient(c.id, kUnregisterUnenforceable, now_ns);
-    return;
-  }
-  ++stats_.enforcements;
-  Record(shm::EventType::kCheckpoint, &c, ordinal, 0, ordinal);
-  Record(shm::EventType::kRevoke, &c, ordinal, c.chan.grant_seq(), 1);
-  c.chan.Revoke();
-  OnReleased(c, g, now_ns, false, now_ns);
-  c.holding = false;
-  c.preempt_sent = false;
-  gpus_[g].holder = 0;
-  c.where = Where::kCheckpointed;
-  Unreserve(c);
-  // A lease holder the policy never granted gets no SliceExpired (its burst is still queued).
-  if (!std::exchange(c.lease_unconfirmed, false)) Deliver(now_ns, policy::SliceExpired{c.fid, g});
-  PumpTransfers(now_ns);
-}
-
 void ArbiterImpl::PollClient(Client& c, uint64_t now_ns) {
+  // A driver operation on its process is in flight: the channel is read when it completes.
+  if (c.op != DriverOp::kNone) return;
   // Validate timestamps against the clock as it is now: `now_ns` was read at the start of the
   // loop iteration, and an iteration can be long (a checkpoint under load took 1.5 s), during
   // which clients keep writing heartbeats that would look like they lie in the future.
@@ -570,8 +471,12 @@ void ArbiterImpl::PollClient(Client& c, uint64_t now_ns) {
     view = c.chan.ReadClient(std::max(now_ns, NowNs()));
     if (!view.ok()) return;
   }
-  if (c.holding && !view->released && view->state == shm::ClientTokenState::kDraining) {
-    // The holder is about to release: prepare the next tenant and wait briefly for it.
+  if (c.holding && !view->released && view->state == shm::ClientTokenState::kDraining &&
+      !c.release_spun) {
+    // The holder is about to release: prepare the next tenant and wait briefly for it — once
+    // per grant: a holder that stays draining (and rings) is then served like any other.
+    c.release_spun = true;
+    ++stats_.release_spins;
     HintNext(c.hold_gpu);
     if (shm::SpinUntil([&] { return c.chan.Released(); }, kReleaseSpinNs)) {
       auto again = c.chan.ReadClient(NowNs());
@@ -690,7 +595,7 @@ void ArbiterImpl::CheckOrders(uint64_t now_ns) {
 }
 
 bool ArbiterImpl::DeepEvictable(const Client& c) const {
-  return config_.deep_evict_after.count() > 0 && driver_ && driver_->can_checkpoint() &&
+  return config_.deep_evict_after.count() > 0 && CanCheckpoint() && c.op == DriverOp::kNone &&
          c.where == Where::kResident && !c.holding && !c.burst_outstanding && c.transfers.empty() &&
          !stopping_;
 }
@@ -702,20 +607,7 @@ void ArbiterImpl::DeepEvictIdle(uint64_t now_ns) {
     if (!DeepEvictable(c) || now_ns < c.last_use_ns + after) continue;
     RevokeLease(c, now_ns);  // a take that won is adopted: not idle after all
     if (c.holding) continue;
-    const uint32_t ordinal = gpus_[c.gpu].info.ordinal;
-    auto s = driver_->LockAndCheckpoint(c.pid, 1000);
-    if (!s.ok()) {
-      spdlog::warn("client {} '{}': deep eviction failed: {}", c.id, c.name, s.ToString());
-      c.last_use_ns = now_ns;  // retry after another idle period
-      continue;
-    }
-    spdlog::info("client {} '{}' idle for {} ms: checkpointed (deep eviction)", c.id, c.name,
-                 (now_ns - c.last_use_ns) / 1'000'000);
-    ++stats_.deep_evictions;
-    Record(shm::EventType::kCheckpoint, &c, ordinal, 0, ordinal);
-    c.where = Where::kCheckpointed;
-    c.shadow = false;
-    Unreserve(c);
+    StartDeepEvict(c, now_ns);  // checkpointed by the driver worker (FinishDeepEvict)
   }
 }
 
@@ -736,6 +628,7 @@ uint64_t ArbiterImpl::NextDeadlineNs() const {
     auto it = clients_.find(gpus_[g].holder);
     if (it == clients_.end()) continue;
     const Client& c = *it->second;
+    if (c.op != DriverOp::kNone) continue;  // being enforced on: its completion wakes the loop
     if (c.preempt_sent) {
       if (!c.enforce_warned)
         at = std::min(at, c.preempt_ns + static_cast<uint64_t>(config_.preempt_grace.count()));

@@ -46,6 +46,13 @@ std::string SetUnsigned(uint64_t& out, const std::string& v, uint64_t min, uint6
   return {};
 }
 
+std::string SetUnsigned32(uint32_t& out, const std::string& v, uint64_t min, uint64_t max) {
+  uint64_t n = 0;
+  if (auto e = SetUnsigned(n, v, min, max); !e.empty()) return e;
+  out = static_cast<uint32_t>(n);
+  return {};
+}
+
 // A comma-separated list of distinct integers in [0, max]; `what` names one item in errors.
 std::string SetList(std::vector<uint32_t>& out, const std::string& v, uint64_t max,
                     const std::string& what) {
@@ -396,6 +403,50 @@ const std::map<std::string, Key>& Keys() {
            return {};
          },
         "N", "registrations are refused beyond this many clients (default 4096)"}},
+      {"max_clients_per_uid",
+       {[](ArbiterConfig& c, const std::string& v) {
+           return SetUnsigned32(c.max_clients_per_uid, v, 0, 1u << 20);
+         },
+        "N", "clients one uid may have at once; 0 = no limit (default 1024)"}},
+      {"max_clients_per_pid",
+       {[](ArbiterConfig& c, const std::string& v) {
+           return SetUnsigned32(c.max_clients_per_pid, v, 0, 1u << 20);
+         },
+        "N", "clients one process may have at once; 0 = no limit (default 64)"}},
+      {"registration_rate_per_uid",
+       {[](ArbiterConfig& c, const std::string& v) {
+           return SetUnsigned32(c.registration_rate_per_uid, v, 0, 1'000'000);
+         },
+        "N", "registrations a second one uid may make (bursts of 2N); 0 = no limit (default 100)"}},
+      {"max_pending_registrations_per_uid",
+       {[](ArbiterConfig& c, const std::string& v) {
+           return SetUnsigned32(c.max_pending_registrations_per_uid, v, 1, 1u << 16);
+         },
+        "N", "connections of one uid waiting for their registration request (default 8)"}},
+      {"max_pending_registrations",
+       {[](ArbiterConfig& c, const std::string& v) {
+           return SetUnsigned32(c.max_pending_registrations, v, 1, 1u << 20);
+         },
+        "N", "connections waiting for their registration request, in all (default 256)"}},
+      {"registration_timeout",
+       {[](ArbiterConfig& c, const std::string& v) {
+           return SetDuration(c.registration_timeout, v, false);
+         },
+        "DURATION", "a connection must send its registration request within this (default 1s)"}},
+      {"resident_claim_window",
+       {[](ArbiterConfig& c, const std::string& v) {
+           return SetDuration(c.resident_claim_window, v, true);
+         },
+        "DURATION",
+        "resident re-registrations are believed this long after the start (default 30s)"}},
+      {"check_invariants",
+       {[](ArbiterConfig& c, const std::string& v) -> std::string {
+           if (v != "on" && v != "off") return "'" + v + "' is neither 'on' nor 'off'";
+           c.check_invariants = v == "on";
+           return {};
+         },
+        "on|off",
+        "check the arbiter's invariants after every loop iteration (default: on in debug builds)"}},
       {"libcuda",
        {[](ArbiterConfig& c, const std::string& v) -> std::string {
            if (v.empty()) return "must not be empty";

@@ -74,6 +74,10 @@ shm::Result<std::unique_ptr<ControlServer>> ControlServer::Listen(const std::str
   s->listen_.Reset(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   s->epoll_.Reset(::epoll_create1(EPOLL_CLOEXEC));
   if (!s->listen_ || !s->epoll_) return shm::Status::FromErrno("control socket", errno);
+  // No descriptor a peer chooses ever reaches the loop (closing one can block: docs/security.md).
+  if (auto r = shm::RefuseDescriptors(s->listen_.get()); !r.ok())
+    spdlog::warn("control socket: {}: descriptors sent to it are received (and closed)",
+                 r.ToString());
   // Born with `mode` (fchmod before bind); nothing is chmod()ed by path.
   auto id = shm::BindSocketFile(s->listen_.get(), path, mode);
   if (!id.ok()) return id.status();

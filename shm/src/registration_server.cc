@@ -30,7 +30,11 @@ RegistrationListener::~RegistrationListener() {
 }
 
 RegistrationListener::RegistrationListener(RegistrationListener&& o) noexcept
-    : fd_(std::move(o.fd_)), path_(std::move(o.path_)), dev_(o.dev_), ino_(o.ino_) {
+    : fd_(std::move(o.fd_)),
+      path_(std::move(o.path_)),
+      dev_(o.dev_),
+      ino_(o.ino_),
+      refuses_descriptors_(o.refuses_descriptors_) {
   o.path_.clear();
 }
 
@@ -41,6 +45,7 @@ RegistrationListener& RegistrationListener::operator=(RegistrationListener&& o) 
     path_ = std::move(o.path_);
     dev_ = o.dev_;
     ino_ = o.ino_;
+    refuses_descriptors_ = o.refuses_descriptors_;
     o.path_.clear();
   }
   return *this;
@@ -52,12 +57,16 @@ Result<RegistrationListener> RegistrationListener::Listen(const std::string& pat
   if (Status s = PrepareSocketPath(path, SOCK_SEQPACKET); !s.ok()) return s;
   UniqueFd fd(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   if (!fd) return Status::FromErrno("socket", errno);
+  // Clients never send descriptors: the kernel refuses them (accepted sockets inherit it), so
+  // none a peer chose can make the arbiter block closing it (docs/security.md).
+  const bool refuses = RefuseDescriptors(fd.get()).ok();
   // The file is born with `mode` (fchmod before bind); nothing is chmod()ed by path.
   auto id = BindSocketFile(fd.get(), path, mode);
   if (!id.ok()) return id.status();
   RegistrationListener l;
   l.fd_ = std::move(fd);
   l.path_ = path;
+  l.refuses_descriptors_ = refuses;
   l.dev_ = id->dev;
   l.ino_ = id->ino;
   if (::listen(l.fd_.get(), 128) != 0) return Status::FromErrno("listen", errno);
@@ -91,10 +100,14 @@ Result<RegistrationConnection> RegistrationListener::Accept(std::chrono::nanosec
   }
 }
 
-Result<RegisterRequest> RegistrationConnection::ReceiveRequest(std::chrono::nanoseconds timeout) const {
-  auto packet = ReceivePacket(fd_.get(), timeout);
+Result<RegisterRequest> RegistrationConnection::ReceiveRequest(
+    std::chrono::nanoseconds timeout, std::vector<UniqueFd>* carried) const {
+  std::vector<UniqueFd> local;
+  std::vector<UniqueFd>* sink = carried != nullptr ? carried : &local;
+  const size_t before = sink->size();
+  auto packet = ReceivePacket(fd_.get(), timeout, sink);
   if (!packet.ok()) return packet.status();
-  if (!packet->fds.empty()) return Status(StatusCode::kMalformed, "request carries file descriptors");
+  if (sink->size() != before) return Status(StatusCode::kMalformed, "request carries file descriptors");
   return DecodeRequest(packet->bytes);
 }
 

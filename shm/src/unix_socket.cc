@@ -14,6 +14,13 @@ namespace gshare::shm {
 namespace {
 
 constexpr size_t kControlBytes = CMSG_SPACE(sizeof(int) * kMaxPacketFds);
+// The kernel's limit of descriptors in one message (SCM_MAX_FD): a receive buffer this large is
+// never truncated, so no descriptor is dropped (and its file released) inside recvmsg.
+constexpr size_t kKernelMaxFds = 253;
+constexpr size_t kReceiveControlBytes = CMSG_SPACE(sizeof(int) * kKernelMaxFds);
+#ifndef SO_PASSRIGHTS
+constexpr int SO_PASSRIGHTS = 83;  // Linux >= 6.16 (asm-generic/socket.h)
+#endif
 
 uint64_t DeadlineFrom(std::chrono::nanoseconds timeout) {
   const int64_t t = timeout.count() < 0 ? 0 : timeout.count();
@@ -107,13 +114,22 @@ Status SendPacket(int socket_fd, std::span<const std::byte> bytes, std::span<con
   }
 }
 
-Result<Packet> ReceivePacket(int socket_fd, std::chrono::nanoseconds timeout) {
+Status RefuseDescriptors(int fd) {
+  const int off = 0;
+  if (::setsockopt(fd, SOL_SOCKET, SO_PASSRIGHTS, &off, sizeof(off)) == 0) return {};
+  if (errno == ENOPROTOOPT || errno == EINVAL)
+    return Status(StatusCode::kUnavailable, "SO_PASSRIGHTS is not supported by this kernel");
+  return Status::FromErrno("setsockopt(SO_PASSRIGHTS)", errno);
+}
+
+Result<Packet> ReceivePacket(int socket_fd, std::chrono::nanoseconds timeout,
+                             std::vector<UniqueFd>* carried) {
   const uint64_t deadline = DeadlineFrom(timeout);
   Packet packet;
   packet.bytes.resize(kMaxPacketBytes);
   for (;;) {
     iovec iov{packet.bytes.data(), packet.bytes.size()};
-    alignas(cmsghdr) unsigned char control[kControlBytes] = {};
+    alignas(cmsghdr) unsigned char control[kReceiveControlBytes] = {};
     msghdr msg{};
     msg.msg_iov = &iov;
     msg.msg_iovlen = 1;
@@ -128,8 +144,9 @@ Result<Packet> ReceivePacket(int socket_fd, std::chrono::nanoseconds timeout) {
       }
       return Status::FromErrno("recvmsg", errno);
     }
-    CollectFds(&msg, &packet.fds);  // owned now: closed on every error path below
-    if ((msg.msg_flags & MSG_CTRUNC) != 0) {
+    const size_t fds = CollectFds(&msg, carried != nullptr ? carried : &packet.fds);
+    // Owned now: closed on every error path below (or the caller's, in `carried`).
+    if ((msg.msg_flags & MSG_CTRUNC) != 0 || fds > kMaxPacketFds) {
       return Status(StatusCode::kMalformed, "packet carries too many file descriptors");
     }
     if ((msg.msg_flags & MSG_TRUNC) != 0) {

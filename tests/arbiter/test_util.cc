@@ -176,7 +176,11 @@ ArbiterProcess::~ArbiterProcess() {
 }
 
 bool ArbiterProcess::Start() {
-  std::vector<std::string> argv = {ARBITER_BIN, "--socket", socket_, "--event-ring",
+  // GSHARE_TEST_ARBITER_BIN runs the suite against another build of the daemon (e.g. an older
+  // commit's, to measure what a fix changed: docs/security.md "Hostile tenants").
+  const char* other = std::getenv("GSHARE_TEST_ARBITER_BIN");
+  const std::string bin = other != nullptr && *other != '\0' ? other : ARBITER_BIN;
+  std::vector<std::string> argv = {bin, "--socket", socket_, "--event-ring",
                                    events_ + std::to_string(starts_++), "--summary", summary_,
                                    "--log-level", "debug"};
   argv.insert(argv.end(), args_.begin(), args_.end());

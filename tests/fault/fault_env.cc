@@ -20,6 +20,18 @@ using arbiter::testing::LastJsonLine;
 using arbiter::testing::ReadFile;
 using arbiter::testing::WaitFor;
 
+// The node's daemon checks its invariants after every loop iteration (summary
+// "invariant_violations"), unless the suite runs against another build of it
+// (GSHARE_TEST_ARBITER_BIN, which may predate the flag).
+static std::vector<std::string> WithInvariantChecks(std::vector<std::string> args) {
+  const char* other = std::getenv("GSHARE_TEST_ARBITER_BIN");
+  if (other == nullptr || *other == '\0') {
+    args.push_back("--check-invariants");
+    args.push_back("on");
+  }
+  return args;
+}
+
 FaultNode::FaultNode(const std::string& devices, const std::string& link_gbps,
                      std::vector<std::string> arbiter_args)
     : tag_(std::filesystem::path(dir_.path()).filename().string()),
@@ -27,7 +39,7 @@ FaultNode::FaultNode(const std::string& devices, const std::string& link_gbps,
       created_(std::filesystem::file_time_type::clock::now()),
       devices_(devices),
       link_gbps_(link_gbps),
-      arbiter_(dir_, std::move(arbiter_args)) {
+      arbiter_(dir_, WithInvariantChecks(std::move(arbiter_args))) {
   arbiter_.env = SimcudaEnv();
 }
 

@@ -144,6 +144,7 @@ class FaultTest : public ::testing::Test {
     ASSERT_TRUE(summary.is_object()) << Log();
     const auto& gpu = summary["gpus"][0];
     EXPECT_EQ(gpu["reserved_bytes"].get<uint64_t>(), 0u) << summary.dump() << Log();
+    EXPECT_EQ(summary.value("invariant_violations", uint64_t{0}), 0u) << summary.dump() << Log();
     if (!restarted) {
       EXPECT_EQ(gpu["overshoot_events"], 0) << summary.dump() << Log();
       EXPECT_LE(gpu["peak_reserved_bytes"].get<uint64_t>(), gpu["usable_bytes"].get<uint64_t>());

@@ -52,6 +52,7 @@
 #include <string>
 #include <thread>
 
+#include "cuda_process.h"
 #include "gshare/shm/atomic_word.h"
 #include "gshare/shm/channel.h"
 #include "gshare/shm/registration.h"
@@ -138,31 +139,6 @@ int StallWrite(ClientChannel& ch, int connection, int stall_ms) {
   return 0;
 }
 
-// Makes this process a CUDA process holding `mib` MiB of device 0 (see --cuda above). The
-// driver is dlopen'ed so the raw client needs no CUDA library unless asked.
-bool BecomeCudaProcess(uint64_t mib) {
-  void* lib = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (lib == nullptr) return false;
-  using Init = int (*)(unsigned);
-  using DeviceGet = int (*)(int*, int);
-  using Retain = int (*)(void**, int);
-  using SetCurrent = int (*)(void*);
-  using Alloc = int (*)(unsigned long long*, size_t);
-  auto init = reinterpret_cast<Init>(::dlsym(lib, "cuInit"));
-  auto device_get = reinterpret_cast<DeviceGet>(::dlsym(lib, "cuDeviceGet"));
-  auto retain = reinterpret_cast<Retain>(::dlsym(lib, "cuDevicePrimaryCtxRetain"));
-  auto set_current = reinterpret_cast<SetCurrent>(::dlsym(lib, "cuCtxSetCurrent"));
-  auto alloc = reinterpret_cast<Alloc>(::dlsym(lib, "cuMemAlloc_v2"));
-  if (init == nullptr || device_get == nullptr || retain == nullptr || set_current == nullptr ||
-      alloc == nullptr)
-    return false;
-  int dev = 0;
-  void* ctx = nullptr;
-  unsigned long long ptr = 0;
-  return init(0) == 0 && device_get(&dev, 0) == 0 && retain(&ctx, dev) == 0 &&
-         set_current(ctx) == 0 && alloc(&ptr, static_cast<size_t>(mib) << 20) == 0;
-}
-
 // Disconnected as malformed, alive: waits for `again` (if any) and registers once more the way
 // a shim on fail-open does after losing its arbiter (resident on the GPU it had).
 [[noreturn]] void LiveOnAfterDisconnect(const std::string& socket, uint64_t quota_mib,
@@ -204,7 +180,7 @@ int main(int argc, char** argv) {
   }
 
   if (f["--cuda"] == "1") {
-    if (!BecomeCudaProcess(quota_mib)) {
+    if (!gshare::fault::BecomeCudaProcess(quota_mib)) {
       Say("no CUDA");
       return 1;
     }

@@ -189,14 +189,27 @@ TEST(RegistrationTest, MalformedRequestsAreRejectedAndServingContinues) {
     auto req = conn->ReceiveRequest(5s);
     EXPECT_EQ(req.status().code(), c.code) << req.status().ToString();
   }
-  // A request with an fd attached is malformed too.
+  // A request with an fd attached: the kernel refuses to send it where the listener refuses
+  // descriptors (SO_PASSRIGHTS, Linux >= 6.16); elsewhere it arrives and is malformed.
   {
     UniqueFd raw = RawConnect(path);
     const int fds[1] = {raw.get()};
-    ASSERT_TRUE(SendPacket(raw.get(), good_bytes, fds, 5s).ok());
-    auto conn = listener->Accept(5s);
-    ASSERT_TRUE(conn.ok());
-    EXPECT_EQ(conn->ReceiveRequest(5s).status().code(), StatusCode::kMalformed);
+    const Status sent = SendPacket(raw.get(), good_bytes, fds, 5s);
+    if (listener->refuses_descriptors()) {
+      EXPECT_FALSE(sent.ok());
+      EXPECT_EQ(sent.sys_errno(), EPERM) << sent.ToString();
+      auto conn = listener->Accept(5s);  // the connection itself was made: nothing arrived
+      ASSERT_TRUE(conn.ok());
+      raw.Reset();
+      EXPECT_EQ(conn->ReceiveRequest(5s).status().code(), StatusCode::kClosed);
+    } else {
+      ASSERT_TRUE(sent.ok());
+      auto conn = listener->Accept(5s);
+      ASSERT_TRUE(conn.ok());
+      std::vector<UniqueFd> carried;
+      EXPECT_EQ(conn->ReceiveRequest(5s, &carried).status().code(), StatusCode::kMalformed);
+      EXPECT_EQ(carried.size(), 1u);  // handed to the caller, not closed inside
+    }
   }
   // A client that connects and dies is seen as closed at once.
   {
@@ -275,6 +288,60 @@ TEST(RegistrationTest, SocketPathFromEnvironment) {
   ::setenv(kArbiterSocketEnv, "", 1);
   EXPECT_EQ(ArbiterSocketPath(), "/run/gshare/arbiter.sock");
   ::unsetenv(kArbiterSocketEnv);
+}
+
+// ReceivePacket with `carried`: every descriptor a packet carries — also one that makes it
+// malformed (too many) — is handed to the caller instead of being closed in the receiving call
+// (closing a peer's descriptor can block: the arbiter closes them on its FdReaper's thread).
+TEST(RegistrationTest, CarriedDescriptorsAreHandedToTheCaller) {
+  int sv[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+  UniqueFd a(sv[0]);
+  UniqueFd b(sv[1]);
+  const std::vector<std::byte> bytes(8, std::byte{1});
+  const int two[2] = {a.get(), b.get()};
+  ASSERT_TRUE(SendPacket(a.get(), bytes, two, 5s).ok());
+  std::vector<UniqueFd> carried;
+  auto ok = ReceivePacket(b.get(), 5s, &carried);
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_TRUE(ok->fds.empty());
+  EXPECT_EQ(carried.size(), 2u);
+  // Six descriptors (more than kMaxPacketFds): malformed, and all six are still handed over.
+  std::vector<int> six(6, a.get());
+  alignas(cmsghdr) unsigned char control[CMSG_SPACE(sizeof(int) * 6)] = {};
+  iovec iov{const_cast<std::byte*>(bytes.data()), bytes.size()};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof(control);
+  cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof(int) * 6);
+  std::memcpy(CMSG_DATA(c), six.data(), sizeof(int) * 6);
+  ASSERT_EQ(::sendmsg(a.get(), &msg, 0), static_cast<ssize_t>(bytes.size()));
+  carried.clear();
+  auto bad = ReceivePacket(b.get(), 5s, &carried);
+  EXPECT_EQ(bad.status().code(), StatusCode::kMalformed);
+  EXPECT_EQ(carried.size(), 6u);
+}
+
+// A listener that refuses descriptors makes the kernel refuse them in the sender, accepted
+// connections included (SO_PASSRIGHTS; skipped on kernels without it).
+TEST(RegistrationTest, ListenerRefusesDescriptorsWhereTheKernelCan) {
+  TempDir dir;
+  auto listener = RegistrationListener::Listen(dir.File("arbiter.sock"), 0600);
+  ASSERT_TRUE(listener.ok());
+  if (!listener->refuses_descriptors()) GTEST_SKIP() << "kernel without SO_PASSRIGHTS (< 6.16)";
+  UniqueFd raw = RawConnect(dir.File("arbiter.sock"));
+  auto conn = listener->Accept(5s);
+  ASSERT_TRUE(conn.ok());
+  const std::vector<std::byte> bytes(8, std::byte{1});
+  const int one[1] = {raw.get()};
+  const Status s = SendPacket(raw.get(), bytes, one, 5s);
+  EXPECT_EQ(s.sys_errno(), EPERM) << s.ToString();
+  EXPECT_TRUE(SendPacket(raw.get(), bytes, {}, 5s).ok());  // without one, served as ever
 }
 
 }  // namespace

@@ -72,6 +72,32 @@ struct ArbiterStats {
   uint64_t orphans_released_exited = 0;        // the process exited (its pidfd)
   uint64_t orphans_released_reregistered = 0;  // the same process registered again
   uint64_t orphans_released_no_device = 0;     // the driver knows no CUDA state of the process
+  // Tenants' limits (docs/arbiter.md, "Limits per tenant"); each is also in `refusals`.
+  uint64_t refusals_limit = 0;    // over max_clients_per_uid/_per_pid or the registration rate
+  uint64_t refusals_backoff = 0;  // a uid in back-off after an unenforceable disconnection
+  // Registrations that claimed to be resident and were not believed (not right after a restart
+  // or an orphan, a second claim of the process, beyond the GPU, or a process the driver knows
+  // no CUDA state of): accepted as swapped out, their memory ordered off the GPU first.
+  uint64_t resident_claims_refused = 0;
+  // Clients whose registering process exited while something else (a forked child) still held
+  // their connection open: gone all the same.
+  uint64_t exited_with_connection_held = 0;
+  // The registration intake (registration_intake.h): connections closed without a request in
+  // time, refused for too many waiting, malformed requests, refused when out of descriptors.
+  uint64_t registration_timeouts = 0;
+  uint64_t registration_pending_refused = 0;
+  uint64_t registration_malformed = 0;
+  uint64_t registration_out_of_fds = 0;
+  // Loop iterations after which CheckInvariants found a violation (`check_invariants`).
+  uint64_t invariant_violations = 0;
+  // Times the loop spun briefly for a draining holder's release (at most once per grant).
+  uint64_t release_spins = 0;
+  // State that must follow the live tenants, not the history (registration churn): policy
+  // function ids ever allocated (reused after FunctionGone: the most functions at once), the
+  // policy's per-function entries, uids the arbiter keeps state for.
+  uint64_t function_ids = 0;
+  uint64_t policy_entries = 0;
+  uint64_t tracked_uids = 0;
 };
 
 // The GPUs to manage: from config.gpu_memory (gpu_count identical GPUs, no driver needed) or

@@ -112,6 +112,29 @@ struct ArbiterConfig {
   std::chrono::nanoseconds doorbell_flood_disconnect{std::chrono::seconds(10)};
   // Most clients served at once (`max_clients`).
   uint32_t max_clients = 4096;
+  // Tenants' limits (docs/arbiter.md, "Limits per tenant"; 0 = no limit): clients of one uid
+  // (`max_clients_per_uid`) and of one process (`max_clients_per_pid`; a shim registers once);
+  // registrations a second one uid may make (`registration_rate_per_uid`, bursts of twice as
+  // many); connections of one uid (`max_pending_registrations_per_uid`) and of all
+  // (`max_pending_registrations`) waiting for their request, which must come within
+  // `registration_timeout`. Beyond a limit a registration is refused with a reason.
+  uint32_t max_clients_per_uid = 1024;
+  uint32_t max_clients_per_pid = 64;
+  uint32_t registration_rate_per_uid = 100;
+  uint32_t max_pending_registrations_per_uid = 8;
+  uint32_t max_pending_registrations = 256;
+  std::chrono::nanoseconds registration_timeout{std::chrono::seconds(1)};
+  // A re-registration claiming to be resident is believed only within this long of the
+  // arbiter's start (its previous instance's tenants coming back), once per process, or from a
+  // process with an orphan here, and never beyond the GPU (`resident_claim_window`).
+  std::chrono::nanoseconds resident_claim_window{std::chrono::seconds(30)};
+  // Check the arbiter's invariants after every loop iteration (`check_invariants`; on in debug
+  // builds): a violation is logged and counted (stats invariant_violations).
+#ifdef NDEBUG
+  bool check_invariants = false;
+#else
+  bool check_invariants = true;
+#endif
   // Driver library the arbiter dlopens for GPU discovery and enforcement (`libcuda`).
   std::string libcuda = "libcuda.so.1";
   // spdlog level name (`log_level`, --log-level), default "info".

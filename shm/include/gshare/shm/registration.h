@@ -18,6 +18,7 @@
 
 #include <chrono>
 #include <string>
+#include <vector>
 
 #include "gshare/shm/status.h"
 #include "gshare/shm/unique_fd.h"
@@ -79,8 +80,10 @@ class RegistrationConnection {
   int fd() const { return fd_.get(); }
 
   // Waits for and strictly decodes the client's RegisterRequest. A packet carrying fds is
-  // malformed (clients never send fds).
-  Result<RegisterRequest> ReceiveRequest(std::chrono::nanoseconds timeout) const;
+  // malformed (clients never send fds); with `carried`, those fds are moved there instead of
+  // closed here (closing a peer's descriptor can block: see ReceivePacket).
+  Result<RegisterRequest> ReceiveRequest(std::chrono::nanoseconds timeout,
+                                         std::vector<UniqueFd>* carried = nullptr) const;
   // Sends an accepting reply with the channel memfd and doorbell eventfd attached (the fds stay
   // owned by the caller; the kernel duplicates them into the client). REQUIRES: reply.accepted.
   Status Accept(const RegisterReply& reply, int channel_fd, int doorbell_fd,
@@ -119,12 +122,16 @@ class RegistrationListener {
 
   int fd() const { return fd_.get(); }
   const std::string& path() const { return path_; }
+  // Whether the kernel refuses descriptors sent to this socket and its connections
+  // (RefuseDescriptors: SO_PASSRIGHTS, Linux >= 6.16).
+  bool refuses_descriptors() const { return refuses_descriptors_; }
 
  private:
   UniqueFd fd_;
   std::string path_;
   dev_t dev_ = 0;
   ino_t ino_ = 0;
+  bool refuses_descriptors_ = false;
 };
 
 }  // namespace gshare::shm

@@ -31,7 +31,19 @@ Status SendPacket(int socket_fd, std::span<const std::byte> bytes, std::span<con
 
 // Receives one packet. kClosed on orderly EOF, kTimeout if nothing arrives in `timeout`
 // (zero: do not wait), kMalformed if the packet is too long or carries too many fds.
-Result<Packet> ReceivePacket(int socket_fd, std::chrono::nanoseconds timeout);
+// `carried`: when given, every descriptor the packet carried is moved there, on success and on
+// every error alike, instead of being closed here — closing a descriptor a peer chose can block
+// (a lingering TCP socket), so a server hands them to a thread that may block (the arbiter's
+// FdReaper). Room is made for as many descriptors as the kernel lets one message carry, so none
+// is ever dropped (and closed) inside recvmsg itself.
+Result<Packet> ReceivePacket(int socket_fd, std::chrono::nanoseconds timeout,
+                             std::vector<UniqueFd>* carried = nullptr);
+
+// Makes the listening or connected Unix socket `fd` refuse descriptors: a peer's sendmsg with
+// SCM_RIGHTS then fails (EPERM) and nothing it chose ever enters this process. Sockets accepted
+// from a listener inherit it. SO_PASSRIGHTS needs Linux >= 6.16: kUnavailable on older kernels
+// (ENOPROTOOPT), where received descriptors must be closed where blocking is harmless.
+Status RefuseDescriptors(int fd);
 
 // Waits until `fd` is ready for `events` (POLLIN/POLLOUT) or the timeout passes
 // (kTimeout). EINTR restarts with the remaining time.
