@@ -16,6 +16,7 @@
 #include <spdlog/spdlog.h>
 
 #include "arbiter_impl.h"
+#include "counters.h"
 #include "gshare/common/units.h"
 
 namespace gshare::arbiter {
@@ -167,7 +168,8 @@ json ArbiterImpl::StatusJson(uint64_t now) {
     misses.push_back({{"ago_ms", Ms(now - std::min(now, m.at_ns))}, {"client", m.client},
                       {"function", m.function}, {"gpu", m.gpu}, {"latency_ms", Ms(m.latency_ns)},
                       {"wait_ms", Ms(m.wait_ns)}, {"slo_ms", m.slo_ms}});
-  const ArbiterStats st = stats();
+  json counters = json::object();
+  AddCountersJson(stats(), kShownInStatus, counters);  // every counter of counters.h
   return {{"ok", true},
           {"epoch", epoch_},
           {"policy", std::string(policy_->name())},
@@ -177,20 +179,7 @@ json ArbiterImpl::StatusJson(uint64_t now) {
           {"gpus", gpus},
           {"orphans", OrphansJson(now)},
           {"recent_slo_misses", misses},
-          {"counters",
-           {{"registrations", st.registrations}, {"grants", st.grants}, {"yields", st.yields},
-            {"preemptions", st.preemptions}, {"swap_ins", st.swap_ins},
-            {"swap_outs", st.swap_outs}, {"client_deaths", st.client_deaths},
-            {"re_registrations", st.re_registrations},
-            {"malformed_channels", st.malformed_channels},
-            {"flood_disconnects", st.flood_disconnects}, {"order_timeouts", st.order_timeouts},
-            {"unenforceable", st.unenforceable},
-            {"enforcements", st.enforcements}, {"deep_evictions", st.deep_evictions},
-            {"lease_offers", st.lease_offers}, {"lease_takes", st.lease_takes},
-            {"lease_revokes", st.lease_revokes}, {"orphans_created", st.orphans_created},
-            {"orphans_released_exited", st.orphans_released_exited},
-            {"orphans_released_reregistered", st.orphans_released_reregistered},
-            {"orphans_released_no_device", st.orphans_released_no_device}}}};
+          {"counters", counters}};
 }
 
 json ArbiterImpl::ClientsJson(uint64_t now) {

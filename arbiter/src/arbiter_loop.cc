@@ -20,6 +20,7 @@
 #include <spdlog/spdlog.h>
 
 #include "arbiter_impl.h"
+#include "counters.h"
 #include "gshare/common/units.h"
 
 namespace gshare::arbiter {
@@ -452,46 +453,7 @@ ArbiterStats ArbiterImpl::stats() const {
 
 shm::Status WriteSummary(const std::string& path, const ArbiterStats& s) {
   nlohmann::json j;
-  j["registrations"] = s.registrations;
-  j["re_registrations"] = s.re_registrations;
-  j["refusals"] = s.refusals;
-  j["grants"] = s.grants;
-  j["yields"] = s.yields;
-  j["preemptions"] = s.preemptions;
-  j["swap_outs"] = s.swap_outs;
-  j["swap_ins"] = s.swap_ins;
-  j["client_deaths"] = s.client_deaths;
-  j["malformed_channels"] = s.malformed_channels;
-  j["enforcements"] = s.enforcements;
-  j["restores"] = s.restores;
-  j["context_moves"] = s.context_moves;
-  j["doorbell_mutes"] = s.doorbell_mutes;
-  j["flood_disconnects"] = s.flood_disconnects;
-  j["order_timeouts"] = s.order_timeouts;
-  j["unenforceable"] = s.unenforceable;
-  j["deep_evictions"] = s.deep_evictions;
-  j["lease_offers"] = s.lease_offers;
-  j["lease_takes"] = s.lease_takes;
-  j["lease_revokes"] = s.lease_revokes;
-  j["lease_revokes_lost"] = s.lease_revokes_lost;
-  j["lease_unconfirmed"] = s.lease_unconfirmed;
-  j["orphans_created"] = s.orphans_created;
-  j["orphans_released_exited"] = s.orphans_released_exited;
-  j["orphans_released_reregistered"] = s.orphans_released_reregistered;
-  j["orphans_released_no_device"] = s.orphans_released_no_device;
-  j["refusals_limit"] = s.refusals_limit;
-  j["refusals_backoff"] = s.refusals_backoff;
-  j["resident_claims_refused"] = s.resident_claims_refused;
-  j["exited_with_connection_held"] = s.exited_with_connection_held;
-  j["registration_timeouts"] = s.registration_timeouts;
-  j["registration_pending_refused"] = s.registration_pending_refused;
-  j["registration_malformed"] = s.registration_malformed;
-  j["registration_out_of_fds"] = s.registration_out_of_fds;
-  j["invariant_violations"] = s.invariant_violations;
-  j["release_spins"] = s.release_spins;
-  j["function_ids"] = s.function_ids;
-  j["policy_entries"] = s.policy_entries;
-  j["tracked_uids"] = s.tracked_uids;
+  AddCountersJson(s, kShownInSummary, j);  // counters.h
   for (const auto& g : s.gpus) {
     j["gpus"].push_back({{"ordinal", g.ordinal},
                          {"usable_bytes", g.usable_bytes},

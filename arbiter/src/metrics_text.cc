@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <sstream>
 
+#include "counters.h"
+
 namespace gshare::arbiter {
 namespace {
 
@@ -70,54 +72,18 @@ std::string PrometheusText(const MetricsInput& in) {
   const ArbiterStats& s = in.stats;
   w.Family("clients", "gauge", "Registered clients.");
   w.Sample("clients", "", in.clients);
-  struct Counter {
-    const char* name;
-    const char* help;
-    uint64_t value;
-  };
-  const Counter counters[] = {
-      {"registrations_total", "Accepted registrations.", s.registrations},
-      {"re_registrations_total", "Registrations after an arbiter restart.", s.re_registrations},
-      {"refusals_total", "Refused registrations.", s.refusals},
-      {"grants_total", "Token grants.", s.grants},
-      {"yields_total", "Token releases.", s.yields},
-      {"preemptions_total", "Preemption requests.", s.preemptions},
-      {"swap_ins_total", "Swap-in orders.", s.swap_ins},
-      {"swap_outs_total", "Swap-out orders.", s.swap_outs},
-      {"client_deaths_total", "Clients whose connection closed.", s.client_deaths},
-      {"malformed_channels_total", "Clients disconnected for a malformed channel.",
-       s.malformed_channels},
-      {"enforcements_total", "Holders checkpointed for not yielding.", s.enforcements},
-      {"deep_evictions_total", "Idle vGPUs checkpointed.", s.deep_evictions},
-      {"restores_total", "Checkpointed vGPUs restored.", s.restores},
-      {"context_moves_total", "Functions moved to another GPU through the driver's checkpoint.",
-       s.context_moves},
-      {"doorbell_mutes_total", "Doorbells muted for ringing over doorbell_rate.", s.doorbell_mutes},
-      {"flood_disconnects_total", "Clients disconnected for flooding their doorbell.",
-       s.flood_disconnects},
-      {"order_timeouts_total", "Clients disconnected for not acknowledging a swap order in time.",
-       s.order_timeouts},
-      {"unenforceable_total",
-       "Holders disconnected: preemption ignored and the checkpoint failed.", s.unenforceable},
-      {"lease_offers_total", "Sole-tenant leases offered (next grant in advance).", s.lease_offers},
-      {"lease_takes_total", "Leases taken: grants without a round trip (also in grants_total).",
-       s.lease_takes},
-      {"lease_revokes_total", "Leases withdrawn before a take.", s.lease_revokes},
-      {"lease_revokes_lost_total", "Revocations that found the lease taken.", s.lease_revokes_lost},
-      {"lease_unconfirmed_total", "Lease takes the policy did not grant at once.",
-       s.lease_unconfirmed},
-  };
-  for (const Counter& c : counters) {
-    w.Family(c.name, "counter", c.help);
-    w.Sample(c.name, "", c.value);
+  // The counters table (counters.h): rows of one family follow each other.
+  std::string family;
+  for (const CounterInfo& c : Counters()) {
+    if ((c.shown & kShownInMetrics) == 0) continue;
+    const std::string name = MetricFamily(c);
+    if (name != family) {
+      w.Family(name, c.type == CounterType::kCounter ? "counter" : "gauge",
+               c.metric_help != nullptr ? c.metric_help : c.help);
+      family = name;
+    }
+    w.Sample(name, c.metric_labels != nullptr ? c.metric_labels : "", s.*c.field);
   }
-  w.Family("orphans_created_total", "counter",
-           "Reservations kept for live processes the arbiter disconnected.");
-  w.Sample("orphans_created_total", "", s.orphans_created);
-  w.Family("orphans_released_total", "counter", "Orphan reservations released, by cause.");
-  w.Sample("orphans_released_total", "cause=\"exited\"", s.orphans_released_exited);
-  w.Sample("orphans_released_total", "cause=\"reregistered\"", s.orphans_released_reregistered);
-  w.Sample("orphans_released_total", "cause=\"no_device\"", s.orphans_released_no_device);
 
   // Per-GPU memory.
   auto gpu_gauge = [&](const char* name, const char* help, auto get) {
