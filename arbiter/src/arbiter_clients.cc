@@ -305,11 +305,8 @@ void ArbiterImpl::FinishRegistration(Arrival a, int driver_state, uint64_t now_n
     Transfer t;
     t.op = shm::SwapOp::kSwapOut;
     t.gpu = g;
-    t.order_seq = c->chan.IssueSwapOrder(shm::SwapOp::kSwapOut, init.gpu, now_ns);
-    t.issued = true;
-    t.issued_ns = now_ns;
+    IssueOrder(*c, t, init.gpu, now_ns, /*record=*/false);  // recorded once it is registered
     c->transfers.push_back(t);
-    ++stats_.swap_outs;
   }
 
   shm::RegisterReply reply;
@@ -364,6 +361,7 @@ void ArbiterImpl::FinishRegistration(Arrival a, int driver_state, uint64_t now_n
   const auto packed_name = shm::PackEventName(c->name);  // for gshare-trace
   Record(shm::EventType::kClientName, c.get(), init.gpu, packed_name[0], packed_name[1],
          packed_name[2], packed_name[3]);
+  if (!c->transfers.empty()) RecordOrderBegin(*c, c->transfers.front(), init.gpu);
 
   policy::FunctionSpec spec;
   spec.model = c->name;

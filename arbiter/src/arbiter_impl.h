@@ -334,6 +334,10 @@ class ArbiterImpl final : public Arbiter {
   void DeepEvictIdle(uint64_t now_ns);
   bool DeepEvictable(const Client& c) const;
   void QueueTransfer(Client& c, Transfer t, uint64_t now_ns);
+  // Every swap order goes out through here: the channel's order, its bookkeeping, its counter
+  // and (`record`; else RecordOrderBegin later) its trace event.
+  void IssueOrder(Client& c, Transfer& t, uint32_t ordinal, uint64_t now_ns, bool record = true);
+  void RecordOrderBegin(const Client& c, const Transfer& t, uint32_t ordinal);
   void PumpTransfers(uint64_t now_ns);
   bool TryIssue(Client& c, uint64_t now_ns);
   void CompleteTransfer(Client& c, const shm::ClientView& v, uint64_t now_ns);

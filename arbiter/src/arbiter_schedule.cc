@@ -253,11 +253,7 @@ bool ArbiterImpl::TryIssue(Client& c, uint64_t now_ns) {
         Deliver(now_ns, policy::SwapDone{c.fid, done.gpu, done.kind, 0, 0});
       return TryIssue(c, now_ns);
     }
-    t.order_seq = c.chan.IssueSwapOrder(shm::SwapOp::kSwapOut, gpus_[c.gpu].info.ordinal, now_ns);
-    t.issued = true;
-    t.issued_ns = now_ns;
-    ++stats_.swap_outs;
-    Record(shm::EventType::kSwapOutBegin, &c, gpus_[c.gpu].info.ordinal, t.order_seq, c.quota);
+    IssueOrder(c, t, gpus_[c.gpu].info.ordinal, now_ns);
     return true;
   }
   // Swap-in to t.gpu.
@@ -305,12 +301,22 @@ bool ArbiterImpl::TryIssue(Client& c, uint64_t now_ns) {
     t.contexts_moved = true;  // no checkpoint API: the swap-in alone moves it
   }
   Reserve(c, t.gpu);
-  t.order_seq = c.chan.IssueSwapOrder(shm::SwapOp::kSwapIn, ordinal, now_ns);
+  IssueOrder(c, t, ordinal, now_ns);
+  return true;
+}
+
+void ArbiterImpl::IssueOrder(Client& c, Transfer& t, uint32_t ordinal, uint64_t now_ns,
+                             bool record) {
+  t.order_seq = c.chan.IssueSwapOrder(t.op, ordinal, now_ns);
   t.issued = true;
   t.issued_ns = now_ns;
-  ++stats_.swap_ins;
-  Record(shm::EventType::kSwapInBegin, &c, ordinal, t.order_seq, c.quota);
-  return true;
+  ++(t.op == shm::SwapOp::kSwapIn ? stats_.swap_ins : stats_.swap_outs);
+  if (record) RecordOrderBegin(c, t, ordinal);
+}
+
+void ArbiterImpl::RecordOrderBegin(const Client& c, const Transfer& t, uint32_t ordinal) {
+  Record(t.op == shm::SwapOp::kSwapIn ? shm::EventType::kSwapInBegin : shm::EventType::kSwapOutBegin,
+         &c, ordinal, t.order_seq, c.quota);
 }
 
 void ArbiterImpl::CompleteTransfer(Client& c, const shm::ClientView& v, uint64_t now_ns) {
