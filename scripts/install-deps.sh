@@ -14,6 +14,7 @@ PACKAGES=(
   coinor-libcbc-dev
   clang libclang-rt-dev
   tmux gnuplot-nox ccache
+  valgrind
 )
 
 missing=()
