@@ -15,6 +15,10 @@ PACKAGES=(
   clang libclang-rt-dev
   tmux gnuplot-nox ccache
   valgrind
+  # gshare-device-plugin (gRPC), and the check of packaging/kubernetes/ against Kubernetes'
+  # OpenAPI schema (shipped in kube-openapi's test data) with a JSON-schema validator
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  python3-jsonschema python3-yaml golang-k8s-kube-openapi-dev
 )
 
 missing=()
