@@ -19,6 +19,9 @@ PACKAGES=(
   # OpenAPI schema (shipped in kube-openapi's test data) with a JSON-schema validator
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   python3-jsonschema python3-yaml golang-k8s-kube-openapi-dev
+  # the container tests (tests/container): a real runtime, podman with runc (crun cannot run on
+  # cgroup v1 hybrid hosts)
+  podman runc
 )
 
 missing=()
