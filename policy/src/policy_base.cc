@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <utility>
 
 namespace gshare::policy::internal {
 
@@ -21,6 +22,7 @@ PolicyBase::PolicyBase(std::string name, const PolicyConfig& config)
     : name_(std::move(name)), config_(config) {
   gpus_.resize(config.gpus.size());
   gpu_empty_seen_.assign(config.gpus.size(), false);
+  gpu_slots_.resize(config.gpus.size() * kWakeTags);
   for (size_t g = 0; g < gpus_.size(); ++g) {
     gpus_[g].spec = config.gpus[g];
     gpus_[g].bw = BandwidthPredictor(config.gpus[g].link_bytes_per_us);
@@ -58,7 +60,7 @@ void PolicyBase::Handle(const Event& event, ActionList& out) {
           [&](const FunctionRegistered& e) {
             if (fns_.size() <= e.function) {
               fns_.resize(static_cast<size_t>(e.function) + 1);
-              generation_.resize(fns_.size(), 0);
+              fn_slots_.resize(fns_.size() * kWakeTags);
             }
             Fn& fn = fns_[e.function];
             fn = Fn{};
@@ -432,8 +434,12 @@ void PolicyBase::HandleGone(Time now, FunctionId f) {
   Fn& fn = fns_[f];
   OnGone(now, f);
   if (fn.held) held_.erase(std::remove(held_.begin(), held_.end(), f), held_.end());
-  ++generation_[f];  // its pending wakeups are dropped (Stale)
-  ++gone_since_compaction_;
+  for (uint32_t tag = 0; tag < kWakeTags; ++tag) {  // its pending wakeups are dropped (Stale)
+    WakeSlot& slot = fn_slots_[static_cast<size_t>(f) * kWakeTags + tag];
+    if (slot.armed) ++stale_;
+    slot.armed = false;
+    ++slot.seq;
+  }
   if (fn.gpu != kNoGpu) {
     Gpu& gpu = gpus_[fn.gpu];
     if (gpu.tenant == f) gpu.tenant = kNoFunction;
@@ -676,32 +682,65 @@ bool PolicyBase::MakeRoom(Time now, GpuId g, uint64_t need, Evict mode) {
   return gpu.free() >= need;
 }
 
-void PolicyBase::WakeAt(Time t, FunctionId f, uint32_t tag) {
-  PushWake(Wake{t, f, tag, f < generation_.size() ? generation_[f] : 0});
+void PolicyBase::WakeAt(Time t, FunctionId f, uint32_t tag) { Arm(t, f, tag, /*gpu=*/false); }
+
+void PolicyBase::WakeGpuAt(Time t, GpuId g, uint32_t tag) { Arm(t, g, tag, /*gpu=*/true); }
+
+PolicyBase::WakeSlot* PolicyBase::SlotOf(FunctionId key, uint32_t tag, bool gpu) {
+  return const_cast<WakeSlot*>(std::as_const(*this).SlotOf(Wake{0, key, tag, 0, gpu}));
 }
 
-void PolicyBase::WakeGpuAt(Time t, GpuId g, uint32_t tag) { PushWake(Wake{t, g, tag, kGpuWake}); }
+const PolicyBase::WakeSlot* PolicyBase::SlotOf(const Wake& w) const {
+  const std::vector<WakeSlot>& slots = w.gpu ? gpu_slots_ : fn_slots_;
+  const size_t i = static_cast<size_t>(w.f) * kWakeTags + w.tag;
+  return w.f == kNoFunction || i >= slots.size() ? nullptr : &slots[i];
+}
+
+void PolicyBase::Arm(Time t, FunctionId key, uint32_t tag, bool gpu) {
+  assert(tag < kWakeTags);
+  WakeSlot* slot = SlotOf(key, tag, gpu);
+  uint32_t seq = 0;
+  if (slot != nullptr) {
+    if (slot->armed) ++stale_;  // the pending one is superseded
+    slot->armed = true;
+    seq = ++slot->seq;
+  }
+  PushWake(Wake{t, key, tag, seq, gpu});
+}
 
 void PolicyBase::PushWake(const Wake& w) {
   wakes_.push_back(w);
   std::push_heap(wakes_.begin(), wakes_.end(), std::greater<>());
-  if (wakes_.size() < compact_at_) return;
-  // Drop the wakeups of gone functions: the heap stays within twice the live ones (or
-  // kMinCompact), however many functions have come and gone. Amortised O(1) per push.
-  if (gone_since_compaction_ > 0) {
-    std::erase_if(wakes_, [this](const Wake& x) { return Stale(x); });
-    std::make_heap(wakes_.begin(), wakes_.end(), std::greater<>());
-    gone_since_compaction_ = 0;
+  // Drop the superseded wakeups once they are more than half of the heap: it stays within
+  // twice the armed slots (or kMinCompact), however many bursts re-arm the same slots and
+  // however many functions have come and gone. Amortised O(1) per push.
+  if (wakes_.size() < kMinCompact || 2 * stale_ <= wakes_.size()) return;
+  std::erase_if(wakes_, [this](const Wake& x) { return Stale(x); });
+  std::make_heap(wakes_.begin(), wakes_.end(), std::greater<>());
+  stale_ = 0;
+}
+
+void PolicyBase::DropStaleFront() {
+  while (!wakes_.empty() && Stale(wakes_.front())) {
+    std::pop_heap(wakes_.begin(), wakes_.end(), std::greater<>());
+    wakes_.pop_back();
+    --stale_;
   }
-  compact_at_ = std::max(kMinCompact, 2 * wakes_.size());
 }
 
 void PolicyBase::FireTimers(Time now) {
+  DropStaleFront();
   while (!wakes_.empty() && wakes_.front().at <= now) {
     std::pop_heap(wakes_.begin(), wakes_.end(), std::greater<>());
     const Wake w = wakes_.back();
     wakes_.pop_back();
-    if (!Stale(w)) OnWake(now, w.f, w.tag);
+    if (Stale(w)) {
+      --stale_;
+      continue;
+    }
+    if (WakeSlot* slot = SlotOf(w.f, w.tag, w.gpu)) slot->armed = false;
+    OnWake(now, w.f, w.tag);
+    DropStaleFront();
   }
 }
 

@@ -161,9 +161,11 @@ class PolicyBase : public Policy {
   // where it fits in free memory without evicting anyone, 2 where room must be made.
   int Affinity(FunctionId f, GpuId g) const;
   void Pin(FunctionId f, bool pin);
-  // A wakeup for function f (kNoFunction: none), dropped if f is gone by then; OnWake(t, f, tag).
+  // A wakeup for function f (kNoFunction: none): OnWake(t, f, tag), unless a later WakeAt(.., f,
+  // tag) superseded it (only the latest wakeup of a function and tag fires) or f is gone by
+  // then. REQUIRES: tag < kWakeTags.
   void WakeAt(Time t, FunctionId f, uint32_t tag);
-  // A wakeup keyed by GPU g instead (OnWake(t, g, tag)); never dropped.
+  // A wakeup keyed by GPU g instead (OnWake(t, g, tag)); the latest per GPU and tag fires.
   void WakeGpuAt(Time t, GpuId g, uint32_t tag);
   // f (with an outstanding burst, not placed) waits until a GPU becomes available; the base
   // places it then. For policies that find every GPU unavailable.
@@ -223,28 +225,42 @@ class PolicyBase : public Policy {
   std::vector<FunctionId> CheapestVictims(Time now, GpuId g, Residency state, uint64_t need,
                                           Freed freed, double* cost) const;
 
+  // Wakeups. Each (function, tag) and each (GPU, tag) has a slot; arming it again supersedes
+  // the wakeup pending there (only the latest one fires), and FunctionGone supersedes every
+  // slot of the function. Superseded wakeups stay in the heap until they come due or a
+  // compaction drops them, so its size stays within twice the armed slots (at most
+  // kWakeTags per live function and per GPU) plus kMinCompact, however many bursts come.
+  static constexpr uint32_t kWakeTags = 8;  // tags 0..7 (REQUIRES of WakeAt / WakeGpuAt)
+  struct WakeSlot {
+    uint32_t seq = 0;    // of the latest wakeup armed here
+    bool armed = false;  // that wakeup is in the heap and has not fired
+  };
   struct Wake {
     Time at;
-    FunctionId f;
+    FunctionId f;   // function, or GPU when `gpu`; kNoFunction: no slot (never superseded)
     uint32_t tag;
-    uint32_t generation;  // of function f when armed (kGpuWake: keyed by GPU)
+    uint32_t seq;   // the slot's seq when armed
+    bool gpu;
     bool operator>(const Wake& o) const { return at > o.at; }
   };
-  static constexpr uint32_t kGpuWake = ~0u;
-  // Whether w was armed for a function that has gone since (protocol item 5).
+  // Its slot (nullptr: kNoFunction, never superseded).
+  WakeSlot* SlotOf(FunctionId key, uint32_t tag, bool gpu);
+  const WakeSlot* SlotOf(const Wake& w) const;
+  // Whether a later WakeAt for the same slot, or FunctionGone, superseded w.
   bool Stale(const Wake& w) const {
-    return w.generation != kGpuWake && w.f < generation_.size() && w.generation != generation_[w.f];
+    const WakeSlot* slot = SlotOf(w);
+    return slot != nullptr && slot->seq != w.seq;
   }
+  void Arm(Time t, FunctionId key, uint32_t tag, bool gpu);
   void PushWake(const Wake& w);
-  // A min-heap on `at` (std::push_heap/pop_heap with greater), so stale wakeups can be dropped
-  // in place: PushWake compacts it when it has doubled since the last compaction.
+  void DropStaleFront();  // so that NextWakeup() names a wakeup that will fire
+  // A min-heap on `at` (std::push_heap/pop_heap with greater), so superseded wakeups can be
+  // dropped in place: PushWake compacts it once more than half of it is superseded.
   std::vector<Wake> wakes_;
-  size_t compact_at_ = kMinCompact;
-  size_t gone_since_compaction_ = 0;  // nothing can be stale without a FunctionGone
-  static constexpr size_t kMinCompact = 64;
-  // Per function id: how many times it has gone (FunctionGone), so that a wakeup armed for a
-  // previous owner of a reused id is recognised and dropped.
-  std::vector<uint32_t> generation_;
+  size_t stale_ = 0;  // superseded wakeups in wakes_
+  static constexpr size_t kMinCompact = 32;
+  std::vector<WakeSlot> fn_slots_;   // kWakeTags per function id
+  std::vector<WakeSlot> gpu_slots_;  // kWakeTags per GPU
   std::vector<bool> gpu_empty_seen_;  // OnGpuEmpty already called for this empty spell
   std::vector<GpuId> touched_;        // GPUs to re-check at the end of Handle()
   std::vector<GpuId> active_;         // sorted

@@ -1,7 +1,8 @@
-// Registration churn (issue 16 item 6, policy side; policy.h protocol item 5): every policy
-// releases a function's state at FunctionGone, so with ids reused its entries stay bounded by
-// the live functions, and a reused id starts fresh — nothing of the previous owner (wakeups,
-// queue entries) acts on the new one.
+// Bounded policy memory: with registration churn (issue 16 item 6, policy side; policy.h
+// protocol item 5) every policy releases a function's state at FunctionGone, so with ids reused
+// its entries stay bounded by the live functions, and a reused id starts fresh — nothing of the
+// previous owner (wakeups, queue entries) acts on the new one; and without churn, a flood of
+// bursts leaves no superseded wakeups behind (issue 21).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -88,6 +89,29 @@ TEST(Churn, EntriesStayBoundedWhenIdsAreReused) {
       most = std::max(most, d.policy->tracked_entries());
     }
     EXPECT_LE(most, 200u) << "at the end: " << d.policy->tracked_entries();
+  }
+}
+
+// Two functions flood the node with 40,000 short bursts each (one every millisecond, each done
+// before the next) and never leave. Every burst re-arms a wakeup (fifo's idle eviction 60 s
+// later, keepalive's expiry, the slack scheduler's idle step); only the latest of a function
+// and tag counts, so the heap stays bounded by the live functions (before: fifo kept one per
+// burst, 40,000 after 40,000 bursts, as the arbiter's policy_entries showed under a flood).
+TEST(Churn, FloodOfBurstsLeavesNoSupersededWakeups) {
+  for (const std::string& name : PolicyNames()) {
+    SCOPED_TRACE(name);
+    Driver d(name, 2);
+    InstantNode node(d);
+    node.Register(1, 0, Fn(50, 200, 50'000), false);
+    node.Register(1, 1, Fn(80, 300, 20'000), false);
+    size_t most = 0;
+    for (Time t = 2; t < 40'000 * 1'000; t += 1'000) {
+      node.Send(t, BurstStart{static_cast<FunctionId>((t / 1'000) % 2)});
+      node.Send(t + 500, BurstStart{static_cast<FunctionId>(1 - (t / 1'000) % 2)});
+      if (d.policy->NextWakeup() <= t + 500) node.Send(t + 500, Timer{});
+      most = std::max(most, d.policy->tracked_entries());
+    }
+    EXPECT_LE(most, 64u) << "at the end: " << d.policy->tracked_entries();
   }
 }
 
