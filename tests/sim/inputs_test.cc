@@ -83,6 +83,27 @@ TEST(Inputs, IdleFirstRoutingPrefersTheFirstIdleInstance) {
   EXPECT_NE(LoadInputs(o).error.find("routing"), std::string::npos);
 }
 
+// warm-first keeps round-robin's assignment (the simulator re-routes at arrival) and names
+// each instance's function: the group is the function's first instance.
+TEST(Inputs, InstancesOfAFunctionShareAGroup) {
+  std::string text = "timestamp_ms,function,exec_ms\n";
+  for (int i = 0; i < 100; ++i) text += std::to_string(i * 10) + ",hot,8\n";
+  text += "5,cold,1\n";
+  TempFile file(text);
+  InputOptions o;
+  o.trace = file.path();
+  o.format = "csv";
+  o.routing = "warm-first";
+  const Inputs in = LoadInputs(o);
+  ASSERT_TRUE(in.error.empty()) << in.error;
+  ASSERT_EQ(in.workload.functions.size(), 3u);
+  ASSERT_EQ(in.workload.group.size(), 3u);
+  const FunctionId hot = in.workload.requests[0].function;
+  EXPECT_EQ(in.workload.group[hot], hot);
+  EXPECT_EQ(in.workload.group[hot + 1], hot);
+  EXPECT_EQ(in.workload.requests[2].function, hot + 1);  // round-robin as named
+}
+
 TEST(Inputs, ReportsParseErrorsWithTheLine) {
   TempFile file("timestamp_ms,function\n1,a\nx,b\n");
   InputOptions o;

@@ -108,15 +108,16 @@ class Engine {
         Complete(e);
       } else if (t_arr <= t_wake && t_arr != policy::kNever) {
         const SimRequest& r = w_.requests[next];
-        fns_[r.function].pending.push_back(next);
-        fns_[r.function].arrived_as.push_back(fns_[r.function].transfer ? Residency::kHost
-                                                                          : fns_[r.function].where);
-        if (r.exec <= w_.functions[r.function].slo) ++result_.solo_feasible;
-        if (fns_[r.function].pending.size() == 1) StartHead(fns_[r.function], r.arrival, r.exec);
+        const FunctionId f = Route(r.function);
+        FnState& fn = fns_[f];
+        fn.pending.push_back(next);
+        fn.arrived_as.push_back(fn.transfer ? Residency::kHost : fn.where);
+        if (r.exec <= w_.functions[f].slo) ++result_.solo_feasible;
+        if (fn.pending.size() == 1) StartHead(fn, r.arrival, r.exec);
         ++next;
         ++outstanding_;
         now_ = std::max(now_, r.arrival);
-        Deliver(r.arrival, policy::BurstStart{r.function});
+        Deliver(r.arrival, policy::BurstStart{f});
       } else {
         Deliver(std::max(now_, t_wake), policy::Timer{});
       }
@@ -151,6 +152,35 @@ class Engine {
       if (fn.where != Residency::kHost && fn.gpu == c.gpu) ++result_.outage_residue;
     }
     Deliver(c.at, policy::GpuAvailable{c.gpu});
+  }
+
+  // The instance a request naming `named` goes to (SimOptions::warm_routing).
+  FunctionId Route(FunctionId named) {
+    if (!o_.warm_routing || named >= w_.group.size()) return named;
+    const FunctionId first = w_.group[named];
+    if (members_.empty()) {
+      members_.resize(w_.functions.size());
+      for (FunctionId i = 0; i < w_.group.size(); ++i) members_[w_.group[i]].push_back(i);
+    }
+    const auto rank = [&](FunctionId i) {
+      const FnState& fn = fns_[i];
+      const bool idle = fn.pending.empty();
+      const bool warm = !fn.transfer && fn.where == Residency::kResident;
+      const bool parked = !fn.transfer && fn.where == Residency::kParked;
+      const uint64_t tier = idle ? (warm ? 0 : parked ? 1 : 2) : 3;
+      return std::make_pair(tier, idle ? 0 : fn.pending.size());
+    };
+    FunctionId best = named;
+    auto best_rank = rank(named);
+    for (FunctionId i : members_[first]) {
+      const auto r = rank(i);
+      if (r < best_rank) {
+        best = i;
+        best_rank = r;
+      }
+    }
+    if (best != named) ++result_.rerouted;
+    return best;
   }
 
   static void StartHead(FnState& fn, Time now, Duration exec) {
@@ -405,20 +435,7 @@ class Engine {
     result_.busy_seconds = static_cast<double>(busy_time_) / policy::kUsPerSecond;
     const double price = o_.gpus.empty() ? 0.0 : o_.gpus[0].price_per_hour;
     result_.cost_usd = policy::GpuCostUsd(gpu_time_, price);
-    std::vector<Duration> sorted;
-    sorted.reserve(result_.latencies.size());
-    for (Duration d : result_.latencies) {
-      if (d >= 0) sorted.push_back(d);
-    }
-    if (!sorted.empty()) {
-      auto at = [&](double q) {
-        const size_t k = std::min(sorted.size() - 1, static_cast<size_t>(q * static_cast<double>(sorted.size())));
-        std::nth_element(sorted.begin(), sorted.begin() + static_cast<long>(k), sorted.end());
-        return static_cast<double>(sorted[k]) / 1000.0;
-      };
-      result_.p50_ms = at(0.50);
-      result_.p99_ms = at(0.99);
-    }
+    SummariseLatencies(&result_);
   }
 
   const SimWorkload& w_;
@@ -427,6 +444,7 @@ class Engine {
   bool measure_;
   std::vector<FnState> fns_;
   std::vector<GpuState> gpus_;
+  std::vector<std::vector<FunctionId>> members_;  // warm_routing: each group's instances
   std::priority_queue<Pending, std::vector<Pending>, std::greater<>> heap_;
   std::vector<Change> changes_;  // GPU availability changes from options.outages, by time
   size_t next_change_ = 0;
@@ -441,6 +459,22 @@ class Engine {
 };
 
 }  // namespace
+
+void SummariseLatencies(RunResult* r) {
+  std::vector<Duration> sorted;
+  sorted.reserve(r->latencies.size());
+  for (Duration d : r->latencies) {
+    if (d >= 0) sorted.push_back(d);
+  }
+  if (sorted.empty()) return;
+  const auto at = [&](double q) {
+    const size_t k = std::min(sorted.size() - 1, static_cast<size_t>(q * static_cast<double>(sorted.size())));
+    std::nth_element(sorted.begin(), sorted.begin() + static_cast<long>(k), sorted.end());
+    return static_cast<double>(sorted[k]) / 1000.0;
+  };
+  r->p50_ms = at(0.50);
+  r->p99_ms = at(0.99);
+}
 
 RunResult Simulate(const SimWorkload& workload, const SimOptions& options, policy::Policy& policy,
                    bool measure_policy_time) {

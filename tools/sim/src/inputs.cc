@@ -85,8 +85,8 @@ Inputs LoadInputs(const InputOptions& o) {
     }
     catalog = std::move(c.value());
   }
-  if (o.routing != "round-robin" && o.routing != "idle-first") {
-    in.error = "unknown routing '" + o.routing + "' (round-robin, idle-first)";
+  if (o.routing != "round-robin" && o.routing != "idle-first" && o.routing != "warm-first") {
+    in.error = "unknown routing '" + o.routing + "' (round-robin, idle-first, warm-first)";
     return in;
   }
   auto trace = ReadTrace(o);
@@ -140,7 +140,10 @@ Inputs LoadInputs(const InputOptions& o) {
     // process (one vGPU) to gshare. Keep every instance's offered load under kMaxInstanceLoad.
     instances[f] = std::max<uint32_t>(1, static_cast<uint32_t>(std::ceil(load / o.max_instance_load)));
     first_instance[f] = static_cast<FunctionId>(w.functions.size());
-    for (uint32_t i = 0; i < instances[f]; ++i) w.functions.push_back(spec);
+    for (uint32_t i = 0; i < instances[f]; ++i) {
+      w.functions.push_back(spec);
+      w.group.push_back(first_instance[f]);
+    }
   }
   std::vector<uint32_t> next_instance(nf, 0);
   std::vector<Time> free_at(w.functions.size(), 0);  // idle-first: when each instance frees

@@ -10,6 +10,8 @@
 #include "CLI/CLI.hpp"
 #include "fmt/format.h"
 #include "gshare/common/units.h"
+#include "gshare/sim/bounds.h"
+#include "gshare/sim/cluster.h"
 #include "gshare/sim/engine.h"
 #include "gshare/sim/exact_report.h"
 #include "gshare/sim/inputs.h"
@@ -28,6 +30,60 @@ std::vector<std::string> SplitCommas(const std::string& s) {
     start = comma + 1;
   }
   return out;
+}
+
+// gshare-sim --nodes: every (policy, score) pair on the cluster; 0, 1, 2 or 3 like main.
+int RunCluster(const gshare::sim::Inputs& inputs, const gshare::sim::SimOptions& node,
+               const gshare::policy::PolicyConfig& config, int nodes,
+               const std::vector<std::string>& policies, const std::vector<std::string>& scores,
+               const std::string& unit, gshare::sim::ClusterOptions cluster,
+               const std::string& json_out, bool quiet, const gshare::sim::WorkloadBounds& bounds) {
+  using namespace gshare;
+  std::string err;
+  const auto unit_bytes = ParseByteSize(unit, &err);
+  if (!unit_bytes || *unit_bytes == 0) {
+    fmt::print(stderr, "gshare-sim: --vgpu-unit '{}': {}\n", unit, err.empty() ? "must be positive" : err);
+    return 2;
+  }
+  cluster.nodes = nodes;
+  cluster.node = node;
+  cluster.unit_bytes = *unit_bytes;
+  std::vector<sim::ClusterResult> results;
+  for (const std::string& score : scores) {
+    if (!sim::ParseNodeScore(score, &cluster.score)) {
+      fmt::print(stderr, "gshare-sim: unknown --node-score '{}' (least-allocated, most-allocated, gshare)\n", score);
+      return 2;
+    }
+    for (const std::string& name : policies) {
+      results.push_back(sim::SimulateCluster(inputs.workload, cluster, name, config, &err));
+      if (!err.empty()) {
+        fmt::print(stderr, "gshare-sim: {}\n", err);
+        return 2;
+      }
+    }
+  }
+  if (!quiet) {
+    fmt::print("workload: {} ({} functions, {} requests) on {} nodes of {} GPUs\n", inputs.description,
+               inputs.workload.functions.size(), inputs.workload.requests.size(), nodes, node.gpus.size());
+    fmt::print("{}", sim::FormatClusterTable(results, bounds));
+  }
+  if (!json_out.empty()) {
+    std::ofstream out(json_out);
+    out << sim::FormatClusterJson(results, inputs.description, nodes, bounds);
+    if (!out) {
+      fmt::print(stderr, "gshare-sim: cannot write {}\n", json_out);
+      return 1;
+    }
+  }
+  int violations = 0;
+  for (const auto& c : results) {
+    if (c.total.violations || c.total.memory_overcommits) {
+      fmt::print(stderr, "gshare-sim: policy {} broke the protocol {} times; first: {}\n", c.policy,
+                 c.total.violations, c.total.first_violation);
+      ++violations;
+    }
+  }
+  return violations ? 3 : 0;
 }
 
 }  // namespace
@@ -54,11 +110,13 @@ int main(int argc, char** argv) {
   app.add_option("--duration", in.duration_s, "synthetic: trace length in seconds");
   app.add_option("--rate-scale", in.rate_scale, "synthetic: multiply every function's rate");
   app.add_option("--max-instance-load", in.max_instance_load, "scale a function out to more instances above this load");
-  app.add_option("--routing", in.routing, "requests to instances: round-robin | idle-first")
-      ->check(CLI::IsMember({"round-robin", "idle-first"}));
+  app.add_option("--routing", in.routing,
+                 "requests to instances: round-robin | idle-first | warm-first (at arrival, to a "
+                 "warm idle instance, seeing the policy's placement)")
+      ->check(CLI::IsMember({"round-robin", "idle-first", "warm-first"}));
   app.add_option("--time-compression", in.time_compression, "divide trace times by this");
   app.add_option("--max-requests", in.max_requests, "replay at most this many requests (0: all)");
-  app.add_option("--gpus", gpus, "GPUs on the node")->check(CLI::PositiveNumber);
+  app.add_option("--gpus", gpus, "GPUs on the node (with --nodes: per node)")->check(CLI::PositiveNumber);
   app.add_option("--gpu-memory", gpu_memory, "memory of each GPU (e.g. 40GiB)");
   app.add_option("--link-gbps", link_gbps, "host link bandwidth, GB/s per GPU")->check(CLI::PositiveNumber);
   double policy_link_gbps = 0;
@@ -93,6 +151,24 @@ int main(int argc, char** argv) {
   app.add_option("--exact-steps", exact_options.max_steps, "--exact: most time steps per window")
       ->check(CLI::PositiveNumber);
   app.add_flag("--quiet", quiet, "no table on stdout");
+  int nodes = 0;
+  app.add_option("--nodes", nodes,
+                 "simulate a cluster of this many nodes (--gpus then counts GPUs per node): "
+                 "instances placed by a Kubernetes-like scheduler, each node its own policy")
+      ->check(CLI::PositiveNumber);
+  std::string node_scores = "least-allocated,gshare";
+  app.add_option("--node-score", node_scores,
+                 "--nodes: comma-separated placement scores: least-allocated (Kubernetes' "
+                 "default), most-allocated, gshare (pack by predicted GPU time)");
+  std::string vgpu_unit = "1GiB";
+  app.add_option("--vgpu-unit", vgpu_unit, "--nodes: one vGPU-memory unit of the extended resource");
+  sim::ClusterOptions cluster;
+  app.add_option("--node-overcommit", cluster.overcommit,
+                 "--nodes: units a node advertises = its GPU memory x this / --vgpu-unit")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--node-busy-cap", cluster.busy_cap,
+                 "--nodes, gshare score: most predicted busy share of a node's GPUs")
+      ->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
 
   std::string err;
@@ -114,6 +190,7 @@ int main(int argc, char** argv) {
   gpu.restore_overhead = static_cast<policy::Duration>(restore_ms * 1000);
   options.gpus.assign(static_cast<size_t>(gpus), gpu);
   options.swap_out_copies = swap_out_copies;
+  options.warm_routing = in.routing == "warm-first";
   for (const auto& f : inputs.workload.functions) {
     if (policy::FootprintBytes(f, policy::Residency::kResident) > gpu.memory_bytes) {
       fmt::print(stderr, "gshare-sim: model {} needs {} but a GPU has {}\n", f.model,
@@ -131,6 +208,9 @@ int main(int argc, char** argv) {
   config.swap_out_copies = swap_out_copies;
   config.slice = static_cast<policy::Duration>(slice_ms * 1000);
 
+  const sim::WorkloadBounds bounds = sim::ComputeBounds(inputs.workload, gpu);
+  if (nodes > 0) return RunCluster(inputs, options, config, nodes, SplitCommas(policies),
+                                   SplitCommas(node_scores), vgpu_unit, cluster, json_out, quiet, bounds);
   std::vector<sim::RunResult> runs;
   for (const std::string& name : SplitCommas(policies)) {
     auto made = policy::Make(name, config);
@@ -146,6 +226,7 @@ int main(int argc, char** argv) {
     fmt::print("{}", sim::FormatTable(runs));
     fmt::print("{}", sim::FormatMissCauses(runs));
     fmt::print("{}", sim::FormatChurn(runs));
+    fmt::print("{}", sim::FormatLimits(runs, bounds));
   }
   if (exact) {
     const std::string text =
@@ -154,7 +235,7 @@ int main(int argc, char** argv) {
   }
   if (!json_out.empty()) {
     std::ofstream out(json_out);
-    out << sim::FormatJson(runs, inputs.description);
+    out << sim::FormatJson(runs, inputs.description, &bounds);
     if (!out) {
       fmt::print(stderr, "gshare-sim: cannot write {}\n", json_out);
       return 1;

@@ -32,6 +32,10 @@ struct SimRequest {
 struct SimWorkload {
   std::vector<policy::FunctionSpec> functions;  // FunctionId = index
   std::vector<SimRequest> requests;             // sorted by arrival
+  // Instances of one platform function: group[i] is one instance of i's function, the same for
+  // all of them (inputs.cc: the first), so group[group[i]] == group[i] (empty: every instance
+  // is its own function). Used by SimOptions::warm_routing.
+  std::vector<FunctionId> group = {};
 };
 
 // GPU `gpu` is unavailable over [from, to): the policy gets GpuUnavailable at `from` and
@@ -57,6 +61,13 @@ struct SimOptions {
   // the published tables, docs/scheduling.md). Tell the policy the same
   // (PolicyConfig::swap_out_copies).
   bool swap_out_copies = false;
+  // A router that sees which instances are warm (what the live arbiter would expose): each
+  // request goes, at its arrival, to an instance of its function (SimWorkload::group) that is
+  // idle and resident (no request of its own outstanding, its state on a GPU, no transfer in
+  // flight), else idle and parked, else idle, else the one with the fewest outstanding
+  // requests; the lowest-numbered among equals, the request's own instance first. Without it
+  // each request goes to the instance it names.
+  bool warm_routing = false;
 };
 
 struct RunResult {
@@ -100,10 +111,14 @@ struct RunResult {
   uint64_t memory_overcommits = 0;  // times a GPU's used memory exceeded its size (must be 0)
   // Functions whose state was still on a GPU when its outage ended (it should have moved off).
   uint64_t outage_residue = 0;
+  uint64_t rerouted = 0;  // warm_routing: requests sent to another instance than they named
   Time end_time = 0;
   std::vector<Duration> latencies;  // per request, by index; -1: never completed
   std::vector<std::pair<Time, int>> timeline;      // (time, active GPUs) at every change
 };
+
+// Sets r->p50_ms and r->p99_ms from r->latencies (completed requests only).
+void SummariseLatencies(RunResult* r);
 
 // Runs `workload` on a node with options.gpus under `policy` (freshly made, not yet Started).
 // REQUIRES: every request's function < workload.functions.size(); requests sorted by arrival.

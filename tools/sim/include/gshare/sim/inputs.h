@@ -35,7 +35,10 @@ struct InputOptions {
   //   "round-robin": in turn, whether or not the instance is busy;
   //   "idle-first": to the lowest-numbered instance that is idle at arrival (judged from the
   //                 requests' own execution times, as if each instance ran alone), else to the
-  //                 one that frees first — a FaaS router that prefers warm idle instances.
+  //                 one that frees first — a FaaS router that prefers warm idle instances;
+  //   "warm-first": round-robin as named in the workload, re-routed at arrival by the
+  //                 simulator to a warm idle instance (SimOptions::warm_routing, which the
+  //                 caller sets: a router that sees where the policy keeps each instance).
   std::string routing = "round-robin";
   // Give each function the catalog model named like it, instead of drawing models: the model
   // whose name equals the function's, else the one named like the function without a trailing

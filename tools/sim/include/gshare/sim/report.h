@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "gshare/sim/bounds.h"
+#include "gshare/sim/cluster.h"
 #include "gshare/sim/engine.h"
 
 namespace gshare::sim {
@@ -22,8 +24,23 @@ std::string FormatMissCauses(const std::vector<RunResult>& runs);
 // Swap-ins (count, GiB), migrations and evictions per run: how much placement moves state.
 std::string FormatChurn(const std::vector<RunResult>& runs);
 
-// The JSON report. `description` goes to a top-level "workload" key.
-std::string FormatJson(const std::vector<RunResult>& runs, const std::string& description);
+// Each run against the limits: SLO attainment minus the dedicated-GPU ceiling (points), the
+// busy share of its GPU time, and its GPU time against the workload's lower bound (bounds.h).
+std::string FormatLimits(const std::vector<RunResult>& runs, const WorkloadBounds& bounds);
+
+// The JSON report. `description` goes to a top-level "workload" key; with `bounds`, a
+// top-level "bounds" object and, per run, "ceiling_gap_points", "busy_share",
+// "lower_bound_gpu_seconds" and "gpu_time_over_bound" (the same figures as FormatLimits).
+std::string FormatJson(const std::vector<RunResult>& runs, const std::string& description,
+                       const WorkloadBounds* bounds = nullptr);
+
+// gshare-sim --nodes: one row per (policy, placement score): SLO, GPU time, nodes used,
+// unschedulable instances; and the same as JSON ({"workload", "nodes", "bounds", "cluster":
+// [{"policy", "score", "nodes_used", "unschedulable_instances", "unschedulable_requests",
+// "node_gpu_seconds_max", and the per-run keys of FormatJson}]}).
+std::string FormatClusterTable(const std::vector<ClusterResult>& results, const WorkloadBounds& bounds);
+std::string FormatClusterJson(const std::vector<ClusterResult>& results, const std::string& description,
+                              int nodes, const WorkloadBounds& bounds);
 
 // Writes DIR/gpus.svg and DIR/latency_cdf.svg (and their .dat / .gp inputs) with gnuplot.
 // Returns "" on success, else what failed.
