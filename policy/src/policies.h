@@ -27,6 +27,11 @@ struct SlackOptions {
   // placed at once, on a new GPU if need be, instead of waiting for a latest safe start that
   // only the catalog prior predicts.
   bool cold = true;
+  // Bursts that overrun their prediction (issue 21, from the exact optimum's windows): a tenant
+  // still running past its predicted end is expected to run as long again as it has so far
+  // (not to end now), and the functions queued behind it that would then miss their deadline
+  // move to another active GPU where they fit without evicting anyone and meet it.
+  bool rescue = true;
 };
 
 std::unique_ptr<Policy> MakeKeepAlive(const std::string& name, const PolicyConfig& config);

@@ -237,6 +237,15 @@ void PolicyBase::Grant(Time now, FunctionId f, GpuId g) {
   gpus_[g].tenant = f;
   gpus_[g].tenant_end = now + fn.grant_pred;
   Emit(ActionKind::kGrant, f, g, config_.slice);
+  OnGranted(now, f, g);
+}
+
+void PolicyBase::Unqueue(FunctionId f, GpuId g) {
+  const auto& ready = gpus_[g].ready;
+  for (size_t i = 0; i < ready.size(); ++i) {
+    if (ready[i].first == f) return TakeReady(g, i);
+  }
+  assert(false && "Unqueue: not in the ready queue");
 }
 
 void PolicyBase::TakeReady(GpuId g, size_t i) {
@@ -759,11 +768,17 @@ Duration PolicyBase::SwapTime(FunctionId f, GpuId g) const {
   return SwapTime(f, g, SwapInCost(fn.spec, fn.where, fn.gpu, g, gpus_[g].spec));
 }
 
-Time PolicyBase::GpuFreeAt(Time now, GpuId g) const {
+Time PolicyBase::TenantEnd(Time now, GpuId g) const {
   const Gpu& gpu = gpus_[g];
-  const Time base = gpu.tenant != kNoFunction ? std::max(now, gpu.tenant_end) : now;
-  return base + gpu.ready_work;
+  if (gpu.tenant == kNoFunction) return now;
+  const Fn& tenant = fns_[gpu.tenant];
+  if (overrun_estimate_ && tenant.running && now > gpu.tenant_end) {
+    return now + (now - tenant.grant_time);
+  }
+  return std::max(now, gpu.tenant_end);
 }
+
+Time PolicyBase::GpuFreeAt(Time now, GpuId g) const { return TenantEnd(now, g) + gpus_[g].ready_work; }
 
 Time PolicyBase::PredictedStart(Time now, FunctionId f, GpuId g, Duration link_delay) const {
   const Duration swap = SwapTime(f, g);

@@ -114,6 +114,8 @@ class PolicyBase : public Policy {
   // f is gone (FunctionGone): drop it from the concrete policy's own structures. Called before
   // the base forgets it (its Fn is still as it was).
   virtual void OnGone(Time /*now*/, FunctionId /*f*/) {}
+  // f was just granted g (its burst predicted to end at gpus_[g].tenant_end).
+  virtual void OnGranted(Time /*now*/, FunctionId /*f*/, GpuId /*g*/) {}
   // A resident function with nothing to do after a swap-in (a prefetch landed).
   virtual void OnPrefetched(Time /*now*/, FunctionId /*f*/) {}
   // Which entry of g's ready queue runs next (default 0: FIFO). REQUIRES: ready non-empty.
@@ -133,6 +135,8 @@ class PolicyBase : public Policy {
   // Puts f (with an outstanding burst) at the back of g's ready queue; dispatches if g is free.
   // f need not be resident on g: Dispatch() then loads it first (load-at-dispatch style).
   void Enqueue(Time now, FunctionId f, GpuId g);
+  // Takes queued f out of g's ready queue (REQUIRES: f is in it).
+  void Unqueue(FunctionId f, GpuId g);
   // Frees at least `need` bytes on g by evicting idle functions (kDeep: deep-evict; kParkFirst:
   // swap out resident ones, then deep-evict parked ones), pinned ones only as a last resort.
   // Victims: least recently used first, or with cost_aware_eviction_ the cheapest set that
@@ -180,6 +184,9 @@ class PolicyBase : public Policy {
   Time PredictedStart(Time now, FunctionId f, GpuId g, Duration link_delay = 0) const;
   // When g's current tenant and ready queue are predicted to be done.
   Time GpuFreeAt(Time now, GpuId g) const;
+  // When g's tenant is predicted to end: its predicted end, or with overrun_estimate_ and a
+  // running tenant past it, now + the time it has run so far; `now` without a tenant.
+  Time TenantEnd(Time now, GpuId g) const;
   int ActiveGpus() const { return active_count_; }
   // GPUs the policy may use (not between GpuUnavailable and GpuAvailable).
   int AvailableGpus() const { return available_count_; }
@@ -192,6 +199,9 @@ class PolicyBase : public Policy {
   // MakeRoom picks its victims by EvictionCost instead of least recently used (the slack
   // scheduler with `residency`; the baselines keep LRU).
   bool cost_aware_eviction_ = false;
+  // TenantEnd() of a tenant that overran its prediction: as long again as it has run (else
+  // now, as if it ended at once).
+  bool overrun_estimate_ = false;
   std::vector<Fn> fns_;
   std::vector<Gpu> gpus_;
 

@@ -22,7 +22,7 @@
 namespace gshare::policy::internal {
 namespace {
 
-enum Tag : uint32_t { kTagSlack = 1, kTagIdle, kTagPrefetch, kTagScale, kTagRelease };
+enum Tag : uint32_t { kTagSlack = 1, kTagIdle, kTagPrefetch, kTagScale, kTagRelease, kTagOverrun };
 
 constexpr Duration kMargin = 1'000;                         // safety on the latest start
 constexpr Duration kShareIdleTtl = 60 * kUsPerSecond;       // dual-queue: evict idle after
@@ -44,6 +44,7 @@ class SlackScheduler final : public PolicyBase {
     safety_ = opt_.learned ? PaddingRule{0.9, 0.0} : rule_;
     busy_.assign(gpus_.size(), 0);
     cost_aware_eviction_ = opt_.residency;
+    overrun_estimate_ = opt_.rescue;
   }
 
  private:
@@ -452,9 +453,50 @@ class SlackScheduler final : public PolicyBase {
       case kTagRelease:
         if (gpus_[f].active && gpus_[f].empty()) Release(f);
         return;
+      case kTagOverrun:
+        return CheckOverrun(now, f);
       default:
         return;
     }
+  }
+
+  // `rescue`: look at g again when its tenant's burst is predicted to end.
+  void OnGranted(Time /*now*/, FunctionId /*f*/, GpuId g) override {
+    if (opt_.rescue) WakeGpuAt(gpus_[g].tenant_end + kMargin, g, kTagOverrun);
+  }
+
+  // g's tenant may have overrun its prediction: if so, move the functions queued behind it that
+  // would now miss their deadline (TenantEnd: it runs as long again) to an active GPU where they
+  // fit without evicting anyone and are predicted to meet it (Choose), in queue order; pinned
+  // ones (the cache queue: they cannot afford a swap) stay. Then look again when the first one
+  // left would start to miss (or, at the latest, when the tenant has run half as long again).
+  void CheckOverrun(Time now, GpuId g) {
+    const Gpu& gpu = gpus_[g];
+    if (gpu.tenant == kNoFunction || !fns_[gpu.tenant].running || now < gpu.tenant_end) return;
+    const Time began = fns_[gpu.tenant].grant_time;
+    const Time end = TenantEnd(now, g);
+    Time next = now + std::max(kMargin, (now - began) / 2);
+    Duration ahead = 0;  // predicted work queued ahead
+    const auto ready = gpu.ready;  // a copy: moves change the queue
+    for (const auto& [q, pred] : ready) {
+      const Fn& fq = fns_[q];
+      const Time deadline = fq.deadline();
+      const bool movable = !fq.pinned && !fq.transfer && fq.where == Residency::kResident && fq.gpu == g;
+      if (movable && end + ahead + pred > deadline) {
+        const GpuId to = Choose(now, q, deadline, /*fits_only=*/true);
+        if (to != kNoGpu && to != g) {
+          Unqueue(q, g);
+          SwapOut(now, q);
+          Load(now, q, to);  // a migration: its context on g is dropped
+          continue;
+        }
+      } else if (movable) {
+        // TenantEnd(t) = 2t - began: q starts to miss once 2t - began + ahead + pred > deadline.
+        next = std::min(next, (deadline - pred - ahead + began) / 2 + 1);
+      }
+      ahead += pred;
+    }
+    WakeGpuAt(std::max(next, now + 1), g, kTagOverrun);
   }
 
   void OnGpuEmpty(Time now, GpuId g) override {

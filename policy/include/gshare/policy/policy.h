@@ -214,7 +214,7 @@ struct MakeResult {
 //   "keepalive", "proxy-swap", "fifo", "dual-queue", "aggressive" (the default), and
 //   aggressive with ideas turned off for ablations: "aggressive-no-<idea>[-no-<idea>...]" with
 //   <idea> one of learned, residency, prefetch, deep-evict, release, scale, eager, interference,
-//   edf, typical, collisions, cold (docs/scheduling.md explains each).
+//   edf, typical, collisions, cold, rescue (docs/scheduling.md explains each).
 // Errors: unknown name or idea, or a config without GPUs.
 MakeResult Make(std::string_view name, const PolicyConfig& config);
 
