@@ -172,6 +172,24 @@ TEST(Engine, WarmRoutingSendsARequestToAnIdleResidentInstance) {
   }
 }
 
+// SimOptions::record_requests: each request's GPU and first grant (for --exact-detail). The
+// second request waits for the first (8 ms restore + 2 ms overhead, then 5 ms) on GPU 0.
+TEST(Engine, RecordsEachRequestsGpuAndStart) {
+  SimWorkload w{{Fn(8, 5'000, 100'000)}, {{0, 0, 5'000}, {1'000, 0, 5'000}}};
+  SimOptions o;
+  o.gpus.assign(1, Gpu());
+  o.record_requests = true;
+  policy::PolicyConfig c;
+  c.gpus = o.gpus;
+  const RunResult r = Simulate(w, o, *policy::Make("keepalive", c).policy);
+  ASSERT_EQ(r.request_gpu.size(), 2u);
+  EXPECT_EQ(r.request_gpu[0], 0);
+  EXPECT_EQ(r.request_start[0], 10'000);
+  EXPECT_EQ(r.request_start[1], 15'000);
+  o.record_requests = false;
+  EXPECT_TRUE(Simulate(w, o, *policy::Make("keepalive", c).policy).request_gpu.empty());
+}
+
 // A busy warm instance is not preferred over an idle cold one (its own queue would delay the
 // request): the second request arrives while instance 1 still runs the first.
 TEST(Engine, WarmRoutingPrefersAnIdleInstanceOverABusyWarmOne) {

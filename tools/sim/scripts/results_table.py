@@ -34,6 +34,27 @@ def cause_row(r):
         r["policy"], late / n, " | ".join("{:.2f}".format(r["late_causes"][c] / n) for c in CAUSES))
 
 
+LIMIT_HEADER = ("| policy | SLO − ceiling (points) | busy % | GPU-s | × lower bound |\n"
+                "|---|---:|---:|---:|---:|")
+
+
+def limit_row(r):
+    return "| {} | {:+.2f} | {:.1f} | {:.0f} | {:.1f} |".format(
+        r["policy"], r["ceiling_gap_points"], 100 * r["busy_share"], r["gpu_seconds"],
+        r["gpu_time_over_bound"])
+
+
+def bounds_line(path):
+    with open(path) as f:
+        b = json.load(f).get("bounds")
+    if not b:
+        return None
+    return ("GPU-time lower bound {:.0f} GPU-s = max(busy {:.0f}, memory {:.0f}, of which {:.0f} "
+            "held between requests; {} instances cannot always be restored in time)".format(
+                b["lower_bound_gpu_seconds"], b["busy_seconds"], b["memory_seconds"],
+                b["hold_seconds"], b["unswappable_functions"]))
+
+
 def workload(d, name):
     runs = load(os.path.join(d, name + ".json"))
     proxy = load(os.path.join(d, name + "-proxy.json"))
@@ -70,6 +91,13 @@ def main():
         print(CAUSE_HEADER)
         for r in runs + proxy:
             print(cause_row(r))
+        line = bounds_line(os.path.join(d, name + ".json"))
+        if line:
+            print("\nAgainst the limits ({}):\n".format(line))
+            print(LIMIT_HEADER)
+            for r in runs + proxy:
+                if "ceiling_gap_points" in r:
+                    print(limit_row(r))
         print("\naggressive vs keepalive: {:+.1f}% GPU time (SLO {:.2f}% vs {:.2f}%); "
               "vs proxy-swap (pool {}): {:+.1f}% cost (SLO {:.2f}% vs {:.2f}%)\n".format(
                   -s["vs_keep"], s["agg_slo"], s["keep_slo"], s["pool"], -s["vs_proxy"],

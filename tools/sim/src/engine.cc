@@ -70,6 +70,10 @@ class Engine {
     result_.policy = std::string(p.name());
     result_.requests = w.requests.size();
     result_.latencies.assign(w.requests.size(), -1);
+    if (o.record_requests) {
+      result_.request_gpu.assign(w.requests.size(), -1);
+      result_.request_start.assign(w.requests.size(), -1);
+    }
     for (const Outage& out : o.outages) {
       if (out.gpu >= gpus_.size() || out.to <= out.from) continue;
       changes_.push_back({out.from, out.gpu, false});
@@ -414,6 +418,10 @@ class Engine {
       ClassifyLate(fn, idx);
     }
     result_.latencies[idx] = latency;
+    if (o_.record_requests) {
+      result_.request_gpu[idx] = static_cast<int>(e.g);
+      result_.request_start[idx] = fn.grant_at;
+    }
     const Duration used = fn.burst_exec;
     if (!fn.pending.empty()) StartHead(fn, now_, w_.requests[fn.pending.front()].exec);
     Deliver(e.at, policy::BurstEnd{e.f, e.g, used});

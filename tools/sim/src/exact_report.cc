@@ -126,6 +126,17 @@ std::vector<ExactRow> GradeAgainstExact(const SimWorkload& workload, const SimOp
     SimOptions small = options;
     small.gpus.resize(static_cast<size_t>(gpus));
     small.record_timeline = false;
+    small.record_requests = exact.detail;
+    if (exact.detail) {
+      for (size_t i = 0; i < inst.requests.size(); ++i) {
+        const SimRequest& r = inst.requests[i];
+        const policy::FunctionSpec& f = inst.functions[r.function];
+        std::fprintf(stderr, "exact:   r%zu f%u %s at %.0f ms, exec %.0f ms, slo %.0f ms: optimum gpu %d start %.0f ms\n",
+                     i, r.function, f.model.c_str(), static_cast<double>(r.arrival) / 1000,
+                     static_cast<double>(r.exec) / 1000, static_cast<double>(f.slo) / 1000,
+                     opt.gpu[i], static_cast<double>(opt.start[i] * step) / 1000);
+      }
+    }
     policy::PolicyConfig config;
     config.gpus = small.gpus;
     const double opt_seconds = static_cast<double>(opt.cost * step) / policy::kUsPerSecond;
@@ -134,6 +145,17 @@ std::vector<ExactRow> GradeAgainstExact(const SimWorkload& workload, const SimOp
       auto made = policy::Make(policies[p], config);
       if (!made.ok()) continue;
       const RunResult r = Simulate(inst, small, *made.policy, /*measure_policy_time=*/true);
+      if (exact.detail) {
+        std::string line;
+        for (size_t i = 0; i < inst.requests.size(); ++i) {
+          const bool late = r.latencies[i] < 0 || r.latencies[i] > inst.functions[inst.requests[i].function].slo;
+          line += fmt::format(" r{}:g{}@{:.0f}+{:.0f}{}", i, r.request_gpu[i],
+                              static_cast<double>(r.request_start[i] - inst.requests[i].arrival) / 1000,
+                              static_cast<double>(r.latencies[i]) / 1000, late ? "LATE" : "");
+        }
+        std::fprintf(stderr, "exact:   %s: %.2f GPU-s to last use (optimum %.2f):%s\n", policies[p].c_str(),
+                     r.gpu_seconds_to_last_use, opt_seconds, line.c_str());
+      }
       const auto eff = [&](double seconds) {
         return seconds > 0 ? static_cast<double>(r.on_time) / seconds : 0.0;
       };

@@ -150,6 +150,8 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--exact-steps", exact_options.max_steps, "--exact: most time steps per window")
       ->check(CLI::PositiveNumber);
+  app.add_flag("--exact-detail", exact_options.detail,
+               "--exact: print every window's schedules (the optimum's, each policy's) on stderr");
   app.add_flag("--quiet", quiet, "no table on stdout");
   int nodes = 0;
   app.add_option("--nodes", nodes,

@@ -68,6 +68,9 @@ struct SimOptions {
   // requests; the lowest-numbered among equals, the request's own instance first. Without it
   // each request goes to the instance it names.
   bool warm_routing = false;
+  // Record each request's GPU and first grant (RunResult::request_gpu, request_start): for
+  // comparing a policy's schedule with the exact optimum's, window by window.
+  bool record_requests = false;
 };
 
 struct RunResult {
@@ -114,6 +117,10 @@ struct RunResult {
   uint64_t rerouted = 0;  // warm_routing: requests sent to another instance than they named
   Time end_time = 0;
   std::vector<Duration> latencies;  // per request, by index; -1: never completed
+  // With SimOptions::record_requests, per request: the GPU that ran it and its first grant
+  // (-1: never completed); else empty.
+  std::vector<int> request_gpu;
+  std::vector<Time> request_start;
   std::vector<std::pair<Time, int>> timeline;      // (time, active GPUs) at every change
 };
 

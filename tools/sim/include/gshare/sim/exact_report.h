@@ -34,6 +34,10 @@ struct ExactOptions {
   // Discretise with relaxed rounding (policy::Discretize): the optimum then bounds every
   // policy; with safe rounding it may serve fewer requests than a policy does.
   bool relaxed = true;
+  // Print every window's schedules on stderr: per request its model, arrival, execution and
+  // SLO; the optimum's GPU and start; each policy's GPU, start and latency (late marked): to
+  // compare, window by window, what the optimum does with what a policy does.
+  bool detail = false;
 };
 
 struct ExactRow {
