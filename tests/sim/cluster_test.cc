@@ -75,7 +75,9 @@ TEST(Cluster, NodesWithoutFreeUnitsAreFilteredOut) {
 // would make it 0.6 and goes to the next node; most-allocated would put all three together.
 TEST(Cluster, GshareScoreKeepsPredictedBusyUnderTheCap) {
   const SimWorkload w = Instances(3, 1, 400);
-  const Placement p = PlaceInstances(w, Cluster(3, NodeScore::kGshare));
+  ClusterOptions o = Cluster(3, NodeScore::kGshare);
+  o.busy_cap = 0.5;
+  const Placement p = PlaceInstances(w, o);
   EXPECT_EQ(p.node_of[0], 0);
   EXPECT_EQ(p.node_of[1], 0);
   EXPECT_EQ(p.node_of[2], 1);

@@ -36,7 +36,9 @@ struct ClusterOptions {
   uint64_t unit_bytes = 1ull << 30;  // one vGPU-memory unit (the extended resource's quantum)
   double overcommit = 4.0;       // units a node advertises: its GPU memory x this / unit_bytes
   NodeScore score = NodeScore::kLeastAllocated;
-  double busy_cap = 0.5;         // gshare score: most predicted busy share per node
+  // gshare score: most predicted busy share per node. 0.2: about what aggressive runs its GPUs
+  // at on the synthetic workloads (docs/scheduling.md, "Several nodes": 0.1-0.5 measured).
+  double busy_cap = 0.2;
 };
 
 struct Placement {
