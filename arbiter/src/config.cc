@@ -211,8 +211,9 @@ const std::map<std::string, Key>& Keys() {
            return {};
          },
         "PATH",
-        "control socket for gshare-ctl and gshare-top; 'off' disables it (default: control.sock "
-        "next to the registration socket)"}},
+        "control socket for gshare-ctl and gshare-top, in a directory tenants are not given; 'off' "
+        "disables it (default /run/gshare-operator/control.sock; control.sock next to a "
+        "registration socket configured elsewhere)"}},
       {"control_socket_mode",
        {[](ArbiterConfig& c, const std::string& v) { return SetMode(c.control_socket_mode, v); },
         "MODE",
@@ -359,7 +360,9 @@ const std::map<std::string, Key>& Keys() {
            c.event_ring_path = v;
            return {};
          },
-        "PATH", "file of the node event ring, for gshare-trace (default none)"}},
+        "PATH",
+        "file of the node event ring, for gshare-trace, in a directory tenants are not given "
+        "(default none; the example configuration: /run/gshare-operator/events)"}},
       {"event_ring_capacity",
        {[](ArbiterConfig& c, const std::string& v) -> std::string {
            uint64_t n = 0;
@@ -518,6 +521,7 @@ std::string FlagName(const std::string& key) {
 std::string ControlSocketPath(const ArbiterConfig& config) {
   if (config.control_socket == "off") return {};
   if (!config.control_socket.empty()) return config.control_socket;
+  if (config.socket_path == kDefaultSocketPath) return kDefaultControlSocketPath;
   const auto slash = config.socket_path.rfind('/');
   const std::string dir = slash == std::string::npos ? "." : config.socket_path.substr(0, slash);
   return (dir.empty() ? std::string("/") : dir + "/") + "control.sock";

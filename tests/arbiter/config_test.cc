@@ -179,7 +179,7 @@ TEST(ArbiterConfig, ShippedExampleParses) {
   ASSERT_TRUE(r.ok()) << r.error;
   EXPECT_EQ(r.config.socket_path, "/run/gshare/arbiter.sock");
   EXPECT_EQ(r.config.metrics_address.address, "127.0.0.1:9464");
-  EXPECT_EQ(r.config.event_ring_path, "/run/gshare/events");
+  EXPECT_EQ(r.config.event_ring_path, "/run/gshare-operator/events");
   EXPECT_EQ(r.config.event_ring_mode, 0600u);
 }
 

@@ -89,7 +89,7 @@ int main(int argc, char** argv) {
   CLI::App app{"gshare-trace: the arbiter's event ring as a Perfetto trace"};
   app.require_subcommand(1);
   trace::CaptureOptions capture;
-  capture.ring_path = "/run/gshare/events";
+  capture.ring_path = "/run/gshare-operator/events";  // the example configuration's
   std::string duration = "10s";
   std::string out_path = "trace.json";
 

@@ -55,9 +55,17 @@ std::string CheckMetricsExposure(const MetricsConfig& metrics);
 // 127.0.0.0/8, ::1.
 bool IsLoopbackHost(const std::string& host);
 
+// The default layout (docs/operating.md, "Directories"): the tenant-facing directory
+// /run/gshare holds only the registration socket, so that it can be given to tenants (a
+// container's bind mount); the control socket and the event ring live in the operator-only
+// /run/gshare-operator, never given to tenants.
+inline constexpr const char* kDefaultSocketPath = "/run/gshare/arbiter.sock";
+inline constexpr const char* kDefaultControlSocketPath = "/run/gshare-operator/control.sock";
+inline constexpr const char* kDefaultEventRingPath = "/run/gshare-operator/events";
+
 struct ArbiterConfig {
   // Registration socket (`socket`, --socket). Its directory must exist.
-  std::string socket_path = "/run/gshare/arbiter.sock";
+  std::string socket_path = kDefaultSocketPath;
   // Permission bits of the socket file (`socket_mode`: an octal string "0666"/"666", or a TOML
   // integer written in octal, 0o666; other integers are refused).
   mode_t socket_mode = 0666;
@@ -147,7 +155,8 @@ struct ArbiterConfig {
   std::vector<uint32_t> allowed_uids;
   std::vector<uint32_t> allowed_gids;
   // Control socket for gshare-ctl / gshare-top (`control_socket`, --control-socket); "" = the
-  // registration socket's directory + "/control.sock"; "off" = no control socket.
+  // default: kDefaultControlSocketPath with the default registration socket, else control.sock
+  // beside a registration socket configured elsewhere; "off" = no control socket.
   std::string control_socket;
   // Permission bits of the control socket file (`control_socket_mode`); access is decided by
   // the peer's uid and groups below, so the default lets anyone connect and be refused.

@@ -13,8 +13,9 @@
 
 namespace gshare::arbiter {
 
-// Default path of the control socket (next to the default registration socket).
-inline constexpr const char* kDefaultControlSocket = "/run/gshare/control.sock";
+// Default path of the control socket: the arbiter's default (config.h), in the operator-only
+// directory, never in the tenant-facing one.
+inline constexpr const char* kDefaultControlSocket = "/run/gshare-operator/control.sock";
 
 // Sends `request` to the control socket at `path` and returns the reply object.
 // Errors: kUnavailable when nothing listens at `path` (the arbiter is not running: no socket
