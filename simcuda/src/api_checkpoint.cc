@@ -8,6 +8,7 @@
 //   Checkpoint, Restore                    10 s + twice the time every device's whole capacity
 //                                          takes over its link, + the reply bound
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -23,6 +24,7 @@
 #include "api.h"
 #include "checkpoint.h"
 #include "driver.h"
+#include "log.h"
 #include "sim_clock.h"
 
 namespace {
@@ -74,22 +76,29 @@ int WaitReadable(int fd, int64_t deadline_ms) {
   }
 }
 
-// One request over the connected-to-be socket `fd`; see Call.
-CUresult Exchange(int fd, const std::string& name, const simcuda::CheckpointRequest& req,
-                  simcuda::CheckpointReply* reply, int64_t bound_ms) {
+// One request over the connected-to-be socket `fd`, to the socket at `addr` that process `pid`
+// must serve; see Call.
+CUresult Exchange(int fd, const sockaddr_un& addr, socklen_t len, int pid,
+                  const simcuda::CheckpointRequest& req, simcuda::CheckpointReply* reply,
+                  int64_t bound_ms) {
   const int64_t deadline = bound_ms > 0 ? NowMs() + bound_ms : -1;
   if (bound_ms > 0) {
     // Bounds connect (a stopped target's full backlog) and send.
     timeval tv{static_cast<time_t>(bound_ms / 1000), static_cast<suseconds_t>(bound_ms % 1000 * 1000)};
     if (setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv) != 0) return CUDA_ERROR_OPERATING_SYSTEM;
   }
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::memcpy(addr.sun_path + 1, name.data(), name.size());
-  socklen_t len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0) {
+  if (connect(fd, reinterpret_cast<const sockaddr*>(&addr), len) != 0) {
     if (errno == EAGAIN || errno == EWOULDBLOCK) return CUDA_ERROR_TIMEOUT;  // backlog stayed full
     return CUDA_ERROR_INVALID_VALUE;  // not a process using simcuda
+  }
+  // The server is the process asked for (its pid as this process's namespace names it), not a
+  // file another process put there under its name.
+  ucred cred{};
+  socklen_t cred_len = sizeof cred;
+  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cred_len) != 0 || cred.pid != pid) {
+    simcuda::Log(simcuda::LogLevel::kWarn, "checkpoint socket of pid %d is served by pid %d: refused",
+                 pid, static_cast<int>(cred.pid));
+    return CUDA_ERROR_INVALID_VALUE;
   }
   if (send(fd, &req, sizeof req, MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof req)) {
     return errno == EAGAIN || errno == EWOULDBLOCK ? CUDA_ERROR_TIMEOUT : CUDA_ERROR_OPERATING_SYSTEM;
@@ -108,16 +117,28 @@ CUresult Exchange(int fd, const std::string& name, const simcuda::CheckpointRequ
 CUresult Call(int pid, simcuda::CheckpointOp op, const simcuda::CheckpointRequest* base,
               simcuda::CheckpointReply* reply, int64_t bound_ms) {
   if (pid <= 0) return CUDA_ERROR_INVALID_VALUE;
-  std::string name = simcuda::CheckpointSocketName(pid);
+  const std::string name = simcuda::CheckpointSocketNameOf(pid);
   if (name.empty()) return CUDA_ERROR_INVALID_VALUE;
+  // The node-wide directory as the target's mount namespace shows it: the kernel lets this
+  // process through only if it may inspect the target.
+  const std::string dir = "/proc/" + std::to_string(pid) + "/root" + simcuda::CheckpointDir();
+  const int dir_fd = open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd < 0) return errno == EACCES || errno == EPERM ? CUDA_ERROR_NOT_PERMITTED : CUDA_ERROR_INVALID_VALUE;
+  sockaddr_un addr{};
+  socklen_t len = 0;
+  const bool addressed = simcuda::SocketAddress(dir_fd, name, &addr, &len);
   simcuda::CheckpointRequest req{};
   if (base != nullptr) req = *base;
   req.magic = simcuda::kCheckpointMagic;
   req.op = static_cast<uint32_t>(op);
-  const int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-  if (fd < 0) return CUDA_ERROR_OPERATING_SYSTEM;
-  const CUresult result = Exchange(fd, name, req, reply, bound_ms);
+  const int fd = addressed ? socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0) : -1;
+  if (fd < 0) {
+    close(dir_fd);
+    return CUDA_ERROR_OPERATING_SYSTEM;
+  }
+  const CUresult result = Exchange(fd, addr, len, pid, req, reply, bound_ms);
   close(fd);
+  close(dir_fd);
   return result;
 }
 

@@ -2,6 +2,8 @@
 // state and the lock that blocks driver calls (see checkpoint.h). A request whose caller has
 // already hung up (its bounded call timed out, e.g. while this process was stopped) is skipped,
 // and a Lock whose caller left while it drained is undone.
+#include <dirent.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -33,6 +35,8 @@ struct Service {
   std::condition_variable cv;  // signalled when state returns to RUNNING
   int listen_fd = -1;
   std::atomic<int> tid{0};
+  std::string path;   // the socket file this process bound ("" = none)
+  int owner_pid = 0;  // the process that bound it (a forked child must not remove it)
 };
 
 Service& Svc() {
@@ -205,36 +209,70 @@ void Serve(int fd) {
 
 }  // namespace
 
-std::string CheckpointSocketName(int pid) {
-  uint64_t start = ProcessStartTime(pid);
-  if (start == 0) return "";
-  char name[80];
-  std::snprintf(name, sizeof name, "simcuda-ckpt-%d-%llu", pid, static_cast<unsigned long long>(start));
-  return name;
+namespace {
+
+// Removes the sockets killed processes of this pid namespace left in `dir` (a name whose pid
+// is gone or has another start time). Others' files are left: the directory is shared.
+void RemoveStaleSockets(const std::string& dir, uint64_t own_ns) {
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return;
+  const std::string prefix = "simcuda-ckpt-" + std::to_string(own_ns) + "-";
+  while (dirent* e = readdir(d)) {
+    if (std::strncmp(e->d_name, prefix.c_str(), prefix.size()) != 0) continue;
+    int pid = 0;
+    unsigned long long start = 0;
+    if (std::sscanf(e->d_name + prefix.size(), "%d-%llu", &pid, &start) != 2) continue;
+    if (ProcessStartTime(pid) == start) continue;
+    if (unlinkat(dirfd(d), e->d_name, 0) == 0) Log(LogLevel::kDebug, "removed stale %s", e->d_name);
+  }
+  closedir(d);
 }
+
+}  // namespace
 
 void StartCheckpointService() {
   Service& s = Svc();
   if (s.listen_fd >= 0) close(s.listen_fd);  // inherited across fork: the child serves its own
   s.listen_fd = -1;
+  s.path.clear();
   s.state.store(CU_PROCESS_STATE_RUNNING);
-  std::string name = CheckpointSocketName(static_cast<int>(getpid()));
+  const std::string dir = CheckpointDir();
+  const uint64_t pid_ns = PidNamespaceOf("/proc/self/ns/pid");
+  const uint64_t start = StartTimeOf("/proc/self/stat");
+  if (pid_ns == 0 || start == 0) {
+    Log(LogLevel::kWarn, "checkpoint service unavailable: /proc/self does not name this process");
+    return;
+  }
+  RemoveStaleSockets(dir, pid_ns);
+  const std::string name = CheckpointSocketName(pid_ns, static_cast<int>(getpid()), start);
+  const int dir_fd = open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
   int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-  if (fd < 0 || name.empty()) {
-    if (fd >= 0) close(fd);
-    return;
-  }
   sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::memcpy(addr.sun_path + 1, name.data(), name.size());  // abstract: leading NUL
-  socklen_t len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0 || listen(fd, 8) != 0) {
-    Log(LogLevel::kWarn, "checkpoint service unavailable: %s", std::strerror(errno));
-    close(fd);
+  socklen_t len = 0;
+  if (dir_fd < 0 || fd < 0 || !SocketAddress(dir_fd, name, &addr, &len)) {
+    Log(LogLevel::kWarn, "checkpoint service unavailable: %s: %s", dir.c_str(), std::strerror(errno));
+    if (fd >= 0) close(fd);
+    if (dir_fd >= 0) close(dir_fd);
     return;
   }
+  unlinkat(dir_fd, name.c_str(), 0);  // a file of this very process: left by nothing alive
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0 || listen(fd, 8) != 0) {
+    Log(LogLevel::kWarn, "checkpoint service unavailable: %s/%s: %s", dir.c_str(), name.c_str(),
+        std::strerror(errno));
+    close(fd);
+    close(dir_fd);
+    return;
+  }
+  close(dir_fd);
   s.listen_fd = fd;
+  s.path = dir + "/" + name;
+  s.owner_pid = static_cast<int>(getpid());
   std::thread(Serve, fd).detach();
+}
+
+void RemoveCheckpointSocket() {
+  Service& s = Svc();
+  if (!s.path.empty() && s.owner_pid == static_cast<int>(getpid())) unlink(s.path.c_str());
 }
 
 void WaitIfLocked() {

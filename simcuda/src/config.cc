@@ -130,6 +130,7 @@ bool ParseTomlConfig(std::string_view toml_text, Config* config, std::string* er
   const toml::table& root = parsed.table();
   if (auto scale = root["time_scale"].value<double>()) config->time_scale = *scale;
   if (auto reg = root["registry"].value<std::string>()) config->registry_name = *reg;
+  if (auto dir = root["dir"].value<std::string>()) config->dir = *dir;
   const toml::array* list = root["device"].as_array();
   if (list == nullptr) return true;
   config->devices.clear();
@@ -226,6 +227,12 @@ std::optional<Config> LoadConfigFromEnvironment(std::string* error) {
     config.registry_name = name;
   }
   if (config.registry_name.front() != '/') config.registry_name.insert(0, "/");
+  if (const char* dir = std::getenv("SIMCUDA_DIR"); dir != nullptr && *dir != '\0') config.dir = dir;
+  if (config.dir.empty() || config.dir.front() != '/') {
+    *error = "SIMCUDA_DIR must be an absolute path, not '" + config.dir + "'";
+    return std::nullopt;
+  }
+  while (config.dir.size() > 1 && config.dir.back() == '/') config.dir.pop_back();
   return config;
 }
 

@@ -1,6 +1,6 @@
 // simcuda's configuration: the simulated devices and the time model, read once from the
 // environment (SIMCUDA_DEVICES or the TOML file named by SIMCUDA_CONFIG, SIMCUDA_LINK_GBPS,
-// SIMCUDA_TIME_SCALE, SIMCUDA_REGISTRY). The syntax is documented in docs/simcuda.md.
+// SIMCUDA_TIME_SCALE, SIMCUDA_REGISTRY, SIMCUDA_DIR). The syntax is documented in docs/simcuda.md.
 #ifndef SIMCUDA_SRC_CONFIG_H_
 #define SIMCUDA_SRC_CONFIG_H_
 
@@ -33,6 +33,12 @@ struct Config {
   double time_scale = 1.0;
   // Name of the shared-memory device registry ("/simcuda-..."); derived when not configured.
   std::string registry_name;
+  // SIMCUDA_DIR (TOML `dir`): the node-wide directory of the registry file and of every
+  // process's checkpoint socket, an absolute path. The simulated GPUs are those of the processes
+  // that see the same directory: a container with a private /dev/shm gets the node's by
+  // mounting a directory named here (docs/simcuda.md, "Containers").
+  std::string dir = kDefaultDir;
+  static constexpr const char* kDefaultDir = "/dev/shm";
   // SIMCUDA_POPULATE=1: device memory is populated when allocated/mapped (as physical GPU memory
   // is), so first touches inside timed copies do not page-fault. Off by default: simulated
   // devices may be larger than the host's memory.

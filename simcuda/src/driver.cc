@@ -39,19 +39,26 @@ CUuuid MakeUuid(const std::string& registry, uint64_t memory_bytes, int ordinal)
 }  // namespace
 
 void StartCheckpointService();  // checkpoint_service.cc
+void RemoveCheckpointSocket();  // checkpoint_service.cc
 
 namespace {
-// fork(): the child must not share its parent's registry slot or checkpoint socket. Nothing is
-// done in the fork handler itself (only async-signal-safe work is allowed there, and most
-// children exec at once); the child's next cuInit re-attaches.
+// fork(): the child must not share its parent's registry slot or checkpoint socket. Only
+// async-signal-safe work is allowed in the fork handler (and most children exec at once); the
+// child's next cuInit re-attaches.
+// The one thing done at once is closing the inherited registry descriptor (async-signal-safe),
+// so that a killed parent's slot is freed while a child that never uses CUDA lives on.
 std::atomic<bool> g_forked{false};
-void AfterForkInChild() { g_forked.store(true); }
+void AfterForkInChild() {
+  g_forked.store(true);
+  if (DriverState* d = g_driver.load(); d != nullptr && d->registry) d->registry->ForgetParentAfterFork();
+}
 
 // At normal exit the process's device memory goes back to the registry at once (a killed
 // process's is reclaimed by the next process that attaches or runs short).
 void DetachAtExit() {
   DriverState* d = g_driver.load();
   if (d != nullptr && d->registry) d->registry->Detach();
+  RemoveCheckpointSocket();
 }
 }  // namespace
 
@@ -84,7 +91,8 @@ CUresult InitDriver() {
     capacities.push_back(spec.memory_bytes);
     state->devices.push_back({spec, CUuuid{}, 0x17 + static_cast<int>(i)});
   }
-  state->registry = Registry::Open(state->config.registry_name, capacities, state->config.time_scale, &error);
+  state->registry = Registry::Open(state->config.registry_name, capacities, state->config.time_scale, &error,
+                                   state->config.dir);
   if (!state->registry) {
     Log(LogLevel::kError, "%s", error.c_str());
     g_init_result = CUDA_ERROR_OPERATING_SYSTEM;

@@ -2,7 +2,6 @@
 #include "registry.h"
 
 #include <fcntl.h>
-#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -10,6 +9,7 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 
@@ -31,9 +31,10 @@ struct alignas(64) SharedDevice {
 
 struct alignas(64) SharedProcess {
   std::atomic<uint32_t> state;
-  std::atomic<int32_t> pid;
+  std::atomic<int32_t> pid;           // in the owner's own pid namespace (logs, socket names)
   std::atomic<uint64_t> start_time;
-  uint64_t reserved[6];
+  std::atomic<uint64_t> pid_ns;       // inode of the owner's pid namespace
+  uint64_t reserved[5];
   std::atomic<uint64_t> used[kMaxDevices];
 };
 
@@ -55,9 +56,26 @@ static_assert(offsetof(Registry::Shared, devices) == 64);
 static_assert(offsetof(Registry::Shared, processes) == 64 + 64 * kMaxDevices);
 static_assert(sizeof(Registry::Shared) == 64 + 64 * kMaxDevices + 192 * kMaxProcesses);
 
+// Liveness locks live past the end of the file (a lock may cover any offset).
+inline constexpr off_t kSlotLockBase = sizeof(Registry::Shared);
+
 uint64_t ProcessStartTime(int pid) {
   char path[64];
   std::snprintf(path, sizeof path, "/proc/%d/stat", pid);
+  return StartTimeOf(path);
+}
+
+uint64_t PidNamespaceOf(const char* ns_link) {
+  char target[64];
+  const ssize_t n = readlink(ns_link, target, sizeof target - 1);
+  if (n <= 0) return 0;
+  target[n] = '\0';
+  // "pid:[4026531836]"
+  const char* open_bracket = std::strchr(target, '[');
+  return open_bracket == nullptr ? 0 : std::strtoull(open_bracket + 1, nullptr, 10);
+}
+
+uint64_t StartTimeOf(const char* path) {
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return 0;
   char buf[1024];
@@ -78,13 +96,6 @@ uint64_t ProcessStartTime(int pid) {
 
 namespace {
 
-bool OwnerAlive(int pid, uint64_t start_time) {
-  if (pid <= 0) return false;
-  if (kill(pid, 0) != 0 && errno == ESRCH) return false;
-  uint64_t now = ProcessStartTime(pid);
-  return now != 0 && now == start_time;
-}
-
 void SleepMs(int ms) {
   timespec ts{0, ms * 1000000L};
   nanosleep(&ts, nullptr);
@@ -94,29 +105,31 @@ void SleepMs(int ms) {
 
 std::unique_ptr<Registry> Registry::Open(const std::string& name,
                                          const std::vector<uint64_t>& capacities, double time_scale,
-                                         std::string* error) {
+                                         std::string* error, const std::string& dir) {
   if (capacities.empty() || capacities.size() > kMaxDevices) {
     *error = "bad device count";
     return nullptr;
   }
+  const std::string path = dir + (name.front() == '/' ? "" : "/") + name;
   bool creator = false;
   int fd = -1;
   for (int attempt = 0; attempt < 2 && fd < 0; ++attempt) {
-    fd = shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    fd = open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd >= 0) {
       creator = true;
       if (ftruncate(fd, sizeof(Shared)) != 0) {
-        *error = std::string("ftruncate registry: ") + std::strerror(errno);
+        *error = "ftruncate device registry " + path + ": " + std::strerror(errno);
         close(fd);
-        shm_unlink(name.c_str());
+        unlink(path.c_str());
         return nullptr;
       }
     } else if (errno == EEXIST) {
-      fd = shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0600);
+      fd = open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
     }
   }
   if (fd < 0) {
-    *error = "cannot open device registry " + name + ": " + std::strerror(errno);
+    *error = "cannot open device registry " + path + ": " + std::strerror(errno) +
+             (errno == ENOENT ? " (SIMCUDA_DIR must name an existing directory)" : "");
     return nullptr;
   }
   // A creator may still be sizing the segment.
@@ -126,14 +139,20 @@ std::unique_ptr<Registry> Registry::Open(const std::string& name,
     SleepMs(1);
   }
   if (static_cast<size_t>(st.st_size) < sizeof(Shared)) {
-    *error = "device registry " + name + " has the wrong size (another simcuda version?)";
+    *error = "device registry " + path + " has the wrong size (another simcuda version?)";
+    close(fd);
+    return nullptr;
+  }
+  if (st.st_uid != geteuid() && geteuid() != 0) {
+    *error = "device registry " + path + " belongs to uid " + std::to_string(st.st_uid) +
+             ", not to this process's uid " + std::to_string(geteuid());
     close(fd);
     return nullptr;
   }
   void* mem = mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  close(fd);
   if (mem == MAP_FAILED) {
-    *error = std::string("mmap registry: ") + std::strerror(errno);
+    *error = "mmap device registry " + path + ": " + std::strerror(errno);
+    close(fd);
     return nullptr;
   }
   auto* shared = static_cast<Shared*>(mem);
@@ -149,13 +168,29 @@ std::unique_ptr<Registry> Registry::Open(const std::string& name,
     }
     if (shared->magic.load(std::memory_order_acquire) != kRegistryMagic ||
         shared->version != kRegistryVersion) {
-      *error = "device registry " + name + " is not initialised or has another version";
+      *error = "device registry " + path + " is not initialised or has another version";
       munmap(mem, sizeof(Shared));
+      close(fd);
       return nullptr;
     }
   }
+  // Liveness locks go on a description of their own that nothing maps: a mapping holds its
+  // description, and a forked child inherits the mapping, so a lock on the mapped one would
+  // outlive a killed parent for as long as any child it forked.
+  const int lock_fd = open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+  struct stat lock_st{};
+  if (lock_fd < 0 || fstat(lock_fd, &lock_st) != 0 || lock_st.st_ino != st.st_ino || lock_st.st_dev != st.st_dev) {
+    *error = "device registry " + path + " was replaced while it was opened";
+    if (lock_fd >= 0) close(lock_fd);
+    munmap(mem, sizeof(Shared));
+    close(fd);
+    return nullptr;
+  }
+  close(fd);
   std::unique_ptr<Registry> reg(new Registry());
   reg->shared_ = shared;
+  reg->path_ = path;
+  reg->fd_ = lock_fd;
   reg->ReclaimDead();
   if (!creator && reg->Idle()) {
     // Nobody uses the devices: this process's configuration replaces the previous user's
@@ -169,28 +204,59 @@ std::unique_ptr<Registry> Registry::Open(const std::string& name,
     }
   }
   if (!reg->ClaimSlot()) {
-    *error = "device registry " + name + " has no free process slot";
+    *error = "device registry " + path + " has no free process slot";
     return nullptr;
   }
-  Log(LogLevel::kDebug, "registry %s attached (slot %d, %s)", name.c_str(), reg->slot_,
+  Log(LogLevel::kDebug, "registry %s attached (slot %d, %s)", path.c_str(), reg->slot_,
       creator ? "created" : "existing");
   return reg;
 }
 
 Registry::~Registry() {
   if (shared_ != nullptr) munmap(shared_, sizeof(Shared));
+  if (fd_ >= 0) close(fd_);
+}
+
+bool Registry::LockSlot(int i, short type) const {
+  struct flock lock{};
+  lock.l_type = type;
+  lock.l_whence = SEEK_SET;
+  lock.l_start = kSlotLockBase + i;
+  lock.l_len = 1;
+  return fd_ >= 0 && fcntl(fd_, F_OFD_SETLK, &lock) == 0;
+}
+
+bool Registry::SlotOwnerAlive(int i) const {
+  if (fd_ < 0) return true;  // a forked child before re-attaching: cannot tell, assume alive
+  struct flock lock{};
+  lock.l_type = F_WRLCK;
+  lock.l_whence = SEEK_SET;
+  lock.l_start = kSlotLockBase + i;
+  lock.l_len = 1;
+  if (fcntl(fd_, F_OFD_GETLK, &lock) != 0) return true;
+  return lock.l_type != F_UNLCK;
 }
 
 bool Registry::ClaimSlot() {
   int pid = static_cast<int>(getpid());
-  uint64_t start = ProcessStartTime(pid);
+  uint64_t start = StartTimeOf("/proc/self/stat");
+  uint64_t pid_ns = PidNamespaceOf("/proc/self/ns/pid");
   for (int pass = 0; pass < 2; ++pass) {
     for (int i = 0; i < kMaxProcesses; ++i) {
       SharedProcess& p = shared_->processes[i];
       uint32_t expected = kFree;
       if (!p.state.compare_exchange_strong(expected, kClaiming, std::memory_order_acq_rel)) continue;
+      // A dead owner's lock is gone; a reclaimer that saw this slot kLive a moment ago
+      // re-checks the lock after its compare-and-swap, so the lock comes before kLive.
+      if (!LockSlot(i, F_WRLCK)) {
+        p.state.store(kFree, std::memory_order_release);
+        Log(LogLevel::kError, "cannot lock registry slot %d of %s: %s", i, path_.c_str(),
+            std::strerror(errno));
+        return false;
+      }
       p.pid.store(pid, std::memory_order_relaxed);
       p.start_time.store(start, std::memory_order_relaxed);
+      p.pid_ns.store(pid_ns, std::memory_order_relaxed);
       for (auto& u : p.used) u.store(0, std::memory_order_relaxed);
       p.state.store(kLive, std::memory_order_release);
       slot_ = i;
@@ -202,9 +268,21 @@ bool Registry::ClaimSlot() {
   return false;
 }
 
+void Registry::ForgetParentAfterFork() {
+  if (fd_ >= 0) close(fd_);
+  fd_ = -1;
+}
+
 void Registry::ReattachAfterFork() {
   slot_ = -1;
   detached_ = false;
+  if (fd_ >= 0) close(fd_);
+  fd_ = open(path_.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);  // a description of its own
+  if (fd_ < 0) {
+    Log(LogLevel::kError, "cannot reopen device registry %s after fork: %s", path_.c_str(),
+        std::strerror(errno));
+    return;
+  }
   ClaimSlot();
 }
 
@@ -216,6 +294,7 @@ void Registry::Detach() {
     if (bytes != 0) shared_->devices[d].used.fetch_sub(bytes, std::memory_order_acq_rel);
   }
   p.state.store(kFree, std::memory_order_release);
+  LockSlot(slot_, F_UNLCK);
 }
 
 bool Registry::Idle() const {
@@ -231,13 +310,11 @@ int Registry::ReclaimDead() {
     if (i == slot_) continue;
     SharedProcess& p = shared_->processes[i];
     if (p.state.load(std::memory_order_acquire) != kLive) continue;
-    if (OwnerAlive(p.pid.load(std::memory_order_relaxed), p.start_time.load(std::memory_order_relaxed))) {
-      continue;
-    }
+    if (SlotOwnerAlive(i)) continue;
     uint32_t expected = kLive;
     if (!p.state.compare_exchange_strong(expected, kReclaiming, std::memory_order_acq_rel)) continue;
     // Re-check: the slot may have been freed and re-claimed by a live process in between.
-    if (OwnerAlive(p.pid.load(std::memory_order_relaxed), p.start_time.load(std::memory_order_relaxed))) {
+    if (SlotOwnerAlive(i)) {
       p.state.store(kLive, std::memory_order_release);
       continue;
     }

@@ -89,5 +89,26 @@ TEST(Environment, CheckpointReplyBound) {
   EXPECT_EQ(Config{}.checkpoint_reply_ms, 1000);
 }
 
+// SIMCUDA_DIR (the node-wide registry directory): /dev/shm by default, an absolute path with
+// trailing slashes dropped; a relative one is an error naming the variable.
+TEST(Environment, NodeWideDirectory) {
+  std::string error;
+  ::unsetenv("SIMCUDA_DIR");
+  std::optional<Config> config = LoadConfigFromEnvironment(&error);
+  ASSERT_TRUE(config.has_value()) << error;
+  EXPECT_EQ(config->dir, "/dev/shm");
+  ::setenv("SIMCUDA_DIR", "/run/simcuda//", 1);
+  config = LoadConfigFromEnvironment(&error);
+  ASSERT_TRUE(config.has_value()) << error;
+  EXPECT_EQ(config->dir, "/run/simcuda");
+  ::setenv("SIMCUDA_DIR", "run/simcuda", 1);
+  EXPECT_FALSE(LoadConfigFromEnvironment(&error).has_value());
+  EXPECT_NE(error.find("SIMCUDA_DIR"), std::string::npos) << error;
+  ::unsetenv("SIMCUDA_DIR");
+  Config toml;
+  ASSERT_TRUE(ParseTomlConfig("dir = \"/srv/gpus\"\n", &toml, &error)) << error;
+  EXPECT_EQ(toml.dir, "/srv/gpus");
+}
+
 }  // namespace
 }  // namespace simcuda

@@ -115,6 +115,46 @@ TEST_F(RegistryTest, DeadProcessIsReclaimed) {
   close(ready[1]);
 }
 
+// Liveness is the kernel's lock on the owner's own open file description: a process killed while
+// a child it forked lives on (the child dropped its inherited descriptor, as the driver's fork
+// handler does) is dead, and its memory comes back.
+TEST_F(RegistryTest, KilledParentOfALiveForkedChildIsReclaimed) {
+  std::string error;
+  auto reg = Registry::Open(name_, {1000}, 1.0, &error);
+  ASSERT_TRUE(reg) << error;
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  pid_t parent = fork();
+  if (parent == 0) {
+    std::string e;
+    auto mine = Registry::Open(name_, {1000}, 1.0, &e);
+    bool ok = mine && mine->Reserve(0, 800);
+    pid_t child = fork();
+    if (child == 0) {
+      mine->ForgetParentAfterFork();
+      const int report = ok ? static_cast<int>(getpid()) : -1;
+      ssize_t w = write(ready[1], &report, sizeof report);
+      (void)w;
+      pause();
+      _exit(0);
+    }
+    pause();
+    _exit(0);
+  }
+  int child = 0;
+  ASSERT_EQ(read(ready[0], &child, sizeof child), static_cast<ssize_t>(sizeof child));
+  ASSERT_GT(child, 0);
+  EXPECT_EQ(reg->ReclaimDead(), 0);  // alive
+  kill(parent, SIGKILL);
+  waitpid(parent, nullptr, 0);
+  EXPECT_EQ(kill(child, 0), 0);
+  EXPECT_EQ(reg->ReclaimDead(), 1);  // its child still runs, holding nothing of it
+  EXPECT_EQ(reg->Used(0), 0u);
+  kill(child, SIGKILL);
+  close(ready[0]);
+  close(ready[1]);
+}
+
 TEST(ProcessStartTimeTest, KnowsLiveAndDeadProcesses) {
   EXPECT_NE(ProcessStartTime(getpid()), 0u);
   EXPECT_EQ(ProcessStartTime(0x7ffffff0), 0u);
