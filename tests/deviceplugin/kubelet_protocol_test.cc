@@ -15,6 +15,7 @@
 #include <thread>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <grpcpp/generic/generic_stub.h>
 
@@ -251,6 +252,48 @@ TEST_F(DevicePluginTest, CdiOnlyStrategyReturnsTheDeviceIdAndTheQuotaAlone) {
   EXPECT_EQ(c.mounts_size(), 0);
   EXPECT_EQ(c.cdi_devices(0).name(), "gshare.io/vgpu=vgpu");
 }
+
+#ifdef GSHARE_CDI_BIN
+// With the env strategy, a runtime without CDI gets exactly the env and mounts of the spec that
+// gshare-cdi generate wrote for the node.
+TEST_F(DevicePluginTest, EnvStrategyReturnsWhatGshareCdiWrote) {
+  const std::string tenant = dir_ / "tenant";
+  std::filesystem::create_directories(tenant);
+  const auto gen = RunTool(dir_, {GSHARE_CDI_BIN, "generate", "--output", dir_ / "gshare.json",
+                                  "--socket-dir", tenant, "--library", LIBGSHARE, "--force"});
+  ASSERT_EQ(gen.code, 0) << gen.err;
+  const auto spec = nlohmann::json::parse(ReadFile(dir_ / "gshare.json"));
+  ASSERT_NO_FATAL_FAILURE(StartNode({{"--device-list-strategy", "env"}}));
+  grpc::Status s;
+  const auto resp = Allocate(*client_, {{"gpu0-0", "gpu0-1"}}, &s);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  const auto& c = resp.container_responses(0);
+  EXPECT_EQ(c.cdi_devices_size(), 0);
+  EXPECT_EQ(c.envs().at("GSHARE_VGPU_MEMORY"), "512MiB");
+  size_t envs = 0, mounts = 0;
+  for (const auto& scope : {spec, spec["devices"][0]}) {
+    if (!scope.contains("containerEdits")) continue;
+    const auto& edits = scope["containerEdits"];
+    for (const auto& e : edits.value("env", nlohmann::json::array())) {
+      const std::string kv = e.get<std::string>();
+      const std::string key = kv.substr(0, kv.find('='));
+      ASSERT_TRUE(c.envs().contains(key)) << key;
+      EXPECT_EQ(c.envs().at(key), kv.substr(kv.find('=') + 1));
+      ++envs;
+    }
+    for (const auto& m : edits.value("mounts", nlohmann::json::array())) {
+      bool found = false;
+      for (const auto& got : c.mounts())
+        found |= got.host_path() == m["hostPath"] && got.container_path() == m["containerPath"];
+      EXPECT_TRUE(found) << m.dump();
+      ++mounts;
+    }
+  }
+  EXPECT_GE(envs, 2u) << "LD_PRELOAD and GSHARE_ARBITER_SOCKET at least";
+  EXPECT_EQ(static_cast<size_t>(c.mounts_size()), mounts);
+  EXPECT_EQ(c.envs().at("GSHARE_ARBITER_SOCKET"), tenant + "/arbiter.sock");
+}
+#endif
 
 TEST_F(DevicePluginTest, ImpossibleAndMalformedRequestsGetClearErrorsAndThePluginKeepsServing) {
   ASSERT_NO_FATAL_FAILURE(StartNode());
