@@ -69,10 +69,11 @@ size_t AccountedBytes(size_t bytes) {
 namespace {
 // Maps `bytes` of anonymous memory and records it.
 void* MapAndRecord(CUctx_st* ctx, size_t bytes, size_t mapped, MemKind kind, unsigned flags, int device,
-                   CUmemoryPool pool) {
+                   CUmemoryPool pool, bool low_address = false) {
   int populate = kind != MemKind::kHost && Driver()->config.populate ? MAP_POPULATE : 0;
-  void* p = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | populate,
-                 -1, 0);
+  const int low = low_address ? MAP_32BIT : 0;
+  void* p = mmap(nullptr, mapped, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | populate | low, -1, 0);
   if (p == MAP_FAILED) return nullptr;
   Allocation a;
   a.base = reinterpret_cast<uintptr_t>(p);
@@ -90,7 +91,7 @@ void* MapAndRecord(CUctx_st* ctx, size_t bytes, size_t mapped, MemKind kind, uns
 }  // namespace
 
 CUresult AllocateDeviceMemory(CUctx_st* ctx, size_t bytes, MemKind kind, unsigned flags,
-                              CUdeviceptr* out, int device, CUmemoryPool pool) {
+                              CUdeviceptr* out, int device, CUmemoryPool pool, bool low_address) {
   if (out == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (bytes == 0) return CUDA_ERROR_INVALID_VALUE;
   if (device < 0) device = ctx->device;
@@ -99,7 +100,7 @@ CUresult AllocateDeviceMemory(CUctx_st* ctx, size_t bytes, MemKind kind, unsigne
   if (!d->registry->Reserve(device, accounted)) {
     return d->registry->detached() ? CUDA_ERROR_DEINITIALIZED : CUDA_ERROR_OUT_OF_MEMORY;
   }
-  void* p = MapAndRecord(ctx, bytes, accounted, kind, flags, device, pool);
+  void* p = MapAndRecord(ctx, bytes, accounted, kind, flags, device, pool, low_address);
   if (p == nullptr) {
     d->registry->Release(device, accounted);
     return CUDA_ERROR_OUT_OF_MEMORY;

@@ -60,8 +60,11 @@ class AllocationTable {
 
 // Allocates `bytes` of device (or managed) memory owned by `ctx` on `device` (-1: ctx's
 // device): reserves capacity in the registry, then maps. OUT_OF_MEMORY when the device is full.
+// `low_address`: within the first 2 GiB of the address space (MAP_32BIT), so the pointer fits
+// the v1 entry points' 32-bit CUdeviceptr_v1; OUT_OF_MEMORY when that range is full.
 CUresult AllocateDeviceMemory(CUctx_st* ctx, size_t bytes, MemKind kind, unsigned flags,
-                              CUdeviceptr* out, int device = -1, CUmemoryPool pool = nullptr);
+                              CUdeviceptr* out, int device = -1, CUmemoryPool pool = nullptr,
+                              bool low_address = false);
 // Allocates page-locked host memory (plain here) owned by `ctx` (kind kHost).
 CUresult AllocateHostMemory(CUctx_st* ctx, size_t bytes, unsigned flags, void** out);
 // Frees a kHost allocation at exactly `ptr`.

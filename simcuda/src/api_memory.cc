@@ -1,5 +1,10 @@
 // Entry points: device memory allocation and queries (cuMemAlloc, cuMemAllocPitch, cuMemFree,
-// cuMemGetInfo, cuMemGetAddressRange, cuMemAllocManaged).
+// cuMemGetInfo, cuMemGetAddressRange, cuMemAllocManaged), in their current (_v2) form and the
+// v1 form a 64-bit driver still exports for CUDA 2.x callers (32-bit CUdeviceptr_v1 and sizes:
+// their memory is mapped below 2 GiB so its address fits, and sizes beyond 4 GiB read as
+// UINT_MAX), reached by dlsym("cuMemAlloc") or cuGetProcAddress with a cudaVersion before 3020.
+#include <limits>
+
 #include "allocations.h"
 #include "api.h"
 #include "context.h"
@@ -60,6 +65,73 @@ CUresult cuMemGetInfo_v2(size_t* free, size_t* total) {
   uint64_t used = reg.Used(ctx->device);
   *total = cap;
   *free = used >= cap ? 0 : cap - used;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemAlloc(CUdeviceptr_v1* dptr, unsigned int bytesize) {
+  if (dptr == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  CUctx_st* ctx = nullptr;
+  if (CUresult r = simcuda::GetCurrent(&ctx); r != CUDA_SUCCESS) return r;
+  simcuda::WaitIfLocked();
+  CUdeviceptr p = 0;
+  const CUresult r = simcuda::AllocateDeviceMemory(ctx, bytesize, simcuda::MemKind::kDevice, 0, &p,
+                                                   -1, nullptr, /*low_address=*/true);
+  if (r != CUDA_SUCCESS) return r;
+  if (p > std::numeric_limits<CUdeviceptr_v1>::max()) {  // MAP_32BIT not honoured
+    (void)simcuda::FreeDeviceMemory(p);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  *dptr = static_cast<CUdeviceptr_v1>(p);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemAllocPitch(CUdeviceptr_v1* dptr, unsigned int* pPitch, unsigned int WidthInBytes,
+                         unsigned int Height, unsigned int ElementSizeBytes) {
+  if (pPitch == nullptr || WidthInBytes == 0 || Height == 0) return CUDA_ERROR_INVALID_VALUE;
+  if (ElementSizeBytes != 4 && ElementSizeBytes != 8 && ElementSizeBytes != 16) return CUDA_ERROR_INVALID_VALUE;
+  const uint64_t pitch = (uint64_t{WidthInBytes} + 511) / 512 * 512;
+  if (pitch * Height > std::numeric_limits<unsigned int>::max()) return CUDA_ERROR_INVALID_VALUE;
+  const CUresult r = cuMemAlloc(dptr, static_cast<unsigned int>(pitch * Height));
+  if (r == CUDA_SUCCESS) *pPitch = static_cast<unsigned int>(pitch);
+  return r;
+}
+
+CUresult cuMemFree(CUdeviceptr_v1 dptr) { return cuMemFree_v2(dptr); }
+
+CUresult cuMemGetInfo(unsigned int* free, unsigned int* total) {
+  if (free == nullptr || total == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  size_t f = 0;
+  size_t t = 0;
+  const CUresult r = cuMemGetInfo_v2(&f, &t);
+  if (r != CUDA_SUCCESS) return r;
+  constexpr size_t kMax = std::numeric_limits<unsigned int>::max();
+  *free = static_cast<unsigned int>(f > kMax ? kMax : f);
+  *total = static_cast<unsigned int>(t > kMax ? kMax : t);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceTotalMem(unsigned int* bytes, CUdevice dev) {
+  if (bytes == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  size_t b = 0;
+  const CUresult r = cuDeviceTotalMem_v2(&b, dev);
+  if (r != CUDA_SUCCESS) return r;
+  constexpr size_t kMax = std::numeric_limits<unsigned int>::max();
+  *bytes = static_cast<unsigned int>(b > kMax ? kMax : b);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemGetAddressRange(CUdeviceptr_v1* pbase, unsigned int* psize, CUdeviceptr_v1 dptr) {
+  CUdeviceptr base = 0;
+  size_t size = 0;
+  const CUresult r = cuMemGetAddressRange_v2(&base, &size, dptr);
+  if (r != CUDA_SUCCESS) return r;
+  // A range that a 32-bit answer cannot describe (it was not allocated through a v1 call).
+  if (base > std::numeric_limits<CUdeviceptr_v1>::max() ||
+      size > std::numeric_limits<unsigned int>::max()) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  if (pbase != nullptr) *pbase = static_cast<CUdeviceptr_v1>(base);
+  if (psize != nullptr) *psize = static_cast<unsigned int>(size);
   return CUDA_SUCCESS;
 }
 
