@@ -3,7 +3,7 @@
 // simulated GPUs). On every visible device it copies data in, runs vector_add, saxpy, sgemm,
 // fill_u32 and checksum on two streams, copies results back, verifies them on the host and
 // prints a table. Exit status: 0 if every step succeeded and verified, 1 on a driver error or a
-// wrong result, 2 on bad arguments. Run it with scripts/demo.sh.
+// wrong result, 2 on bad arguments. tests/simcuda_kernels runs it on simcuda (docs/simcuda-kernels.md).
 #include <cuda.h>
 
 #include <cstdio>
