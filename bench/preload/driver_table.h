@@ -16,7 +16,11 @@ struct DriverTable {
   PFN_cuLaunchKernel_v4000 launch = nullptr;
   PFN_cuMemcpyHtoDAsync_v3020 htod_async = nullptr;
   PFN_cuMemcpyDtoHAsync_v3020 dtoh_async = nullptr;
+  PFN_cuMemcpyDtoDAsync_v3020 dtod_async = nullptr;
   PFN_cuMemsetD32Async_v3020 memset_async = nullptr;
+  PFN_cuMemsetD8Async_v3020 memset8_async = nullptr;
+  PFN_cuLaunchKernelEx_v11060 launch_ex = nullptr;
+  PFN_cuGraphLaunch_v10000 graph_launch = nullptr;
   PFN_cuEventRecord_v2000 event_record = nullptr;
   PFN_cuStreamWaitEvent_v3020 wait_event = nullptr;
   PFN_cuMemAlloc_v3020 alloc = nullptr;
@@ -37,7 +41,11 @@ inline DriverTable LoadDriverTable(void* handle) {
   LoadSymbol(handle, "cuLaunchKernel", &t.launch);
   LoadSymbol(handle, "cuMemcpyHtoDAsync_v2", &t.htod_async);
   LoadSymbol(handle, "cuMemcpyDtoHAsync_v2", &t.dtoh_async);
+  LoadSymbol(handle, "cuMemcpyDtoDAsync_v2", &t.dtod_async);
   LoadSymbol(handle, "cuMemsetD32Async", &t.memset_async);
+  LoadSymbol(handle, "cuMemsetD8Async", &t.memset8_async);
+  LoadSymbol(handle, "cuLaunchKernelEx", &t.launch_ex);
+  LoadSymbol(handle, "cuGraphLaunch", &t.graph_launch);
   LoadSymbol(handle, "cuEventRecord", &t.event_record);
   LoadSymbol(handle, "cuStreamWaitEvent", &t.wait_event);
   LoadSymbol(handle, "cuMemAlloc_v2", &t.alloc);

@@ -30,9 +30,19 @@ FAKE_EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr, const void*, size_t, CUst
 FAKE_EXPORT CUresult cuMemcpyDtoHAsync_v2(void*, CUdeviceptr, size_t, CUstream) {
   return CUDA_SUCCESS;
 }
+FAKE_EXPORT CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr, CUdeviceptr, size_t, CUstream) {
+  return CUDA_SUCCESS;
+}
 FAKE_EXPORT CUresult cuMemsetD32Async(CUdeviceptr, unsigned int, size_t, CUstream) {
   return CUDA_SUCCESS;
 }
+FAKE_EXPORT CUresult cuMemsetD8Async(CUdeviceptr, unsigned char, size_t, CUstream) {
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig*, CUfunction, void**, void**) {
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuGraphLaunch(CUgraphExec, CUstream) { return CUDA_SUCCESS; }
 FAKE_EXPORT CUresult cuEventRecord(CUevent, CUstream) { return CUDA_SUCCESS; }
 FAKE_EXPORT CUresult cuStreamWaitEvent(CUstream, CUevent, unsigned int) { return CUDA_SUCCESS; }
 

@@ -212,8 +212,9 @@ def stream_expression(export, params):
 def gen_forwarders(hooks, decls):
     lines = [HEADER,
              "// Forwarders for work-submitting calls: pass the submission gate, call the real driver.",
+             "// Each has a fast path (FastGatedCall, inlined) and its full path (Gated_<export>).",
              "#include <cuda.h>", "#include <cudaTypedefs.h>", "",
-             '#include "hooks/submission.h"', '#include "runtime/backtrace.h"', "",
+             '#include "hooks/submission.h"', "",
              'extern "C" {', ""]
     for export, (kind, _, _, _) in hooks.items():
         if kind != "gate":
@@ -223,14 +224,23 @@ def gen_forwarders(hooks, decls):
         if any(n is None for n in names):
             raise SystemExit(f"gen_hooks: cannot name the parameters of {export}({params})")
         args = ", ".join(names)
-        lines += [f"GSHARE_EXPORT CUresult {export}({params}) {{",
-                  "  const gshare::preload::SubmissionScope scope;",
-                  f'  if (!scope.admitted()) return gshare::preload::CheckResult(scope.error(), "{export}");',
-                  f"  scope.Note({stream_expression(export, params)}, "
-                  f"{'true' if export.endswith(('_ptsz', '_ptds')) else 'false'});",
-                  f"  const auto real_fn = scope.real().{export};",
-                  "  if (real_fn == nullptr) return scope.missing();",
-                  f'  return gshare::preload::CheckResult(real_fn({args}), "{export}");  // GSHARE_BACKTRACE',
+        per_thread = 'true' if export.endswith(('_ptsz', '_ptds')) else 'false'
+        stream = stream_expression(export, params)
+        lines += ["namespace {",
+                  f"[[gnu::noinline]] CUresult Gated_{export}({params}) {{",
+                  f'  return gshare::preload::GatedSubmission(  // GSHARE_BACKTRACE',
+                  f'      "{export}", {stream}, {per_thread},',
+                  "      [&](const gshare::preload::RealDriver& real) {",
+                  f"        const auto real_fn = real.{export};",
+                  f"        return real_fn != nullptr ? real_fn({args})",
+                  "                                  : gshare::preload::MissingEntryPoint(real);",
+                  "      });",
+                  "}",
+                  "}  // namespace",
+                  f"GSHARE_EXPORT CUresult {export}({params}) {{",
+                  f"  return gshare::preload::FastGatedCall<&gshare::preload::RealDriver::{export}, "
+                  f"&Gated_{export}, {per_thread}>(",
+                  f'      "{export}", {stream}{", " if args else ""}{args});',
                   "}", ""]
     lines.append('}  // extern "C"')
     return "\n".join(lines) + "\n"

@@ -93,6 +93,19 @@ TEST(HookTable, VariantRowsAreSortedAndKnown) {
   }
 }
 
+// Every exported ABI version of a hooked call is hooked: an old caller (cuGetProcAddress with
+// an early cudaVersion, dlsym of the unversioned name) never reaches the driver's own copy of a
+// call the shim counts or gates (before: the v1 cuMemAlloc, cuMemAllocPitch, cuMemFree,
+// cuMemGetInfo, cuMemGetAddressRange and cuIpcOpenMemHandle were the driver's).
+TEST(HookTable, EveryVersionOfAHookedCallIsHooked) {
+  for (const DriverVariant& v : HookedBaseVariants()) {
+    EXPECT_TRUE(v.hooked) << v.export_name << " (" << v.base << " v" << v.version
+                          << ") is exported by the driver but not hooked";
+  }
+  EXPECT_EQ(Select("cuMemAlloc", 3000, false), "cuMemAlloc");
+  EXPECT_TRUE(IsHookedExport("cuMemAlloc"));
+}
+
 TEST(HookTable, DocsListMatchesTheBuild) {
   if (const char* prebuilt = std::getenv("GSHARE_TEST_PREBUILT"); prebuilt && *prebuilt == '1') {
     GTEST_SKIP() << "GSHARE_TEST_PREBUILT=1: the build tree (generated hooks.md) is on the build "

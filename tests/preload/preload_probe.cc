@@ -30,6 +30,8 @@
 //                                      on their own streams (while a test swaps the vGPU)
 //   preload_probe memory-api           stream-ordered and pool allocations, pitch, pointer
 //                                      queries, the application's own VMM handles
+//   preload_probe accounting <async-frees|beyond-device|vmm-idiom|legacy> [arg]
+//                                      the quota's edges (probe/accounting.cc)
 //   preload_probe devices <linked|dlsym|procaddr|procaddr-ptds>
 //                                      the devices the program sees (count, ordinal 0 and 1, PCI
 //                                      bus id and peer queries), its context's device, where an
@@ -59,6 +61,7 @@ int main(int argc, char** argv) {
   if (mode == "lookup") return probe::Lookup();
   if (mode == "stress" && argc > 3) return probe::Stress(std::atoi(argv[2]), std::atoi(argv[3]));
   if (mode == "memory-api") return probe::MemoryApi();
+  if (mode == "accounting" && argc > 2) return probe::Accounting(argv[2], argc > 3 ? argv[3] : "");
   if (mode == "alloc" && argc > 2) return probe::Alloc(std::strtoull(argv[2], nullptr, 10));
   std::fprintf(stderr, "usage: see the comment at the top of preload_probe.cc\n");
   return 2;

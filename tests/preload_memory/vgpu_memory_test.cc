@@ -262,5 +262,49 @@ TEST_F(VgpuMemoryTest, StreamOrderedFreeIsReusedOnlyAfterTheStreamPassesIt) {
   EXPECT_EQ(mem.counters().used_bytes, 0u);
 }
 
+// Every quota check sees completed stream-ordered frees, not only Allocate and GetInfo: external
+// memory (cuMemCreate, cuMemAllocManaged, IPC imports) fits once the stream passed the frees,
+// without a GetInfo first (issue 17: cuMemCreate was refused after the whole quota had been
+// freed with cuMemFreeAsync).
+TEST_F(VgpuMemoryTest, CompletedStreamOrderedFreesAreSeenByExternalQuotaChecks) {
+  VgpuMemory mem(api_, Options(64 * kMiB));
+  const CUstream stream = FakeDriver::AppStream(1);
+  std::vector<CUdeviceptr> pieces(4);
+  for (CUdeviceptr& p : pieces) ASSERT_EQ(mem.AllocateAsync(16 * kMiB, stream, &p), CUDA_SUCCESS);
+  FakeDriver::HoldStream(stream);
+  for (CUdeviceptr p : pieces) ASSERT_EQ(mem.FreeAsync(p, stream), CUDA_SUCCESS);
+  EXPECT_EQ(mem.TrackExternal(ExternalKind::kAppVmm, 16 * kMiB), CUDA_ERROR_OUT_OF_MEMORY);
+  FakeDriver::ReleaseStream(stream);  // the stream passes the frees
+  EXPECT_EQ(mem.TrackExternal(ExternalKind::kAppVmm, 64 * kMiB), CUDA_SUCCESS);
+  EXPECT_EQ(mem.counters().pending_async_frees, 0u);
+  mem.UntrackExternal(ExternalKind::kAppVmm, 64 * kMiB);
+}
+
+// cuMemGetInfo's view bounded by the GPU: a total never above the device's, free never above what
+// the device can still give plus what the vGPU keeps mapped for reuse (issue 17: an 8 GiB quota
+// on a 4 GiB GPU reported 4 GiB free of 8 once the GPU was full).
+TEST_F(VgpuMemoryTest, InfoOnTheDeviceNeverPromisesMoreThanQuotaAndDevice) {
+  VgpuMemoryOptions o = Options(8 * kGiB);
+  o.keep_freed_bytes = 256 * kMiB;
+  VgpuMemory mem(api_, o);
+  size_t free_bytes = 0, total = 0;
+  mem.GetInfoOnDevice(4 * kGiB, 4 * kGiB, &free_bytes, &total);
+  EXPECT_EQ(total, 4 * kGiB);
+  EXPECT_EQ(free_bytes, 4 * kGiB);
+  CUdeviceptr p = 0;
+  ASSERT_EQ(mem.Allocate(64 * kMiB, &p), CUDA_SUCCESS);
+  mem.GetInfoOnDevice(0, 4 * kGiB, &free_bytes, &total);  // the GPU is full
+  EXPECT_EQ(free_bytes, 0u);
+  mem.GetInfo(&free_bytes, &total);  // the quota view alone still says 8 GiB - 64 MiB
+  EXPECT_EQ(free_bytes, 8 * kGiB - 64 * kMiB);
+  ASSERT_EQ(mem.Free(p), CUDA_SUCCESS);  // kept mapped: the vGPU's own, free for it
+  ASSERT_EQ(mem.counters().kept_bytes, 64 * kMiB);
+  mem.GetInfoOnDevice(0, 4 * kGiB, &free_bytes, &total);
+  EXPECT_EQ(free_bytes, 64 * kMiB);
+  mem.GetInfoOnDevice(16 * kGiB, 16 * kGiB, &free_bytes, &total);  // a quota below the GPU
+  EXPECT_EQ(total, 8 * kGiB);
+  EXPECT_EQ(free_bytes, 8 * kGiB);
+}
+
 }  // namespace
 }  // namespace gshare::memory

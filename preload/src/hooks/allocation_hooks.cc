@@ -57,9 +57,11 @@ GSHARE_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr) {
   if (dptr != 0) rt->SynchronizeBeforeFree();
   const CUresult r = mem->Free(dptr);
   if (r != CUDA_ERROR_INVALID_VALUE) return r;
-  // Not a vGPU allocation: managed memory is freed with cuMemFree too.
-  const auto managed = gshare::preload::ExternalTracker::Get().Take(
-      dptr, gshare::memory::ExternalKind::kManaged);
+  // Not a vGPU allocation: managed memory and the v1 cuMemAlloc's (legacy_alloc_hooks.cc) are
+  // freed with cuMemFree too.
+  auto& external = gshare::preload::ExternalTracker::Get();
+  auto managed = external.Take(dptr, gshare::memory::ExternalKind::kManaged);
+  if (!managed) managed = external.Take(dptr, gshare::memory::ExternalKind::kLegacy);
   if (!managed || rt->real().cuMemFree_v2 == nullptr) return r;
   const CUresult freed = rt->real().cuMemFree_v2(dptr);
   if (freed == CUDA_SUCCESS) {

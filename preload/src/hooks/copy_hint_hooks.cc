@@ -13,7 +13,6 @@
 
 using gshare::preload::RealDriver;
 using gshare::preload::Runtime;
-using gshare::preload::SubmissionScope;
 
 namespace {
 
@@ -66,12 +65,10 @@ CUresult WithHints(T* items, size_t count, Hints hints, Call call) {
 template <typename Fn, typename... Args>
 CUresult Submit(Fn RealDriver::*member, const char* api, CUstream stream, bool per_thread,
                 Args&&... args) {
-  const SubmissionScope scope;
-  if (!scope.admitted()) return gshare::preload::CheckResult(scope.error(), api);
-  scope.Note(stream, per_thread);
-  const Fn fn = scope.real().*member;
-  if (fn == nullptr) return scope.missing();
-  return gshare::preload::CheckResult(fn(std::forward<Args>(args)...), api);
+  return gshare::preload::GatedSubmission(api, stream, per_thread, [&](const RealDriver& real) {
+    const Fn fn = real.*member;
+    return fn != nullptr ? fn(std::forward<Args>(args)...) : gshare::preload::MissingEntryPoint(real);
+  });
 }
 
 }  // namespace

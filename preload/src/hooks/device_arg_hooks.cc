@@ -4,7 +4,7 @@
 // as the physical GPU the vGPU lives on; another value is CUDA_ERROR_INVALID_DEVICE
 // (hooks/device_view.h). Not submission calls: nothing here is on the hot path. Calls with a
 // device argument that need more than this are elsewhere: device_hooks.cc (peer queries),
-// query_hooks.cc (cuDeviceTotalMem_v2), stream_hooks.cc (primary context release/reset),
+// query_hooks.cc (cuDeviceTotalMem, cuDeviceTotalMem_v2), stream_hooks.cc (primary context release/reset),
 // location_hooks.cc (cuMemAdvise, cuMemPrefetchAsync).
 #include <utility>
 
@@ -89,9 +89,6 @@ GSHARE_EXPORT CUresult cuDeviceComputeCapability(int* major, int* minor, CUdevic
 }
 GSHARE_EXPORT CUresult cuDeviceGetProperties(CUdevprop* prop, CUdevice dev) {
   return OnAppDevice(&RealDriver::cuDeviceGetProperties, &dev, prop, dev);
-}
-GSHARE_EXPORT CUresult cuDeviceTotalMem(unsigned int* bytes, CUdevice dev) {
-  return OnAppDevice(&RealDriver::cuDeviceTotalMem, &dev, bytes, dev);
 }
 GSHARE_EXPORT CUresult cuDeviceGetTexture1DLinearMaxWidth(size_t* maxWidthInElements,
                                                           CUarray_format format,

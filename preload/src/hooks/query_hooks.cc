@@ -1,6 +1,9 @@
-// Capacity views and pointer queries: the application sees its vGPU (total = quota, free moves
-// as it allocates and never underflows), and pointer queries on shim-owned memory report the
+// Capacity views and pointer queries: the application sees its vGPU bounded by its GPU (total =
+// min(quota, GPU), free moves as it allocates, never underflows and never exceeds what the GPU
+// can give; the v1 entry points the same, clamped to 32 bits), and pointer queries on shim-owned memory report the
 // application's allocation (its base and requested size), not the chunk behind it.
+#include <limits>
+
 #include "hooks/device_view.h"
 #include "hooks/export.h"
 #include "hooks/memory_access.h"
@@ -9,9 +12,19 @@ using gshare::memory::VgpuMemory;
 using gshare::preload::AccessMemory;
 using gshare::preload::Runtime;
 
-extern "C" {
+namespace {
 
-GSHARE_EXPORT CUresult cuMemGetInfo_v2(size_t* free, size_t* total) {
+// The 32-bit answer of a v1 entry point: sizes beyond 4 GiB read as the largest it can hold.
+unsigned int Clamp32(size_t bytes) {
+  return bytes > std::numeric_limits<unsigned int>::max() ? std::numeric_limits<unsigned int>::max()
+                                                          : static_cast<unsigned int>(bytes);
+}
+
+// cuMemGetInfo: the vGPU bounded by its GPU (VgpuMemory::GetInfoOnDevice, docs/vgpu-memory.md):
+// total = min(quota, the GPU's memory), free = what both the quota and the GPU can still give.
+// The GPU's figures are the driver's cuMemGetInfo in the caller's context (the application's
+// one device is the vGPU's GPU); without one (no current context) the quota view alone.
+CUresult MemGetInfo(size_t* free, size_t* total) {
   Runtime* rt = nullptr;
   VgpuMemory* mem = nullptr;
   if (const CUresult r = AccessMemory(&rt, &mem); r != CUDA_SUCCESS) {
@@ -19,11 +32,20 @@ GSHARE_EXPORT CUresult cuMemGetInfo_v2(size_t* free, size_t* total) {
     return rt->real().cuMemGetInfo_v2(free, total);  // the driver's own answer before cuInit
   }
   if (free == nullptr || total == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  mem->GetInfo(free, total);  // polls completed stream-ordered frees itself (one lock)
+  size_t device_free = 0;
+  size_t device_total = 0;
+  if (rt->real().cuMemGetInfo_v2 != nullptr &&
+      rt->real().cuMemGetInfo_v2(&device_free, &device_total) == CUDA_SUCCESS) {
+    mem->GetInfoOnDevice(device_free, device_total, free, total);
+  } else {
+    mem->GetInfo(free, total);  // polls completed stream-ordered frees itself (one lock)
+  }
   return CUDA_SUCCESS;
 }
 
-GSHARE_EXPORT CUresult cuDeviceTotalMem_v2(size_t* bytes, CUdevice dev) {
+// cuDeviceTotalMem: the GPU's memory (the driver's answer for the application's one device),
+// at most the quota.
+CUresult DeviceTotalMem(size_t* bytes, CUdevice dev) {
   Runtime* rt = nullptr;
   VgpuMemory* mem = nullptr;
   const CUresult access = AccessMemory(&rt, &mem);
@@ -37,6 +59,48 @@ GSHARE_EXPORT CUresult cuDeviceTotalMem_v2(size_t* bytes, CUdevice dev) {
   mem->GetInfo(nullptr, &total);
   if (total < *bytes) *bytes = total;
   return CUDA_SUCCESS;
+}
+
+}  // namespace
+
+extern "C" {
+
+GSHARE_EXPORT CUresult cuMemGetInfo_v2(size_t* free, size_t* total) {
+  return MemGetInfo(free, total);
+}
+
+// The v1 entry point (32-bit sizes): the same view, clamped.
+GSHARE_EXPORT CUresult cuMemGetInfo(unsigned int* free, unsigned int* total) {
+  if (free == nullptr || total == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  size_t f = 0;
+  size_t t = 0;
+  const CUresult r = MemGetInfo(&f, &t);
+  if (r == CUDA_SUCCESS) {
+    *free = Clamp32(f);
+    *total = Clamp32(t);
+  }
+  return r;
+}
+
+GSHARE_EXPORT CUresult cuDeviceTotalMem_v2(size_t* bytes, CUdevice dev) {
+  return DeviceTotalMem(bytes, dev);
+}
+
+GSHARE_EXPORT CUresult cuDeviceTotalMem(unsigned int* bytes, CUdevice dev) {
+  if (bytes == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  size_t b = 0;
+  const CUresult r = DeviceTotalMem(&b, dev);
+  if (r == CUDA_SUCCESS) *bytes = Clamp32(b);
+  return r;
+}
+
+// v1 pointers are never shim-owned (vGPU addresses do not fit 32 bits): the driver's answer.
+GSHARE_EXPORT CUresult cuMemGetAddressRange(CUdeviceptr_v1* pbase, unsigned int* psize,
+                                            CUdeviceptr_v1 dptr) {
+  const Runtime& rt = Runtime::Get();
+  if (rt.status() != CUDA_SUCCESS) return rt.status();
+  if (rt.real().cuMemGetAddressRange == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  return rt.real().cuMemGetAddressRange(pbase, psize, dptr);
 }
 
 GSHARE_EXPORT CUresult cuMemGetAddressRange_v2(CUdeviceptr* pbase, size_t* psize,

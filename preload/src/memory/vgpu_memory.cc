@@ -152,6 +152,21 @@ class VgpuMemory::Impl {
     if (total_bytes != nullptr) *total_bytes = quota_;
   }
 
+  void GetInfoOnDevice(uint64_t device_free, uint64_t device_total, size_t* free_bytes,
+                       size_t* total_bytes) EXCLUDES(mu_) {
+    FairMutexLock lock(mu_);
+    Reclaim(/*wait=*/false);
+    const uint64_t total = std::min(quota_, device_total);
+    uint64_t free = Room();
+    // Resident: what the GPU can still give, plus what this vGPU keeps mapped for reuse (it is
+    // released for the application's next allocation). Swapped out, the device's state says
+    // nothing about the vGPU (its memory comes back with the swap-in).
+    if (resident_) free = std::min(free, device_free + kept_.bytes());
+    free = std::min(free, total);
+    if (free_bytes != nullptr) *free_bytes = free;
+    if (total_bytes != nullptr) *total_bytes = total;
+  }
+
   CUresult LookupRange(CUdeviceptr ptr, CUdeviceptr* base, size_t* size) const EXCLUDES(mu_) {
     FairMutexLock lock(mu_);
     auto it = allocations_.upper_bound(ptr);
@@ -167,6 +182,7 @@ class VgpuMemory::Impl {
 
   CUresult TrackExternal(ExternalKind kind, uint64_t bytes) EXCLUDES(mu_) {
     FairMutexLock lock(mu_);
+    Reclaim(/*wait=*/false);  // completed stream-ordered frees give their memory back first
     if (bytes > quota_ || Used() > quota_ - bytes) {
       ++out_of_memory_;
       return CUDA_ERROR_OUT_OF_MEMORY;
@@ -184,6 +200,7 @@ class VgpuMemory::Impl {
 
   void SetQuota(uint64_t quota_bytes) EXCLUDES(mu_) {
     FairMutexLock lock(mu_);
+    Reclaim(/*wait=*/false);
     quota_ = quota_bytes;
     (void)kept_.TrimTo(quota_ - std::min(quota_, Used()));
   }
@@ -750,6 +767,10 @@ CUresult VgpuMemory::FreeAsync(CUdeviceptr dptr, CUstream stream) {
 void VgpuMemory::ReclaimCompletedFrees() { impl_->ReclaimCompletedFrees(); }
 void VgpuMemory::GetInfo(size_t* free_bytes, size_t* total_bytes) {
   impl_->GetInfo(free_bytes, total_bytes);
+}
+void VgpuMemory::GetInfoOnDevice(uint64_t device_free, uint64_t device_total, size_t* free_bytes,
+                                 size_t* total_bytes) {
+  impl_->GetInfoOnDevice(device_free, device_total, free_bytes, total_bytes);
 }
 CUresult VgpuMemory::LookupRange(CUdeviceptr ptr, CUdeviceptr* base, size_t* size) const {
   return impl_->LookupRange(ptr, base, size);

@@ -38,7 +38,22 @@ bool Gone(CUresult r) {
 
 }  // namespace
 
-void InflightTracker::NoteSlow(CUstream stream, CUcontext context, uint64_t epoch) {
+void InflightTracker::NoteDefaultStream(CUstream stream, bool per_thread) {
+  if (!enabled_) return;
+  if (stream == nullptr) stream = per_thread ? CU_STREAM_PER_THREAD : CU_STREAM_LEGACY;
+  CUcontext context = nullptr;
+  if (api_.ctx_get_current(&context) != CUDA_SUCCESS || context == nullptr) return;
+  const ThreadState& cache = ThisThread();
+  if (stream == cache.default_stream && context == cache.default_context &&
+      epoch_.load(std::memory_order_relaxed) == cache.default_epoch) {
+    return;
+  }
+  NoteSlow(stream, context);
+}
+
+void InflightTracker::NoteSlow(CUstream stream, CUcontext context) {
+  if (!enabled_) return;
+  const uint64_t epoch = epoch_.load(std::memory_order_relaxed);
   if (context == nullptr && api_.stream_get_ctx(stream, &context) != CUDA_SUCCESS) return;
   if (context == nullptr) return;
   {
@@ -55,10 +70,15 @@ void InflightTracker::NoteSlow(CUstream stream, CUcontext context, uint64_t epoc
       if (!known) entries_.push_back({context, stream});
     }
   }
-  ThreadCache& cache = Cache();
-  cache.stream = stream;
-  cache.context = IsDefaultStream(stream) ? context : nullptr;
-  cache.epoch = epoch;
+  ThreadState& cache = ThisThread();
+  if (IsDefaultStream(stream)) {
+    cache.default_stream = stream;
+    cache.default_context = context;
+    cache.default_epoch = epoch;
+  } else {
+    cache.stream = stream;
+    cache.epoch = epoch;
+  }
 }
 
 template <typename Fn>

@@ -13,9 +13,9 @@
 // cannot see such work: the submission marks still do). Destroyed streams and contexts are
 // forgotten by their hooks before the real destroy runs.
 //
-// Cost: Note() is a thread-local compare plus one relaxed atomic load when the thread submits to
-// the same explicit stream as last time; the legacy/per-thread streams add cuCtxGetCurrent. Only
-// a stream new to the thread takes the mutex.
+// Cost: Note() is two compares against the thread's ThreadState plus one relaxed atomic load
+// when the thread submits to the same explicit stream as last time; the legacy/per-thread
+// streams add a call and cuCtxGetCurrent. Only a stream new to the thread takes the mutex.
 //
 // Thread-safety: every method is thread-safe. Busy/Drain/Capturing hold the mutex while they
 // call the driver, so a concurrent Forget (stream/context destroy) waits for them: a handle is
@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "gshare/common/thread_annotations.h"
+#include "runtime/thread_state.h"
 
 namespace gshare::preload {
 
@@ -56,24 +57,51 @@ struct InflightApi {
 class InflightTracker {
  public:
   // `api` may be incomplete (then Note does nothing and Busy/Drain report nothing to do).
-  void SetApi(const InflightApi& api) { api_ = api; }
+  void SetApi(const InflightApi& api) {
+    api_ = api;
+    enabled_ = api_.complete();
+  }
 
   // A submission to `stream` from the calling thread; `per_thread` for the _ptsz/_ptds variants
   // (their null stream is the per-thread default stream). Call inside the submission gate.
-  void Note(CUstream stream, bool per_thread) {
-    if (!api_.complete()) return;
-    if (stream == nullptr) stream = per_thread ? CU_STREAM_PER_THREAD : CU_STREAM_LEGACY;
-    const uint64_t epoch = epoch_.load(std::memory_order_relaxed);
-    ThreadCache& cache = Cache();
-    CUcontext context = nullptr;
-    if (reinterpret_cast<uintptr_t>(stream) > kLastSpecialStream) {
-      if (stream == cache.stream && epoch == cache.epoch) return;
-    } else {
-      // The default streams belong to the thread's current context.
-      if (api_.ctx_get_current(&context) != CUDA_SUCCESS || context == nullptr) return;
-      if (stream == cache.stream && context == cache.context && epoch == cache.epoch) return;
+  // Fast path (an explicit stream the thread noted last time): two compares against its
+  // ThreadState and one relaxed load; nothing else is inlined into the forwarders.
+  __attribute__((always_inline)) void Note(CUstream stream, bool per_thread) {
+    if (reinterpret_cast<uintptr_t>(stream) > kLastSpecialStream) [[likely]] {
+      const ThreadState& cache = ThisThread();
+      if (stream == cache.stream && epoch_.load(std::memory_order_relaxed) == cache.epoch)
+          [[likely]] {
+        return;
+      }
+      NoteSlow(stream, nullptr);  // a stream new to the thread (or the tracker is disabled)
+      return;
     }
-    NoteSlow(stream, context, epoch);
+    NoteDefaultStream(stream, per_thread);
+  }
+
+  // True when the thread's last noted stream is `stream` and nothing was forgotten since: Note
+  // would do nothing (the gated calls' fast path checks this before the gate; only explicit
+  // streams are ever cached this way, and only while the tracker is enabled).
+  __attribute__((always_inline)) bool NotedByThisThread(CUstream stream) const {
+    const ThreadState& cache = ThisThread();
+    return stream == cache.stream && epoch_.load(std::memory_order_relaxed) == cache.epoch;
+  }
+
+  // The same for a default stream (null, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD; `per_thread`:
+  // a _ptsz/_ptds call, whose null stream is the per-thread one): it was noted last time in the
+  // context current on this thread now (one cuCtxGetCurrent), nothing forgotten since.
+  __attribute__((always_inline)) bool DefaultNotedByThisThread(CUstream stream,
+                                                               bool per_thread) const {
+    if (!enabled_) [[unlikely]] return false;
+    CUcontext context = nullptr;
+    if (api_.ctx_get_current(&context) != CUDA_SUCCESS) [[unlikely]] return false;
+    if (stream == nullptr) stream = per_thread ? CU_STREAM_PER_THREAD : CU_STREAM_LEGACY;
+    const ThreadState& cache = ThisThread();
+    return stream == cache.default_stream && context == cache.default_context &&
+           context != nullptr && epoch_.load(std::memory_order_relaxed) == cache.default_epoch;
+  }
+  static bool IsExplicitStream(CUstream stream) {
+    return reinterpret_cast<uintptr_t>(stream) > kLastSpecialStream;
   }
 
   // True if tracked work has not completed (cuStreamQuery says CUDA_ERROR_NOT_READY) or a
@@ -111,21 +139,17 @@ class InflightTracker {
 
  private:
   static constexpr uintptr_t kLastSpecialStream = 2;  // null, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD
-  struct ThreadCache {
-    CUstream stream = nullptr;
-    CUcontext context = nullptr;
-    uint64_t epoch = ~uint64_t{0};
-  };
   struct Entry {
     CUcontext context = nullptr;
     CUstream stream = nullptr;  // CU_STREAM_LEGACY for the legacy default stream
   };
-  static ThreadCache& Cache() {
-    static constinit __attribute__((tls_model("initial-exec"))) thread_local ThreadCache cache;
-    return cache;
-  }
-  // `context`: the current one for a default stream, null for an explicit stream.
-  void NoteSlow(CUstream stream, CUcontext context, uint64_t epoch) EXCLUDES(mu_);
+  // A default stream (null, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD): it belongs to the thread's
+  // current context (cuCtxGetCurrent), then as Note.
+  void NoteDefaultStream(CUstream stream, bool per_thread) EXCLUDES(mu_);
+  // Records `stream` (with `context`: the current one for a default stream, null for an
+  // explicit stream, whose context is asked) and fills the thread's cache. Nothing when the
+  // tracker is disabled (incomplete api).
+  [[gnu::noinline]] void NoteSlow(CUstream stream, CUcontext context) EXCLUDES(mu_);
   // Calls fn() with `context` current on this thread (pushed and popped when it is not).
   template <typename Fn>
   CUresult WithContext(CUcontext context, const Fn& fn);
@@ -134,6 +158,7 @@ class InflightTracker {
   void ForgetContextLocked(CUcontext context) REQUIRES(mu_);
 
   InflightApi api_;
+  bool enabled_ = false;  // api_.complete(), set once before any submission
   std::atomic<uint64_t> epoch_{0};
   mutable Mutex mu_;
   std::vector<Entry> entries_ GUARDED_BY(mu_);

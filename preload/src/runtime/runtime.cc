@@ -429,6 +429,9 @@ void Runtime::ChildAfterFork() NO_THREAD_SAFETY_ANALYSIS {
     if (old->control_ != nullptr) old->control_->CloseInherited();
     if (ArbiterClient* client = old->arbiter(); client != nullptr) client->DropInheritedAfterFork();
   }
+  // The forking thread's cache named the parent's tracker (whose epoch the fresh one may
+  // repeat) and slot: start it afresh too.
+  ThisThread() = ThreadState{};
   init_mutex_.Unlock();
 }
 

@@ -61,6 +61,9 @@ class Runtime {
     Runtime* rt = instance_.load(std::memory_order_acquire);
     return rt != nullptr ? *rt : InitSlow();
   }
+  // The process's Runtime if it exists already, else null (never initialises: the gated calls'
+  // fast path, whose slow path calls Get()).
+  static Runtime* Loaded() { return instance_.load(std::memory_order_acquire); }
 
   // True while this thread is inside the first initialisation (opening the real driver may run
   // its constructors, which may call dlsym): the dlsym hook then passes straight through

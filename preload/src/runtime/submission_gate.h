@@ -24,6 +24,7 @@
 #include <cstdint>
 
 #include "gshare/common/thread_annotations.h"
+#include "runtime/thread_state.h"
 
 namespace gshare::preload {
 
@@ -31,16 +32,21 @@ class SubmissionGate {
  public:
   // True: the caller is inside and must call Exit(*slot). False: the gate is closed; nothing
   // to undo.
-  bool TryEnter(unsigned* slot) {
+  __attribute__((always_inline)) bool TryEnter(unsigned* slot) {
     *slot = ThreadSlot();
-    slots_[*slot].active.fetch_add(1, std::memory_order_seq_cst);
-    if (!closed_.load(std::memory_order_seq_cst)) {
+    return TryEnterSlot(*slot);
+  }
+  // TryEnter for a caller that already knows its thread's slot (ThisThread().gate_slot - 1).
+  __attribute__((always_inline)) bool TryEnterSlot(unsigned slot) {
+    Slot& s = slots_[slot];
+    s.active.fetch_add(1, std::memory_order_seq_cst);
+    if (!closed_.load(std::memory_order_seq_cst)) [[likely]] {
       // Activity mark for the arbiter client's idle detection: a plain store, no RMW, on the
       // slot's own cache line (already owned after the increment above).
-      slots_[*slot].touched.store(true, std::memory_order_relaxed);
+      s.touched.store(true, std::memory_order_relaxed);
       return true;
     }
-    slots_[*slot].active.fetch_sub(1, std::memory_order_release);
+    s.active.fetch_sub(1, std::memory_order_release);
     return false;
   }
   void Exit(unsigned slot) { slots_[slot].active.fetch_sub(1, std::memory_order_release); }
@@ -63,11 +69,11 @@ class SubmissionGate {
     std::atomic<uint64_t> active{0};
     std::atomic<bool> touched{false};  // set by TryEnter, cleared by TakeActivity
   };
-  // The calling thread's slot, assigned round-robin on its first submission. Initial-exec TLS:
-  // one thread-pointer-relative load, no __tls_get_addr call (libgshare.so is preloaded).
+  // The calling thread's slot, assigned round-robin on its first submission (ThreadState: one
+  // initial-exec TLS block with the in-flight tracker's cache).
   static unsigned ThreadSlot() {
-    static constinit __attribute__((tls_model("initial-exec"))) thread_local unsigned slot = 0;
-    if (slot == 0) slot = 1 + NextSlot();
+    unsigned& slot = ThisThread().gate_slot;
+    if (slot == 0) [[unlikely]] slot = 1 + NextSlot();
     return slot - 1;
   }
   static unsigned NextSlot();

@@ -43,4 +43,9 @@ int MemoryApi();
 // devices.cc: the devices the program sees, reached `how`, and its work on them.
 int Devices(const std::string& how);
 
+// accounting.cc: the quota's edges. `what`: "async-frees" (arg "threshold": the default pool
+// keeps everything first), "beyond-device" (arg: chunk MiB), "vmm-idiom" (arg: MiB per round),
+// "legacy" (arg: "procaddr" or "dlsym": the v1 entry points).
+int Accounting(const std::string& what, const std::string& arg);
+
 }  // namespace gshare::probe

@@ -69,8 +69,9 @@ enum class ExternalKind : uint8_t {
   kArray = 3,      // CUDA arrays, mipmapped arrays
   kGraph = 4,      // graph-owned memory (cuGraphInstantiate with memory nodes)
   kOther = 5,
+  kLegacy = 6,     // the v1 cuMemAlloc / cuMemAllocPitch (32-bit addresses the shim cannot own)
 };
-inline constexpr int kExternalKindCount = 6;
+inline constexpr int kExternalKindCount = 7;
 
 struct VgpuMemoryOptions {
   uint64_t quota_bytes = 0;        // vGPU memory; GetInfo reports it as total
@@ -182,16 +183,26 @@ class VgpuMemory {
   // Completes the stream-ordered frees whose streams have passed them. Non-blocking.
   void ReclaimCompletedFrees();
 
-  // The vGPU view for cuMemGetInfo: *total = quota, *free = quota - used (0 if used > quota).
-  // Never fails. Null outputs are skipped.
+  // The vGPU's own view: *total = quota, *free = quota - used (0 if used > quota). Never
+  // fails. Null outputs are skipped.
   void GetInfo(size_t* free_bytes, size_t* total_bytes);
+
+  // The view for cuMemGetInfo, bounded by the GPU the vGPU lives on (the driver's cuMemGetInfo
+  // answer there): *total = min(quota, device_total) — a vGPU is never larger than its GPU;
+  // *free = min(quota - used, device_free + kept bytes, *total) while resident (kept memory is
+  // this vGPU's own, released for the next allocation), quota - used bounded by *total while
+  // swapped out. So free never promises memory that neither the quota nor the GPU can give.
+  // Completed stream-ordered frees are reclaimed first. Null outputs are skipped.
+  void GetInfoOnDevice(uint64_t device_free, uint64_t device_total, size_t* free_bytes,
+                       size_t* total_bytes);
 
   // For pointer queries: when `ptr` lies inside a live allocation, stores the allocation's base
   // and requested size and returns CUDA_SUCCESS; otherwise CUDA_ERROR_NOT_FOUND. Null outputs
   // are skipped.
   [[nodiscard]] CUresult LookupRange(CUdeviceptr ptr, CUdeviceptr* base, size_t* size) const;
 
-  // Counts memory the application obtained outside Allocate* against the quota. Returns
+  // Counts memory the application obtained outside Allocate* against the quota (after
+  // reclaiming completed stream-ordered frees, as every quota check does). Returns
   // CUDA_ERROR_OUT_OF_MEMORY (nothing counted) when it does not fit. Such memory is never
   // swapped and stays resident. The hook calls TrackExternal before the real allocation and
   // UntrackExternal if the real call fails.
