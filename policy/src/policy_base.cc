@@ -695,6 +695,14 @@ void PolicyBase::WakeAt(Time t, FunctionId f, uint32_t tag) { Arm(t, f, tag, /*g
 
 void PolicyBase::WakeGpuAt(Time t, GpuId g, uint32_t tag) { Arm(t, g, tag, /*gpu=*/true); }
 
+void PolicyBase::CancelGpuWake(GpuId g, uint32_t tag) {
+  WakeSlot* slot = SlotOf(g, tag, /*gpu=*/true);
+  if (slot == nullptr || !slot->armed) return;
+  ++stale_;
+  slot->armed = false;
+  ++slot->seq;
+}
+
 PolicyBase::WakeSlot* PolicyBase::SlotOf(FunctionId key, uint32_t tag, bool gpu) {
   return const_cast<WakeSlot*>(std::as_const(*this).SlotOf(Wake{0, key, tag, 0, gpu}));
 }

@@ -171,6 +171,8 @@ class PolicyBase : public Policy {
   void WakeAt(Time t, FunctionId f, uint32_t tag);
   // A wakeup keyed by GPU g instead (OnWake(t, g, tag)); the latest per GPU and tag fires.
   void WakeGpuAt(Time t, GpuId g, uint32_t tag);
+  // The pending WakeGpuAt(.., g, tag), if any, will not fire.
+  void CancelGpuWake(GpuId g, uint32_t tag);
   // f (with an outstanding burst, not placed) waits until a GPU becomes available; the base
   // places it then. For policies that find every GPU unavailable.
   void Hold(FunctionId f);

@@ -342,6 +342,7 @@ class SlackScheduler final : public PolicyBase {
   }
 
   void OnBurstDone(Time now, FunctionId f, GpuId g) override {
+    if (opt_.rescue && gpus_[g].tenant == kNoFunction) CancelGpuWake(g, kTagOverrun);  // no overrun
     busy_[g] += now - fns_[f].grant_time;
     AfterBurst(now, f, g);
     RetryBlocked(now);
