@@ -57,7 +57,7 @@ std::string ArbiterImpl::Validate(const shm::RegisterRequest& req,
   if (clients_.size() >= config_.max_clients)
     return "the arbiter serves its maximum of " + std::to_string(config_.max_clients) + " clients";
   uint64_t largest = 0;
-  for (const auto& g : gpus_) largest = std::max(largest, g.usable);
+  for (uint32_t g = 0; g < book_.gpus(); ++g) largest = std::max(largest, book_.usable(g));
   if (req.quota_bytes > largest)
     return "GSHARE_VGPU_MEMORY " + FormatByteSize(req.quota_bytes) +
            " exceeds the largest managed GPU's usable memory " + FormatByteSize(largest);
@@ -80,69 +80,11 @@ std::string ArbiterImpl::Validate(const shm::RegisterRequest& req,
   return {};
 }
 
-std::string ArbiterImpl::CheckLimits(const shm::PeerCredentials& peer, uint64_t now_ns) {
-  UidState& u = uids_[peer.uid];
-  if (now_ns < u.backoff_until_ns) {
-    return "uid " + std::to_string(peer.uid) + " was disconnected " +
-           std::to_string(u.unenforceable) + " times for ignoring preemption; registrations are "
-           "refused for " + std::to_string((u.backoff_until_ns - now_ns) / 1'000'000 + 1) +
-           " ms more (back-off)";
-  }
-  if (config_.max_clients_per_uid != 0 && u.clients >= config_.max_clients_per_uid)
-    return "uid " + std::to_string(peer.uid) + " has " + std::to_string(u.clients) +
-           " clients, its maximum (max_clients_per_uid)";
-  if (const auto it = clients_per_pid_.find(peer.pid);
-      config_.max_clients_per_pid != 0 && it != clients_per_pid_.end() &&
-      it->second >= config_.max_clients_per_pid)
-    return "pid " + std::to_string(peer.pid) + " has " + std::to_string(it->second) +
-           " clients, its maximum (max_clients_per_pid)";
-  if (config_.registration_rate_per_uid != 0) {
-    // A token bucket per uid: `registration_rate_per_uid` a second, bursts of twice as many.
-    const double rate = static_cast<double>(config_.registration_rate_per_uid);
-    const double burst = 2 * rate;
-    if (u.refill_ns == 0) u.tokens = burst;
-    u.tokens = std::min(burst, u.tokens + rate * static_cast<double>(now_ns - std::min(now_ns, u.refill_ns)) / 1e9);
-    u.refill_ns = now_ns;
-    if (u.tokens < 1) {
-      return "uid " + std::to_string(peer.uid) + " registers more than " +
-             std::to_string(config_.registration_rate_per_uid) +
-             " times a second (registration_rate_per_uid); try again later";
-    }
-    u.tokens -= 1;
-  }
-  return {};
-}
-
 void ArbiterImpl::OnUnenforceable(const Client& c, uint64_t now_ns) {
-  // Back-off: a uid whose holders keep ignoring preemption (and cannot be checkpointed) is
-  // refused for 1 s, 2 s, 4 s ... (at most kBackoffMaxNs) after its second such disconnection
-  // within kBackoffQuietNs; one such disconnection alone costs nothing (a tenant's one bad
-  // process does not lock out its other functions).
-  constexpr uint64_t kBackoffBaseNs = 1'000'000'000;
-  constexpr uint64_t kBackoffMaxNs = 300'000'000'000;
-  constexpr uint64_t kBackoffQuietNs = 600'000'000'000;
-  UidState& u = uids_[c.uid];
-  if (u.last_unenforceable_ns != 0 && now_ns - u.last_unenforceable_ns > kBackoffQuietNs)
-    u.unenforceable = 0;
-  ++u.unenforceable;
-  u.last_unenforceable_ns = now_ns;
-  if (u.unenforceable >= 2) {
-    const uint64_t backoff =
-        std::min(kBackoffMaxNs, kBackoffBaseNs << std::min<uint32_t>(u.unenforceable - 2, 20));
-    u.backoff_until_ns = now_ns + backoff;
-    spdlog::warn("uid {}: {} holders disconnected for ignoring preemption; its registrations are "
-                 "refused for {} ms",
-                 c.uid, u.unenforceable, backoff / 1'000'000);
-  }
-}
-
-void ArbiterImpl::ForgetUid(uid_t uid) {
-  const auto it = uids_.find(uid);
-  if (it == uids_.end()) return;
-  const UidState& u = it->second;
-  // Kept while it has clients, a back-off in force or a count that still matters.
-  if (u.clients == 0 && u.unenforceable == 0 && u.tokens >= 2.0 * config_.registration_rate_per_uid)
-    uids_.erase(it);
+  if (const uint64_t backoff = limits_.Unenforceable(c.uid, now_ns); backoff != 0)
+    spdlog::warn("uid {}: holders disconnected for ignoring preemption again; its registrations "
+                 "are refused for {} ms",
+                 c.uid, backoff / 1'000'000);
 }
 
 namespace {
@@ -168,10 +110,10 @@ bool ArbiterImpl::BelieveResidentClaim(const Arrival& a, uint32_t g, int driver_
                                        uint64_t now_ns, std::string* why) {
   const shm::PeerCredentials& peer = a.conn.peer();
   const uint64_t quota = a.request.quota_bytes;
-  const GpuState& gpu = gpus_[g];
-  if (gpu.reserved + quota > gpu.usable) {
-    *why = "it does not fit GPU " + std::to_string(gpu.info.ordinal) + " (" +
-           FormatByteSize(gpu.reserved) + " of " + FormatByteSize(gpu.usable) + " reserved)";
+  if (!book_.Fits(g, quota)) {
+    *why = "it does not fit GPU " + std::to_string(gpus_[g].info.ordinal) + " (" +
+           FormatByteSize(book_.reserved(g)) + " of " + FormatByteSize(book_.usable(g)) +
+           " reserved)";
     return false;
   }
   if (driver_state == DriverLib::kNoCudaState && driver_ && driver_->can_query_state()) {
@@ -204,9 +146,11 @@ bool ArbiterImpl::BelieveResidentClaim(const Arrival& a, uint32_t g, int driver_
 void ArbiterImpl::Register(Arrival a, uint64_t now_ns) {
   const shm::PeerCredentials peer = a.conn.peer();
   if (std::string why = Validate(a.request, peer, a.groups); !why.empty()) return Refuse(a, why);
-  if (std::string why = CheckLimits(peer, now_ns); !why.empty())
-    return Refuse(a, why, now_ns < uids_[peer.uid].backoff_until_ns ? &stats_.refusals_backoff
-                                                                   : &stats_.refusals_limit);
+  std::string why;
+  if (const auto v = limits_.Check(peer.uid, peer.pid, now_ns, &why);
+      v != TenantLimits::Verdict::kAllowed)
+    return Refuse(a, why, v == TenantLimits::Verdict::kBackoff ? &stats_.refusals_backoff
+                                                               : &stats_.refusals_limit);
   // A re-registration: the process's state is asked of the driver by the worker (a previous
   // arbiter that died between checkpointing and restoring it left it frozen, and a resident
   // claim is checked against it); a first registration needs nothing of the driver.
@@ -255,8 +199,7 @@ void ArbiterImpl::FinishRegistration(Arrival a, int driver_state, uint64_t now_n
     for (uint32_t i = 1; i < gpus_.size(); ++i)
       if ((gpus_[g].drained && !gpus_[i].drained) ||  // gshare-ctl drain
           (gpus_[g].drained == gpus_[i].drained &&
-           gpus_[i].usable - std::min(gpus_[i].usable, gpus_[i].reserved) >
-               gpus_[g].usable - std::min(gpus_[g].usable, gpus_[g].reserved)))
+           book_.unreserved(i) > book_.unreserved(g)))
         g = i;
   }
   bool believed = false;
@@ -292,7 +235,7 @@ void ArbiterImpl::FinishRegistration(Arrival a, int driver_state, uint64_t now_n
   // swap-in, which then completes at once); one that does not fit — and a resident claim that
   // cannot be true — starts swapped out: the order is in the channel before the client ever
   // sees it, and nothing is reserved for it until it acknowledges.
-  const bool fits = gpus_[g].reserved + c->quota <= gpus_[g].usable;
+  const bool fits = book_.Fits(g, c->quota);
   if (swapped_out) {
     c->where = Where::kOut;  // the policy, too, believes it is on the host
   } else if (believed || (!claims_resident && fits)) {
@@ -348,14 +291,13 @@ void ArbiterImpl::FinishRegistration(Arrival a, int driver_state, uint64_t now_n
   // process (a forked child inherits it): a pidfd polls readable once its process exited.
   if (c->conn.pidfd() >= 0) c->pid_watched = AddFd(c->conn.pidfd(), kTagClientExit | c->id).ok();
 
-  ++uids_[c->uid].clients;
-  ++clients_per_pid_[c->pid];
+  limits_.Added(c->uid, c->pid);
   ++stats_.registrations;
   if (reregister) ++stats_.re_registrations;
   spdlog::info("client {} '{}' pid {} uid {}: quota {}, SLO {} ms, GPU {}{}{}", c->id, c->name,
                c->pid, c->uid, FormatByteSize(c->quota), c->slo_ms, init.gpu,
                reregister ? " (re-registration)" : "",
-               c->reserved_on ? "" : ", starts swapped out");
+               ReservedOn(*c) ? "" : ", starts swapped out");
   Record(shm::EventType::kRegister, c.get(), init.gpu, c->quota, c->slo_ms,
          static_cast<uint64_t>(c->pid), c->uid);
   const auto packed_name = shm::PackEventName(c->name);  // for gshare-trace
@@ -404,7 +346,7 @@ void ArbiterImpl::OnClientExit(uint32_t client_id, uint64_t now_ns) {
   spdlog::info("client {} '{}' pid {} has exited (its connection may live on in a child it "
                "forked): gone",
                c->id, c->name, c->pid);
-  RemoveClient(client_id, 1, now_ns);
+  RemoveClient(client_id, Unregister::kDied, now_ns);
 }
 
 void ArbiterImpl::OnConnectionEvent(uint32_t client_id, uint64_t now_ns) {
@@ -420,17 +362,35 @@ void ArbiterImpl::OnConnectionEvent(uint32_t client_id, uint64_t now_ns) {
     spdlog::info("client {} '{}' said goodbye", c->id, c->name);
     if (c->op == DriverOp::kNone) PollClient(*c, now_ns);
     if (ById(client_id) == nullptr) return;  // the last read found it malformed
-    RemoveClient(client_id, 0, now_ns);
+    RemoveClient(client_id, Unregister::kClean, now_ns);
     return;
   }
   if (packet.status().code() == shm::StatusCode::kTimeout) return;  // spurious wakeup
   ++stats_.client_deaths;
   spdlog::info("client {} '{}' pid {} is gone ({})", c->id, c->name, c->pid,
                packet.status().ToString());
-  RemoveClient(client_id, 1, now_ns);
+  RemoveClient(client_id, Unregister::kDied, now_ns);
 }
 
-void ArbiterImpl::RemoveClient(uint32_t client_id, uint64_t reason, uint64_t now_ns) {
+const char* UnregisterName(Unregister r) {
+  switch (r) {
+    case Unregister::kClean:
+      return "clean";
+    case Unregister::kDied:
+      return "died";
+    case Unregister::kMalformed:
+      return "malformed_channel";
+    case Unregister::kOrderTimeout:
+      return "order_timeout";
+    case Unregister::kUnenforceable:
+      return "unenforceable";
+    case Unregister::kFlooding:
+      return "doorbell_flood";
+  }
+  return "other";
+}
+
+void ArbiterImpl::RemoveClient(uint32_t client_id, Unregister reason, uint64_t now_ns) {
   auto it = clients_.find(client_id);
   if (it == clients_.end()) return;
   Client& c = *it->second;
@@ -443,7 +403,7 @@ void ArbiterImpl::RemoveClient(uint32_t client_id, uint64_t reason, uint64_t now
     // known only then, so the client leaves at its completion (arbiter_driver.cc).
     if (!c.removal_pending) {
       c.removal_pending = reason;
-      spdlog::debug("client {}: removal (reason {}) waits for its {} to complete", c.id, reason,
+      spdlog::debug("client {}: removal ({}) waits for its {} to complete", c.id, UnregisterName(reason),
                     DriverOpName(c.op));
     }
     return;
@@ -458,12 +418,9 @@ void ArbiterImpl::RemoveClient(uint32_t client_id, uint64_t reason, uint64_t now
     // as an orphan, until the process exits or registers again (arbiter_orphans.cc).
     Unreserve(c);
   }
-  Record(shm::EventType::kUnregister, &c, shm::kNoGpu, reason);
-  if (auto u = uids_.find(c.uid); u != uids_.end()) u->second.clients -= std::min(u->second.clients, 1U);
-  if (reason == kUnregisterUnenforceable) OnUnenforceable(c, now_ns);
-  ForgetUid(c.uid);
-  if (auto p = clients_per_pid_.find(c.pid); p != clients_per_pid_.end() && --p->second == 0)
-    clients_per_pid_.erase(p);
+  Record(shm::EventType::kUnregister, &c, shm::kNoGpu, static_cast<uint64_t>(reason));
+  limits_.Removed(c.uid, c.pid, now_ns);
+  if (reason == Unregister::kUnenforceable) OnUnenforceable(c, now_ns);
   reaper_.Dispose(std::move(c.conn));  // its queue may hold descriptors a peer sent
   const policy::FunctionId fid = c.fid;
   fid_to_client_[fid] = 0;

@@ -113,10 +113,10 @@ json ArbiterImpl::StatusJson(uint64_t now) {
     json j;
     j["gpu"] = gs.info.ordinal;
     j["total_bytes"] = gs.info.memory_bytes;
-    j["usable_bytes"] = gs.usable;
-    j["reserved_bytes"] = gs.reserved;
-    j["peak_reserved_bytes"] = gs.peak_reserved;
-    j["orphaned_bytes"] = gs.orphaned;
+    j["usable_bytes"] = book_.usable(g);
+    j["reserved_bytes"] = book_.reserved(g);
+    j["peak_reserved_bytes"] = book_.peak_reserved(g);
+    j["orphaned_bytes"] = book_.orphaned(g);
     j["drained"] = gs.drained;
     uint64_t resident = 0, swapped = 0;
     json queue = json::array();
@@ -193,6 +193,7 @@ json ArbiterImpl::ClientsJson(uint64_t now) {
               {"quota_bytes", c.quota},
               {"slo_ms", c.slo_ms},
               {"state", WhereName(c)},
+              {"phase", PhaseName(PhaseOf(c))},
               {"gpu", gpus_[c.gpu].info.ordinal},
               {"holding", c.holding},
               {"waiting", c.burst_outstanding && !c.holding},
@@ -219,7 +220,7 @@ json ArbiterImpl::Drain(uint32_t g, bool drain, uint64_t now) {
   const bool was = gs.drained;
   gs.drained = drain;
   uint32_t moving = 0;
-  for (const auto& [id, c] : clients_) moving += c->reserved_on == g ? 1 : 0;
+  for (const auto& [id, c] : clients_) moving += ReservedOn(*c) == g ? 1 : 0;
   if (drain) {
     if (!was) {
       // The policy stops using the GPU and moves its functions to others (or holds them).
@@ -266,7 +267,7 @@ void ArbiterImpl::EnforceDrains(uint64_t now) {
       if (Client* h = ById(gpus_[g].holder); h != nullptr && !h->preempt_sent) Preempt(*h, now);
     std::vector<Client*> out;
     for (auto& [id, c] : clients_) {
-      if (c->reserved_on != g || c->holding) continue;
+      if (ReservedOn(*c) != g || c->holding) continue;
       if (!c->transfers.empty() &&
           (c->transfers.front().issued || c->transfers.front().op == shm::SwapOp::kSwapOut))
         continue;  // an order in flight (checked again next time) or a swap-out already queued

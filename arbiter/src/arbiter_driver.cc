@@ -112,7 +112,7 @@ void ArbiterImpl::OnDriverCompletions(uint64_t now_ns) {
         ++stats_.restores;
         // It holds its memory on its GPU again: a live process the arbiter disconnected keeps
         // it reserved (an orphan), unless it is leaving anyway or the arbiter is stopping.
-        if (!stopping_ && t.reason >= 2 && !ProcessExited(t.pidfd.get()) && t.pidfd)
+        if (!stopping_ && DisconnectedAlive(t.reason) && !ProcessExited(t.pidfd.get()) && t.pidfd)
           (void)MakeOrphan(t.client_id, t.pid, t.uid, t.name, t.gpu, t.bytes, t.reason,
                            t.pidfd.get(), /*reserved=*/false, now_ns);
       }
@@ -156,7 +156,7 @@ void ArbiterImpl::OnDriverCompletions(uint64_t now_ns) {
     }
     // A removal that waited for the operation happens now (unless it left already).
     if (Client* left = ById(id); left != nullptr && left->removal_pending && left->op == DriverOp::kNone) {
-      const uint64_t reason = *left->removal_pending;
+      const Unregister reason = *left->removal_pending;
       left->removal_pending.reset();
       RemoveClient(id, reason, now_ns);
     }
@@ -199,7 +199,7 @@ void ArbiterImpl::FinishEnforce(Client& c, const DriverOutcome& o, uint64_t now_
   const uint32_t g = c.hold_gpu;
   const uint32_t ordinal = gpus_[g].info.ordinal;
   if (o.status.code() == shm::StatusCode::kClosed) {  // its process exited meanwhile
-    RemoveClient(c.id, c.removal_pending.value_or(1), now_ns);
+    RemoveClient(c.id, c.removal_pending.value_or(Unregister::kDied), now_ns);
     return;
   }
   if (o.status.code() == shm::StatusCode::kTimeout) {
@@ -218,7 +218,7 @@ void ArbiterImpl::FinishEnforce(Client& c, const DriverOutcome& o, uint64_t now_
     c.chan.Revoke();
     ++stats_.unenforceable;
     c.removal_pending.reset();
-    RemoveClient(c.id, kUnregisterUnenforceable, now_ns);
+    RemoveClient(c.id, Unregister::kUnenforceable, now_ns);
     return;
   }
   ++stats_.enforcements;
@@ -252,7 +252,7 @@ void ArbiterImpl::StartDeepEvict(Client& c, uint64_t now_ns) {
 
 void ArbiterImpl::FinishDeepEvict(Client& c, const DriverOutcome& o, uint64_t now_ns) {
   if (o.status.code() == shm::StatusCode::kClosed) {
-    RemoveClient(c.id, c.removal_pending.value_or(1), now_ns);
+    RemoveClient(c.id, c.removal_pending.value_or(Unregister::kDied), now_ns);
     return;
   }
   if (!o.status.ok()) {
@@ -295,7 +295,7 @@ void ArbiterImpl::FinishRestore(Client& c, const DriverOutcome& o, uint64_t now_
   const uint32_t ordinal = gpus_[to].info.ordinal;
   if (o.status.code() == shm::StatusCode::kClosed) {
     Unreserve(c);
-    RemoveClient(c.id, c.removal_pending.value_or(1), now_ns);
+    RemoveClient(c.id, c.removal_pending.value_or(Unregister::kDied), now_ns);
     return;
   }
   if (!o.status.ok()) {
@@ -372,7 +372,7 @@ void ArbiterImpl::FinishMove(Client& c, const DriverOutcome& o, uint64_t now_ns)
   const auto from_ordinal = gpus_[c.gpu].info.ordinal;
   const auto to_ordinal = gpus_[to].info.ordinal;
   if (o.status.code() == shm::StatusCode::kClosed) {
-    RemoveClient(c.id, c.removal_pending.value_or(1), now_ns);
+    RemoveClient(c.id, c.removal_pending.value_or(Unregister::kDied), now_ns);
     return;
   }
   if (o.detail == kMoved || o.detail == kNothingToMove) {
@@ -437,7 +437,7 @@ void ArbiterImpl::StartRegistrationQuery(Arrival a, uint64_t now_ns) {
   (void)now_ns;
 }
 
-void ArbiterImpl::StartThawOfLeaving(const Client& c, uint64_t reason, uint64_t now_ns) {
+void ArbiterImpl::StartThawOfLeaving(const Client& c, Unregister reason, uint64_t now_ns) {
   if (!driver_ || !worker_ || c.pid <= 0) return;
   LeavingThaw t;
   t.client_id = c.id;

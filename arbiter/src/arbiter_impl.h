@@ -16,9 +16,10 @@
 // INVARIANTS (checked by CheckInvariants(), arbiter_invariants.cc, after every loop iteration when
 // `check_invariants` is on: debug builds, the fault and hostile-tenant suites; violations are
 // logged and counted in stats().invariant_violations):
-//  1. gpus_[g].reserved == sum of quota over clients with reserved_on == g (plus orphans, 6),
-//     and it never exceeds gpus_[g].usable except through the orphan of a process thawed while
-//     leaving, which holds its memory again (counted in overshoot_events). Resident claims are
+//  1. book_.reserved(g) == sum of quota over clients reserved on g (plus orphans, 6), and it
+//     never exceeds book_.usable(g) except through the orphan of a process thawed while
+//     leaving, which holds its memory again (counted in overshoot_events). The book keeps the
+//     sums from its holders (reservation_book.h); CheckInvariants ties the holders to clients. Resident claims are
 //     reserved only when they fit (arbiter_clients.cc, BelieveResidentClaim).
 //  2. A swap-in order is issued only after its quota has been reserved on the target GPU.
 //     A reservation is released only when a swap-out is acknowledged, a checkpoint succeeded,
@@ -27,9 +28,13 @@
 //     holding == true and hold_gpu == g.
 //  4. Each client has at most one swap order in flight (transfer.issued).
 //  5. Client ids are never reused within an epoch.
-//  6. gpus_[g].orphaned == sum of bytes over orphans_ on g, and it is part of
-//     gpus_[g].reserved (invariant 1 counts orphans' bytes with the clients' quotas). An orphan
-//     is the reservation of a live process the arbiter disconnected (reasons 2-5); it is bound
+//  7. Each client's fields are a state of docs/arbiter.md's diagram (CheckClientState,
+//     client_phase.cc): a holder is resident, an issued swap-in is of a client that is out and
+//     not holding, a restore is of a checkpointed client, a move of one that is out, and a
+//     checkpointed client has no swap order in flight.
+//  6. book_.orphaned(g) == sum of bytes over orphans_ on g, and it is part of
+//     book_.reserved(g) (invariant 1 counts orphans' bytes with the clients' quotas). An orphan
+//     is the reservation of a live process the arbiter disconnected (DisconnectedAlive reasons); it is bound
 //     to the process by a pidfd (never by the pid alone: pids are reused) and released only when
 //     that process exits, registers again (its new registration's reservation replaces it) or
 //     the driver knows no CUDA state of it (arbiter_orphans.cc, docs/arbiter.md "Orphans").
@@ -52,6 +57,8 @@
 #include "fd_reaper.h"
 #include "metrics_server.h"
 #include "registration_intake.h"
+#include "reservation_book.h"
+#include "tenant_limits.h"
 #include "telemetry.h"
 #include "gshare/arbiter/arbiter.h"
 #include "gshare/policy/policy.h"
@@ -64,9 +71,20 @@ namespace gshare::arbiter {
 // Where a client's device memory is, as the arbiter knows it.
 enum class Where : uint8_t { kResident, kOut, kCheckpointed };
 
-inline constexpr uint64_t kUnregisterOrderTimeout = 3;   // stopped acknowledging swap orders
-inline constexpr uint64_t kUnregisterUnenforceable = 4;  // ignored preemption, checkpoint failed
-inline constexpr uint64_t kUnregisterFlooding = 5;       // rang its doorbell over the rate too long
+// Why a client was removed: the kUnregister event's argument (shm/event_ring_layout.h), so the
+// values are part of the event ring's format.
+enum class Unregister : uint64_t {
+  kClean = 0,          // said goodbye / closed its connection
+  kDied = 1,           // its process exited (or the connection broke)
+  kMalformed = 2,      // wrote what nobody may write in its channel or lease word
+  kOrderTimeout = 3,   // stopped acknowledging swap orders
+  kUnenforceable = 4,  // ignored preemption and its checkpoint failed
+  kFlooding = 5,       // rang its doorbell over the rate too long
+};
+// The reasons for which the arbiter disconnects a live process (its memory may stay: an orphan).
+inline bool DisconnectedAlive(Unregister r) { return r >= Unregister::kMalformed; }
+// The name in logs, the orphans' status and metrics ("clean", "malformed_channel", ...).
+const char* UnregisterName(Unregister r);
 
 // How long a client may stay inside a write of its channel (its burst seqlock odd or changing
 // whenever the arbiter looks) before it counts as malformed: far longer than a descheduled
@@ -111,7 +129,6 @@ struct Client {
 
   Where where = Where::kOut;
   uint32_t gpu = 0;                           // index: where resident / last resident
-  std::optional<uint32_t> reserved_on;        // index of the GPU holding its reservation
   bool shadow = false;  // resident although the policy believes it is not (adapter-managed)
   std::deque<Transfer> transfers;  // front: the order in flight (or waiting for room)
   // A grant the policy issued while the client was not resident on that GPU (e.g. after
@@ -154,13 +171,34 @@ struct Client {
   uint64_t op_job = 0;            // the DriverWorker job of `op`
   uint32_t op_target = 0;         // kRestoring / kMoving: the GPU index it goes to
   // RemoveClient while `op` was in flight: the removal (with this reason) happens at its end.
-  std::optional<uint64_t> removal_pending;
+  std::optional<Unregister> removal_pending;
   bool pid_watched = false;  // its pidfd is in the epoll set (kTagClientExit)
 
   ClientTelemetry tel;                  // arbiter_telemetry.cc
   std::optional<uint32_t> pending_slo;  // set-slo waiting for the client to be idle
   uint64_t registered_ns = 0;
 };
+
+// A client's phase: where it stands in docs/arbiter.md's state diagram ("Client state machine"),
+// derived from its state (client_phase.cc): what the control socket's clients list shows, and
+// what CheckClientState checks the state against.
+enum class Phase : uint8_t {
+  kOut,           // its memory is on the host (or nowhere yet)
+  kSwappingIn,    // a swap-in order is in flight
+  kResident,      // its memory is on its GPU, it does not hold the GPU
+  kHolding,       // it holds its GPU's token
+  kSwappingOut,   // a swap-out order is in flight
+  kEnforcing,     // the driver worker locks and checkpoints it (it ignored a preemption)
+  kDeepEvicting,  // the driver worker checkpoints it (idle for deep_evict_after)
+  kCheckpointed,  // its process is frozen by a checkpoint, its memory with the driver
+  kRestoring,     // the driver worker restores it onto its reserved GPU
+  kMoving,        // the driver worker moves its contexts to another GPU before a swap-in
+};
+Phase PhaseOf(const Client& c);
+const char* PhaseName(Phase p);
+// "" when c's state is one the diagram's transitions make, else what is wrong (a combination of
+// its fields no transition produces: invariant 7).
+std::string CheckClientState(const Client& c);
 
 // The reservation of a live process the arbiter disconnected (invariant 6): it still holds its
 // device memory, so nobody else may be given it. Owns its pidfd (watched in the epoll set: it
@@ -173,7 +211,7 @@ struct Orphan {
   std::string name;
   uint32_t gpu = 0;  // index into gpus_
   uint64_t bytes = 0;
-  uint64_t reason = 0;  // the unregister reason (2-5) that made it
+  Unregister reason = Unregister::kMalformed;  // what disconnected it (DisconnectedAlive)
   uint64_t since_ns = 0;
   shm::UniqueFd pidfd;
 };
@@ -181,26 +219,11 @@ struct Orphan {
 // Why an orphan was released (ArbiterStats::orphans_released_*, /metrics cause label).
 enum class OrphanRelease : uint8_t { kExited, kReRegistered, kNoDevice };
 
+// A GPU's memory accounts are in the ReservationBook (book_), not here.
 struct GpuState {
   GpuInfo info;
-  uint64_t usable = 0;
-  uint64_t reserved = 0;
-  uint64_t orphaned = 0;  // part of `reserved`: orphans' bytes (invariant 6)
-  uint64_t peak_reserved = 0;
-  uint64_t overshoot_events = 0;
   uint32_t holder = 0;  // client id, 0 = none
   bool drained = false;  // gshare-ctl drain: everyone swapped out, no new residency
-};
-
-// What the arbiter remembers of a uid (arbiter_clients.cc, "Limits per tenant"). Entries
-// without clients and without a back-off in force are dropped, so memory follows live tenants.
-struct UidState {
-  uint32_t clients = 0;
-  double tokens = 0;        // registration rate: a token bucket
-  uint64_t refill_ns = 0;
-  uint32_t unenforceable = 0;  // consecutive unenforceable disconnections (reset after a quiet hour)
-  uint64_t last_unenforceable_ns = 0;
-  uint64_t backoff_until_ns = 0;
 };
 
 // A registration waiting for a driver job (the state of a re-registering process: thawed if a
@@ -249,22 +272,18 @@ class ArbiterImpl final : public Arbiter {
   // `groups`: the peer's primary and supplementary groups (PeerOf), matched against allowed_gids.
   std::string Validate(const shm::RegisterRequest& req, const shm::PeerCredentials& peer,
                        const std::vector<gid_t>& groups) const;
-  // Tenants' limits: clients per uid and per pid, the registration rate, back-off after
-  // unenforceable disconnections. Empty when `peer` may register now (and takes a token).
-  std::string CheckLimits(const shm::PeerCredentials& peer, uint64_t now_ns);
   // Whether a resident claim (a re-registration that says it holds its memory) can be true:
   // right after this arbiter started or from a process with an orphan here, the process's first
   // claim, fitting the GPU, from a process the driver knows as a CUDA process.
   bool BelieveResidentClaim(const Arrival& a, uint32_t g, int driver_state, uint64_t now_ns,
                             std::string* why);
+  // c was disconnected as unenforceable: its uid's back-off (TenantLimits).
   void OnUnenforceable(const Client& c, uint64_t now_ns);
-  void ForgetUid(uid_t uid);
   // The client's registering process exited (its pidfd), whoever holds its connection now.
   void OnClientExit(uint32_t client_id, uint64_t now_ns);
   void OnConnectionEvent(uint32_t client_id, uint64_t now_ns);
-  // `reason` is the kUnregister event's argument (shm/event_ring_layout.h): 0 clean, 1 died,
-  // 2 malformed channel, kUnregisterOrderTimeout, kUnregisterUnenforceable, kUnregisterFlooding.
-  void RemoveClient(uint32_t client_id, uint64_t reason, uint64_t now_ns);
+  // `reason` is recorded as the kUnregister event's argument.
+  void RemoveClient(uint32_t client_id, Unregister reason, uint64_t now_ns);
   std::optional<uint32_t> GpuIndex(uint32_t ordinal) const;
 
   // ---- driver calls off the loop (arbiter_driver.cc)
@@ -285,7 +304,7 @@ class ArbiterImpl final : public Arbiter {
   void StartRegistrationQuery(Arrival a, uint64_t now_ns);
   // A client leaving while checkpointed: its process is thawed by the worker (restored where it
   // was, unlocked); when that restored memory, the reservation is kept as an orphan (if alive).
-  void StartThawOfLeaving(const Client& c, uint64_t reason, uint64_t now_ns);
+  void StartThawOfLeaving(const Client& c, Unregister reason, uint64_t now_ns);
   // An orphan made without the driver's word: the worker asks whether the process has CUDA
   // state; if not, the orphan is released (kNoDevice).
   void StartOrphanQuery(uint32_t orphan_id, pid_t pid, int pidfd);
@@ -296,16 +315,16 @@ class ArbiterImpl final : public Arbiter {
 
   // ---- orphan reservations (arbiter_orphans.cc; invariant 6)
   // Called by RemoveClient for c before its reservation is released: keeps it as an orphan when
-  // the arbiter disconnects a live process that holds device memory (reason 2-5, not while
+  // the arbiter disconnects a live process that holds device memory (DisconnectedAlive, not while
   // stopping). True when an orphan now holds the bytes (c's own reservation is then handed
-  // over, c.reserved_on reset). Whether the process has CUDA state at all is asked of the
+  // over to the orphan in the book). Whether the process has CUDA state at all is asked of the
   // driver worker afterwards (StartOrphanQuery): an orphan of a process without any is released.
-  bool MaybeOrphan(Client& c, uint64_t reason, uint64_t now_ns);
+  bool MaybeOrphan(Client& c, Unregister reason, uint64_t now_ns);
   // Keeps `bytes` on GPU index `g` reserved for the live process of gone client `client_id`;
   // `reserved`: the bytes are reserved already (a client's reservation handed over), else they
   // are added (a thawed process that holds its memory again). The orphan's id (0: not made).
   uint32_t MakeOrphan(uint32_t client_id, pid_t pid, uid_t uid, const std::string& name,
-                      uint32_t g, uint64_t bytes, uint64_t reason, int pidfd, bool reserved,
+                      uint32_t g, uint64_t bytes, Unregister reason, int pidfd, bool reserved,
                       uint64_t now_ns);
   // A registration from `pid`: releases that process's orphans (replaced by the registration's
   // own reservation) and any whose process has exited (the pid was reused). Does not issue
@@ -344,6 +363,8 @@ class ArbiterImpl final : public Arbiter {
   bool MakeRoom(uint32_t g, uint64_t need, uint64_t now_ns);
   void Reserve(Client& c, uint32_t g);
   void Unreserve(Client& c);
+  // The GPU index holding c's reservation, if any (the book's word).
+  std::optional<uint32_t> ReservedOn(const Client& c) const { return book_.ClientGpu(c.id); }
   void Record(shm::EventType type, const Client* c, uint32_t gpu, uint64_t a0 = 0,
               uint64_t a1 = 0, uint64_t a2 = 0, uint64_t a3 = 0);
   void RecordFor(shm::EventType type, uint32_t client_id, uint32_t gpu, uint64_t a0 = 0,
@@ -400,6 +421,7 @@ class ArbiterImpl final : public Arbiter {
   // First among the members: destroyed last, after everything that hands it objects.
   FdReaper reaper_;
   std::vector<GpuState> gpus_;
+  ReservationBook book_;  // memory promised on each GPU (invariants 1, 2, 6)
   uint64_t epoch_ = 0;
   std::unique_ptr<policy::Policy> policy_;
   std::optional<DriverLib> driver_;
@@ -423,15 +445,14 @@ class ArbiterImpl final : public Arbiter {
     std::string name;
     uint32_t gpu = 0;
     uint64_t bytes = 0;
-    uint64_t reason = 0;
+    Unregister reason = Unregister::kClean;
     shm::UniqueFd pidfd;
   };
   std::map<uint64_t, LeavingThaw> leaving_thaws_;
   std::map<uint64_t, uint32_t> orphan_queries_;
   std::map<uint64_t, uint32_t> client_jobs_;  // job -> client id (its `op`)
   uint64_t next_job_ = 1;
-  std::map<uid_t, UidState> uids_;
-  std::map<pid_t, uint32_t> clients_per_pid_;
+  TenantLimits limits_;  // clients per uid and pid, registration rate, back-off
   // Processes that made a resident claim in this epoch (pid -> start time in clock ticks, so a
   // reused pid is a new process), pruned of exited processes as it grows.
   std::map<pid_t, uint64_t> resident_claims_;

@@ -35,7 +35,7 @@ bool ArbiterImpl::MaybeOfferLease(Client& c, uint32_t g, const shm::ClientView& 
   if (v.in_burst || v.state != shm::ClientTokenState::kIdle) return false;
   if (c.burst_outstanding || c.lease_done_gpu_ns || c.pending_grant || !c.transfers.empty())
     return false;
-  if (c.where != Where::kResident || c.gpu != g || c.reserved_on != g) return false;
+  if (c.where != Where::kResident || c.gpu != g || ReservedOn(c) != g) return false;
   if (gpus_[g].drained || gpus_[g].holder != 0) return false;
   const uint32_t ordinal = gpus_[g].info.ordinal;
   const uint32_t seq =
@@ -93,7 +93,7 @@ bool ArbiterImpl::PollLease(Client& c, shm::Result<shm::ClientView>& view, uint6
     spdlog::warn("client {} '{}' wrote a value nobody may write into its lease word; "
                  "disconnecting it",
                  c.id, c.name);
-    RemoveClient(c.id, 2, now_ns);
+    RemoveClient(c.id, Unregister::kMalformed, now_ns);
     return false;
   }
   if (s == shm::LeaseStatus::kTaken) {

@@ -80,12 +80,16 @@ shm::Result<std::unique_ptr<Arbiter>> Arbiter::Create(const ArbiterConfig& confi
 
 ArbiterImpl::ArbiterImpl(ArbiterConfig config, std::vector<GpuInfo> gpus)
     : config_(std::move(config)) {
+  std::vector<uint64_t> usable;
   for (const auto& g : gpus) {
     GpuState st;
     st.info = g;
-    st.usable = g.memory_bytes - config_.memory_reserve_bytes;
     gpus_.push_back(st);
+    usable.push_back(g.memory_bytes - config_.memory_reserve_bytes);
   }
+  book_ = ReservationBook(std::move(usable));
+  limits_ = TenantLimits({config_.max_clients_per_uid, config_.max_clients_per_pid,
+                          config_.registration_rate_per_uid});
 }
 
 shm::Status ArbiterImpl::Init(bool handle_signals) {
@@ -94,9 +98,9 @@ shm::Status ArbiterImpl::Init(bool handle_signals) {
   epoch_ = (static_cast<uint64_t>(rd()) << 32 | rd()) | 1;
 
   policy::PolicyConfig pc;
-  for (const auto& g : gpus_) {
+  for (uint32_t g = 0; g < book_.gpus(); ++g) {
     policy::GpuSpec spec;
-    spec.memory_bytes = g.usable;
+    spec.memory_bytes = book_.usable(g);
     pc.gpus.push_back(spec);
   }
   pc.slice = std::chrono::duration_cast<std::chrono::microseconds>(config_.slice).count();
@@ -194,9 +198,9 @@ shm::Status ArbiterImpl::Init(bool handle_signals) {
 
   const uint64_t now = NowNs();
   Deliver(now, policy::Started{});
-  for (const auto& g : gpus_)
-    spdlog::info("managing GPU {}: {} ({} usable)", g.info.ordinal,
-                 FormatByteSize(g.info.memory_bytes), FormatByteSize(g.usable));
+  for (uint32_t g = 0; g < gpus_.size(); ++g)
+    spdlog::info("managing GPU {}: {} ({} usable)", gpus_[g].info.ordinal,
+                 FormatByteSize(gpus_[g].info.memory_bytes), FormatByteSize(book_.usable(g)));
   spdlog::info("arbiter epoch {:#x} listening on {} with policy '{}', slice {} us; control "
                "socket {}",
                epoch_, intake_->path(), policy_->name(),
@@ -261,7 +265,7 @@ void ArbiterImpl::OnDoorbell(uint32_t id, uint64_t now_ns) {
                     "{} times); disconnecting it (doorbell_flood_disconnect)",
                     c->id, c->name, c->pid, (now_ns - c->doorbell.episode_start_ns()) / 1'000'000,
                     c->doorbell.rings(), c->doorbell.mutes());
-      RemoveClient(id, kUnregisterFlooding, now_ns);
+      RemoveClient(id, Unregister::kFlooding, now_ns);
       return;
   }
 }
@@ -418,7 +422,7 @@ shm::Status ArbiterImpl::Run() {
     if (worker_) OnDriverCompletions(now);
     std::vector<uint32_t> ids;
     for (const auto& [id, c] : clients_) ids.push_back(id);
-    for (uint32_t id : ids) RemoveClient(id, 0, now);
+    for (uint32_t id : ids) RemoveClient(id, Unregister::kClean, now);
     if (!worker_ || (clients_.empty() && worker_->InFlight() == 0)) break;
     if (!worker_->WaitIdle(kShutdownDriverWaitNs))
       spdlog::error("driver calls still running {} s into the shutdown",
@@ -439,14 +443,14 @@ ArbiterStats ArbiterImpl::stats() const {
   ArbiterStats s = stats_;
   s.function_ids = fid_to_client_.size();
   s.policy_entries = policy_ ? policy_->tracked_entries() : 0;
-  s.tracked_uids = uids_.size();
+  s.tracked_uids = limits_.tracked_uids();
   s.gpus.clear();
   for (uint32_t i = 0; i < gpus_.size(); ++i) {
     const GpuState& g = gpus_[i];
     uint32_t orphans = 0;
     for (const auto& [id, o] : orphans_) orphans += o.gpu == i ? 1 : 0;
-    s.gpus.push_back({g.info.ordinal, g.usable, g.reserved, g.peak_reserved, g.overshoot_events,
-                      g.orphaned, orphans});
+    s.gpus.push_back({g.info.ordinal, book_.usable(i), book_.reserved(i), book_.peak_reserved(i),
+                      book_.overshoot_events(i), book_.orphaned(i), orphans});
   }
   return s;
 }

@@ -49,21 +49,6 @@ bool Stopped(pid_t pid) {
   return stat[paren + 2] == 'T' || stat[paren + 2] == 't';
 }
 
-const char* ReasonName(uint64_t reason) {
-  switch (reason) {
-    case 2:
-      return "malformed_channel";
-    case kUnregisterOrderTimeout:
-      return "order_timeout";
-    case kUnregisterUnenforceable:
-      return "unenforceable";
-    case kUnregisterFlooding:
-      return "doorbell_flood";
-    default:
-      return "other";
-  }
-}
-
 const char* ReleaseName(OrphanRelease why) {
   switch (why) {
     case OrphanRelease::kExited:
@@ -78,10 +63,10 @@ const char* ReleaseName(OrphanRelease why) {
 
 }  // namespace
 
-bool ArbiterImpl::MaybeOrphan(Client& c, uint64_t reason, uint64_t now_ns) {
-  if (stopping_ || reason == 0 || reason == 1) return false;  // leaving, died, or shutdown
-  if (!c.reserved_on) return false;  // swapped out or checkpointed: it holds no device memory
-  const uint32_t ordinal = gpus_[*c.reserved_on].info.ordinal;
+bool ArbiterImpl::MaybeOrphan(Client& c, Unregister reason, uint64_t now_ns) {
+  if (stopping_ || !DisconnectedAlive(reason)) return false;  // leaving, died, or shutdown
+  if (!ReservedOn(c)) return false;  // swapped out or checkpointed: it holds no device memory
+  const uint32_t ordinal = gpus_[*ReservedOn(c)].info.ordinal;
   if (c.conn.pidfd() < 0) {
     spdlog::warn("client {} '{}' (pid {}) disconnected alive; without a pidfd (kernel < 6.5) "
                  "its reservation of {} on GPU {} is released now although it may still hold "
@@ -90,15 +75,12 @@ bool ArbiterImpl::MaybeOrphan(Client& c, uint64_t reason, uint64_t now_ns) {
     return false;
   }
   if (Exited(c.conn.pidfd())) return false;  // it died meanwhile: its memory went with it
-  if (MakeOrphan(c.id, c.pid, c.uid, c.name, *c.reserved_on, c.quota, reason, c.conn.pidfd(),
-                 /*reserved=*/true, now_ns) == 0)
-    return false;
-  c.reserved_on.reset();
-  return true;
+  return MakeOrphan(c.id, c.pid, c.uid, c.name, *ReservedOn(c), c.quota, reason, c.conn.pidfd(),
+                    /*reserved=*/true, now_ns) != 0;
 }
 
 uint32_t ArbiterImpl::MakeOrphan(uint32_t client_id, pid_t pid, uid_t uid, const std::string& name,
-                                 uint32_t g, uint64_t bytes, uint64_t reason, int pidfd,
+                                 uint32_t g, uint64_t bytes, Unregister reason, int pidfd,
                                  bool reserved, uint64_t now_ns) {
   ++stats_.orphans_created;
   Orphan o;
@@ -119,20 +101,19 @@ uint32_t ArbiterImpl::MakeOrphan(uint32_t client_id, pid_t pid, uid_t uid, const
   }
   // The bytes move from the client's reservation to the orphan: reserved is unchanged, unless
   // a thawed process holds memory again that nothing reserved.
-  GpuState& gpu = gpus_[g];
-  if (!reserved) {
-    gpu.reserved += o.bytes;
-    gpu.peak_reserved = std::max(gpu.peak_reserved, gpu.reserved);
-    if (gpu.reserved > gpu.usable) ++gpu.overshoot_events;
+  const GpuState& gpu = gpus_[g];
+  if (reserved) {
+    (void)book_.HandToOrphan(client_id, o.id);
+  } else {
+    book_.AddOrphan(o.id, g, o.bytes);
   }
-  gpu.orphaned += o.bytes;
   const bool stopped = Stopped(pid);
   spdlog::warn("client {} '{}' (pid {}) was disconnected ({}) but is alive{} and holds its "
                "device memory: its {} on GPU {} stay reserved as orphan {} until it exits or "
                "registers again",
-               client_id, name, pid, ReasonName(reason), stopped ? " (stopped)" : "",
+               client_id, name, pid, UnregisterName(reason), stopped ? " (stopped)" : "",
                FormatByteSize(o.bytes), gpu.info.ordinal, o.id);
-  RecordFor(shm::EventType::kReservation, client_id, gpu.info.ordinal, gpu.reserved, o.bytes);
+  RecordFor(shm::EventType::kReservation, client_id, gpu.info.ordinal, book_.reserved(g), o.bytes);
   const uint32_t id = o.id;
   const int watched = o.pidfd.get();
   orphans_.emplace(id, std::move(o));
@@ -172,9 +153,8 @@ void ArbiterImpl::ReleaseOrphan(uint32_t orphan_id, OrphanRelease why, uint64_t 
   if (it == orphans_.end()) return;
   Orphan& o = it->second;
   DelFd(o.pidfd.get());
-  GpuState& gpu = gpus_[o.gpu];
-  gpu.reserved -= std::min(gpu.reserved, o.bytes);
-  gpu.orphaned -= std::min(gpu.orphaned, o.bytes);
+  const GpuState& gpu = gpus_[o.gpu];
+  (void)book_.ReleaseOrphan(o.id);
   switch (why) {
     case OrphanRelease::kExited:
       ++stats_.orphans_released_exited;
@@ -189,7 +169,7 @@ void ArbiterImpl::ReleaseOrphan(uint32_t orphan_id, OrphanRelease why, uint64_t 
   spdlog::info("orphan {} of client {} '{}' (pid {}): {} on GPU {} released after {} ms: {}",
                o.id, o.client_id, o.name, o.pid, FormatByteSize(o.bytes), gpu.info.ordinal,
                (now_ns - std::min(now_ns, o.since_ns)) / 1'000'000, ReleaseName(why));
-  RecordFor(shm::EventType::kReservation, o.client_id, gpu.info.ordinal, gpu.reserved, 0);
+  RecordFor(shm::EventType::kReservation, o.client_id, gpu.info.ordinal, book_.reserved(o.gpu), 0);
   orphans_.erase(it);
   if (pump) PumpTransfers(now_ns);  // a swap-in waiting for room may fit now
 }
@@ -204,7 +184,7 @@ nlohmann::json ArbiterImpl::OrphansJson(uint64_t now_ns) const {
                     {"uid", o.uid},
                     {"gpu", gpus_[o.gpu].info.ordinal},
                     {"bytes", o.bytes},
-                    {"reason", ReasonName(o.reason)},
+                    {"reason", UnregisterName(o.reason)},
                     {"since_s_ago", static_cast<double>(now_ns - std::min(now_ns, o.since_ns)) / 1e9}});
   return list;
 }

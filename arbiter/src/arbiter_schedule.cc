@@ -102,9 +102,9 @@ void ArbiterImpl::Deliver(uint64_t now_ns, policy::EventBody body) {
   // host): tell the policy where, so its first placement does not move the vGPU for nothing.
   if (auto* reg = std::get_if<policy::FunctionRegistered>(&body)) {
     const Client* c = ByFid(reg->function);
-    if (c != nullptr && c->where == Where::kResident && c->shadow && c->reserved_on &&
+    if (c != nullptr && c->where == Where::kResident && c->shadow && ReservedOn(*c) &&
         c->transfers.empty())
-      reg->state_on = *c->reserved_on;
+      reg->state_on = *ReservedOn(*c);
   }
   pending_events_.emplace_back(now_ns, std::move(body));
   if (delivering_) return;
@@ -151,7 +151,7 @@ void ArbiterImpl::Execute(uint64_t now_ns, const policy::ActionList& actions) {
                                           ? policy::SwapKind::kOut
                                           : policy::SwapKind::kDeepEvict;
         if (c->where == Where::kResident && !c->holding && c->transfers.empty() &&
-            c->reserved_on == c->gpu && !gpus_[c->gpu].drained) {
+            ReservedOn(*c) == c->gpu && !gpus_[c->gpu].drained) {
           // Lazy: the policy's model frees the memory now; the vGPU stays resident as a shadow
           // and is swapped out only when a swap-in needs its memory (MakeRoom), so a function
           // the policy brings back before that costs no copy at all.
@@ -178,19 +178,14 @@ void ArbiterImpl::Execute(uint64_t now_ns, const policy::ActionList& actions) {
 }
 
 void ArbiterImpl::Reserve(Client& c, uint32_t g) {
-  if (c.reserved_on) return;
-  gpus_[g].reserved += c.quota;
-  gpus_[g].peak_reserved = std::max(gpus_[g].peak_reserved, gpus_[g].reserved);
-  c.reserved_on = g;
-  Record(shm::EventType::kReservation, &c, gpus_[g].info.ordinal, gpus_[g].reserved, c.quota);
+  if (!book_.ReserveClient(c.id, g, c.quota)) return;  // it has one already
+  Record(shm::EventType::kReservation, &c, gpus_[g].info.ordinal, book_.reserved(g), c.quota);
 }
 
 void ArbiterImpl::Unreserve(Client& c) {
-  if (!c.reserved_on) return;
-  gpus_[*c.reserved_on].reserved -= c.quota;
-  Record(shm::EventType::kReservation, &c, gpus_[*c.reserved_on].info.ordinal,
-         gpus_[*c.reserved_on].reserved, 0);
-  c.reserved_on.reset();
+  const auto g = ReservedOn(c);
+  if (!g || !book_.ReleaseClient(c.id)) return;
+  Record(shm::EventType::kReservation, &c, gpus_[*g].info.ordinal, book_.reserved(*g), 0);
 }
 
 void ArbiterImpl::QueueTransfer(Client& c, Transfer t, uint64_t now_ns) {
@@ -204,19 +199,20 @@ void ArbiterImpl::PumpTransfers(uint64_t now_ns) {
 }
 
 bool ArbiterImpl::MakeRoom(uint32_t g, uint64_t need, uint64_t now_ns) {
-  GpuState& gpu = gpus_[g];
+  const GpuState& gpu = gpus_[g];
   uint64_t freeing = 0;
   std::vector<Client*> candidates;
-  for (auto& [id, c] : clients_) {
-    if (c->reserved_on != g) continue;
+  for (const uint32_t id : book_.ClientsOn(g)) {
+    Client* c = ById(id);
+    if (c == nullptr) continue;
     if (!c->transfers.empty()) {
       if (c->transfers.front().op == shm::SwapOp::kSwapOut && c->transfers.front().issued)
         freeing += c->quota;
       continue;
     }
-    if (c->shadow && !c->holding && c->where == Where::kResident) candidates.push_back(c.get());
+    if (c->shadow && !c->holding && c->where == Where::kResident) candidates.push_back(c);
   }
-  const uint64_t free_now = gpu.usable - std::min(gpu.usable, gpu.reserved);
+  const uint64_t free_now = book_.unreserved(g);
   if (free_now + freeing >= need) return false;  // room is on its way
   // Cheapest first: the fewest bytes per second of idleness (a small vGPU idle for a while
   // before a large one used recently: both the copy now and the copy back later scale with the
@@ -260,7 +256,7 @@ bool ArbiterImpl::TryIssue(Client& c, uint64_t now_ns) {
   RevokeLeasesOn(t.gpu, &c, now_ns);  // c will compete for t.gpu: no lease stands there
   if (gpus_[t.gpu].drained) return false;  // gshare-ctl drain: retried after undrain
   if (now_ns < t.not_before_ns) return false;  // back-off after a failed swap-in (timer armed)
-  if (c.where == Where::kResident && c.gpu == t.gpu && c.reserved_on == t.gpu) {
+  if (c.where == Where::kResident && c.gpu == t.gpu && ReservedOn(c) == t.gpu) {
     const Transfer done = t;
     c.transfers.pop_front();
     if (done.for_policy) c.shadow = false;
@@ -276,8 +272,7 @@ bool ArbiterImpl::TryIssue(Client& c, uint64_t now_ns) {
     c.transfers.push_front({shm::SwapOp::kSwapOut, c.gpu, false, policy::SwapKind::kOut});
     return TryIssue(c, now_ns);
   }
-  GpuState& gpu = gpus_[t.gpu];
-  if (gpu.reserved + c.quota > gpu.usable) {
+  if (!book_.Fits(t.gpu, c.quota)) {
     (void)MakeRoom(t.gpu, c.quota, now_ns);
     return false;  // retried by PumpTransfers when memory frees
   }
@@ -377,7 +372,7 @@ void ArbiterImpl::CompleteTransfer(Client& c, const shm::ClientView& v, uint64_t
 void ArbiterImpl::Grant(Client& c, uint32_t g, policy::Duration slice_us, uint64_t now_ns) {
   if (LeaseBeforeGrant(c, g, slice_us, now_ns)) return;  // arbiter_lease.cc
   if (stopping_ || c.holding) return;
-  if (gpus_[g].drained || c.where != Where::kResident || c.gpu != g || c.reserved_on != g ||
+  if (gpus_[g].drained || c.where != Where::kResident || c.gpu != g || ReservedOn(c) != g ||
       (!c.transfers.empty() && c.transfers.front().issued)) {
     // Not (yet) resident there: make it so, then grant.
     c.pending_grant = {g, slice_us};
@@ -455,7 +450,7 @@ void ArbiterImpl::PollClient(Client& c, uint64_t now_ns) {
     ++stats_.malformed_channels;
     spdlog::warn("client {} '{}' wrote a malformed channel ({}); disconnecting it", c.id, c.name,
                  view.status().ToString());
-    RemoveClient(c.id, 2, now_ns);
+    RemoveClient(c.id, Unregister::kMalformed, now_ns);
     return;
   }
   // The view describes the client under the grant the channel names now. A grant issued while
@@ -596,7 +591,7 @@ void ArbiterImpl::CheckOrders(uint64_t now_ns) {
                   c.id, c.name, c.pid, c.transfers.front().order_seq,
                   (now_ns - c.transfers.front().issued_ns) / 1'000'000'000ULL);
     ++stats_.order_timeouts;
-    RemoveClient(id, kUnregisterOrderTimeout, now_ns);
+    RemoveClient(id, Unregister::kOrderTimeout, now_ns);
   }
 }
 

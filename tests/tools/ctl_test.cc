@@ -62,6 +62,7 @@ TEST_F(ToolsTest, StatusAndClientsShowGpusAndFunctions) {
   EXPECT_EQ(r["slo_ms"], 50);
   EXPECT_EQ(r["gpu"], 0);
   EXPECT_EQ(r["state"], "resident");
+  EXPECT_TRUE(r["phase"] == "resident" || r["phase"] == "holding") << r.dump();
   EXPECT_GT(r["bursts"].get<int>(), 0);
   EXPECT_EQ(r["bursts"].get<uint64_t>(), r["slo_met"].get<uint64_t>() + r["slo_missed"].get<uint64_t>());
   EXPECT_EQ(ClientNamed(clients["clients"], "bert")["pid"], b.pid());
@@ -117,7 +118,10 @@ TEST_F(ToolsTest, DrainMovesEveryoneOffUntilUndrain) {
   EXPECT_TRUE(status["gpus"][0]["holder"].is_null());
   // While drained, nothing becomes resident again.
   const json later = CtlJson({"clients"});
-  for (const json& c : later["clients"]) EXPECT_EQ(c["state"], "swapped") << later.dump();
+  for (const json& c : later["clients"]) {
+    EXPECT_EQ(c["state"], "swapped") << later.dump();
+    EXPECT_EQ(c["phase"], "out") << later.dump();  // docs/arbiter.md's state diagram
+  }
 
   const ToolResult undrained = Ctl({"undrain", "0"});
   EXPECT_EQ(undrained.code, 0) << undrained.err;

@@ -1,0 +1,131 @@
+// ReservationBook (reservation_book.h): per-GPU reserved bytes kept as the sums of their holders.
+#include "reservation_book.h"
+
+#include <algorithm>
+
+namespace gshare::arbiter {
+
+ReservationBook::ReservationBook(std::vector<uint64_t> usable) {
+  gpus_.resize(usable.size());
+  for (size_t g = 0; g < usable.size(); ++g) gpus_[g].usable = usable[g];
+}
+
+uint64_t ReservationBook::unreserved(uint32_t g) const {
+  const Gpu& gpu = gpus_[g];
+  return gpu.usable - std::min(gpu.usable, gpu.reserved);
+}
+
+bool ReservationBook::Fits(uint32_t g, uint64_t bytes) const { return bytes <= unreserved(g); }
+
+void ReservationBook::Add(uint32_t g, uint64_t bytes) {
+  Gpu& gpu = gpus_[g];
+  gpu.reserved += bytes;
+  gpu.peak = std::max(gpu.peak, gpu.reserved);
+}
+
+void ReservationBook::Remove(uint32_t g, uint64_t bytes) {
+  Gpu& gpu = gpus_[g];
+  gpu.reserved -= std::min(gpu.reserved, bytes);
+}
+
+bool ReservationBook::ReserveClient(uint32_t client_id, uint32_t g, uint64_t bytes) {
+  if (g >= gpus_.size() || clients_.count(client_id) != 0) return false;
+  clients_.emplace(client_id, Entry{g, bytes});
+  Add(g, bytes);
+  return true;
+}
+
+bool ReservationBook::ReleaseClient(uint32_t client_id) {
+  const auto it = clients_.find(client_id);
+  if (it == clients_.end()) return false;
+  Remove(it->second.gpu, it->second.bytes);
+  clients_.erase(it);
+  return true;
+}
+
+std::optional<uint32_t> ReservationBook::ClientGpu(uint32_t client_id) const {
+  const auto it = clients_.find(client_id);
+  if (it == clients_.end()) return std::nullopt;
+  return it->second.gpu;
+}
+
+uint64_t ReservationBook::ClientBytes(uint32_t client_id) const {
+  const auto it = clients_.find(client_id);
+  return it == clients_.end() ? 0 : it->second.bytes;
+}
+
+std::vector<uint32_t> ReservationBook::ClientsOn(uint32_t g) const {
+  std::vector<uint32_t> ids;
+  for (const auto& [id, e] : clients_)
+    if (e.gpu == g) ids.push_back(id);
+  return ids;
+}
+
+bool ReservationBook::HandToOrphan(uint32_t client_id, uint32_t orphan_id) {
+  const auto it = clients_.find(client_id);
+  if (it == clients_.end() || orphans_.count(orphan_id) != 0) return false;
+  const Entry e = it->second;
+  clients_.erase(it);
+  orphans_.emplace(orphan_id, e);
+  gpus_[e.gpu].orphaned += e.bytes;
+  return true;
+}
+
+void ReservationBook::AddOrphan(uint32_t orphan_id, uint32_t g, uint64_t bytes) {
+  if (g >= gpus_.size() || orphans_.count(orphan_id) != 0) return;
+  orphans_.emplace(orphan_id, Entry{g, bytes});
+  Add(g, bytes);
+  gpus_[g].orphaned += bytes;
+  if (gpus_[g].reserved > gpus_[g].usable) ++gpus_[g].overshoot_events;
+}
+
+bool ReservationBook::ReleaseOrphan(uint32_t orphan_id) {
+  const auto it = orphans_.find(orphan_id);
+  if (it == orphans_.end()) return false;
+  Gpu& gpu = gpus_[it->second.gpu];
+  Remove(it->second.gpu, it->second.bytes);
+  gpu.orphaned -= std::min(gpu.orphaned, it->second.bytes);
+  orphans_.erase(it);
+  return true;
+}
+
+std::optional<uint32_t> ReservationBook::OrphanGpu(uint32_t orphan_id) const {
+  const auto it = orphans_.find(orphan_id);
+  if (it == orphans_.end()) return std::nullopt;
+  return it->second.gpu;
+}
+
+uint64_t ReservationBook::OrphanBytes(uint32_t orphan_id) const {
+  const auto it = orphans_.find(orphan_id);
+  return it == orphans_.end() ? 0 : it->second.bytes;
+}
+
+std::string ReservationBook::CheckInvariants() const {
+  std::vector<uint64_t> reserved(gpus_.size(), 0);
+  std::vector<uint64_t> orphaned(gpus_.size(), 0);
+  for (const auto& [id, e] : clients_) {
+    if (e.gpu >= gpus_.size()) return "client " + std::to_string(id) + " is reserved on no GPU";
+    reserved[e.gpu] += e.bytes;
+  }
+  for (const auto& [id, e] : orphans_) {
+    if (e.gpu >= gpus_.size()) return "orphan " + std::to_string(id) + " is reserved on no GPU";
+    reserved[e.gpu] += e.bytes;
+    orphaned[e.gpu] += e.bytes;
+  }
+  for (uint32_t g = 0; g < gpus_.size(); ++g) {
+    const Gpu& gpu = gpus_[g];
+    const std::string name = "GPU index " + std::to_string(g);
+    if (gpu.reserved != reserved[g])
+      return name + " reserves " + std::to_string(gpu.reserved) + " bytes, its holders " +
+             std::to_string(reserved[g]);
+    if (gpu.orphaned != orphaned[g])
+      return name + " counts " + std::to_string(gpu.orphaned) + " orphaned bytes, its orphans " +
+             std::to_string(orphaned[g]);
+    if (gpu.reserved > gpu.usable && gpu.overshoot_events == 0)
+      return name + " reserves more than it has without an overshoot counted";
+    if (gpu.peak < gpu.reserved) return name + "'s peak is below what it reserves";
+  }
+  return "";
+}
+
+}  // namespace gshare::arbiter

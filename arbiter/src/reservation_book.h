@@ -1,0 +1,82 @@
+// ReservationBook: the arbiter's account of device memory promised on each GPU (invariants 1, 2
+// and 6 of arbiter_impl.h). A GPU's reserved bytes are exactly the sum of its holders' bytes: the
+// quotas of clients whose memory is (or is about to be) on it, and orphans — live processes the
+// arbiter disconnected that still hold their memory. Nothing else writes these numbers, so the
+// sums cannot drift from the holders; CheckInvariants() says so in tests and debug builds.
+// Knows nothing of sockets, clients' channels or the policy: unit-tested on its own
+// (tests/arbiter/reservation_book_test.cc).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gshare::arbiter {
+
+class ReservationBook {
+ public:
+  // `usable`: per GPU index, the bytes the arbiter may promise (its memory less the reserve).
+  explicit ReservationBook(std::vector<uint64_t> usable = {});
+
+  uint32_t gpus() const { return static_cast<uint32_t>(gpus_.size()); }
+  uint64_t usable(uint32_t g) const { return gpus_[g].usable; }
+  uint64_t reserved(uint32_t g) const { return gpus_[g].reserved; }
+  uint64_t orphaned(uint32_t g) const { return gpus_[g].orphaned; }
+  uint64_t peak_reserved(uint32_t g) const { return gpus_[g].peak; }
+  // Times a reservation took GPU g past its usable bytes (only an orphan's new bytes can: a
+  // process thawed while leaving holds its memory again, whether or not it fits).
+  uint64_t overshoot_events(uint32_t g) const { return gpus_[g].overshoot_events; }
+  // What is left to promise on g (0 while overshot).
+  uint64_t unreserved(uint32_t g) const;
+  bool Fits(uint32_t g, uint64_t bytes) const;
+
+  // A client's reservation: `bytes` on GPU g, unless it has one already (false then: a client
+  // holds at most one). Never refused for want of room: callers check Fits() first, so a client
+  // reservation never overshoots (invariant 1).
+  bool ReserveClient(uint32_t client_id, uint32_t g, uint64_t bytes);
+  // Releases a client's reservation; false when it had none.
+  bool ReleaseClient(uint32_t client_id);
+  std::optional<uint32_t> ClientGpu(uint32_t client_id) const;
+  uint64_t ClientBytes(uint32_t client_id) const;  // 0 when none
+  // Clients reserved on GPU g, in id order.
+  std::vector<uint32_t> ClientsOn(uint32_t g) const;
+  size_t clients() const { return clients_.size(); }
+
+  // Orphans (invariant 6). HandToOrphan moves a client's reservation to orphan `orphan_id` (the
+  // GPU's reserved bytes do not change); false when the client had none. AddOrphan reserves
+  // bytes nothing reserved (a thawed process holding its memory again), counting an overshoot
+  // when they do not fit. An orphan id is used once.
+  bool HandToOrphan(uint32_t client_id, uint32_t orphan_id);
+  void AddOrphan(uint32_t orphan_id, uint32_t g, uint64_t bytes);
+  bool ReleaseOrphan(uint32_t orphan_id);
+  std::optional<uint32_t> OrphanGpu(uint32_t orphan_id) const;
+  uint64_t OrphanBytes(uint32_t orphan_id) const;  // 0 when none
+  size_t orphans() const { return orphans_.size(); }
+
+  // "" when every GPU's reserved and orphaned bytes are the sums of its holders', and reserved
+  // exceeds usable only with an overshoot counted; else the first violation, in words.
+  std::string CheckInvariants() const;
+
+ private:
+  struct Gpu {
+    uint64_t usable = 0;
+    uint64_t reserved = 0;
+    uint64_t orphaned = 0;
+    uint64_t peak = 0;
+    uint64_t overshoot_events = 0;
+  };
+  struct Entry {
+    uint32_t gpu = 0;
+    uint64_t bytes = 0;
+  };
+  void Add(uint32_t g, uint64_t bytes);
+  void Remove(uint32_t g, uint64_t bytes);
+
+  std::vector<Gpu> gpus_;
+  std::map<uint32_t, Entry> clients_;  // by client id
+  std::map<uint32_t, Entry> orphans_;  // by orphan id
+};
+
+}  // namespace gshare::arbiter
