@@ -63,8 +63,12 @@ TEST_F(FaultTest, DeviceOutOfMemoryDuringSwapIn) {
 // After the limit is lifted, both finish with their data.
 TEST_F(FaultTest, HostMemoryPressureFailsSwapOut) {
   const std::string go = node_.dir() / "a-may-allocate";
-  const Worker a = SpawnFunction(
-      {"a", "320MiB", 19, 192, 32, 16, 8, 30, {}, {"--wait-before-alloc", go}});
+  // a takes turns until the fault was reached (or given up on): it must still be running when b
+  // needs its memory, however slowly b starts on a loaded machine (with a fixed number of turns
+  // it could finish first and leave, and no swap-out was ever ordered).
+  const std::string a_may_finish = node_.dir() / "a-may-finish";
+  const Worker a = SpawnFunction({"a", "320MiB", 19, 192, 32, 16, 8, 30, {},
+                                  {"--wait-before-alloc", go, "--turns-until", a_may_finish}});
   ASSERT_TRUE(arbiter::testing::WaitForFile(a.out, seconds(30)));
   const auto end = std::chrono::steady_clock::now() + seconds(60);
   while (!HasLine(a.out, "initialized") && std::chrono::steady_clock::now() < end)
@@ -91,6 +95,7 @@ TEST_F(FaultTest, HostMemoryPressureFailsSwapOut) {
       << "the fault was not reached\n" << Log() << node_.Describe(a);
   rlimit unlimited{RLIM_INFINITY, RLIM_INFINITY};
   ASSERT_EQ(::prlimit(a.pid, RLIMIT_AS, &unlimited, nullptr), 0);
+  std::ofstream(a_may_finish).put('1');
   ExpectIntact(a);
   ExpectIntact(b);
   ExpectCleanNode();

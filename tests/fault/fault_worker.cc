@@ -8,6 +8,7 @@
 //
 //   fault_worker run  --seed S --big-mib B --budget-mib M --turns T --ops K --idle-ms I
 //                     [--seconds D]  (at least T turns, and turns until D seconds have passed)
+//                     [--turns-until FILE]  (at least T turns, and turns until FILE exists)
 //                     [--trace 1]    (print every operation before doing it)
 //                     [--sync-before-free 1]  (cuCtxSynchronize before each cuMemFree)
 //                     [--wait-before-alloc FILE]  (after initialising, print "initialized"
@@ -307,6 +308,13 @@ int Run(const std::map<std::string, std::string>& f) {
   const auto idle = std::chrono::milliseconds(Num(f, "--idle-ms", 20));
   // --seconds: keep taking turns (at least --turns) until this much time has passed.
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(Num(f, "--seconds", 0));
+  // --turns-until: and until this file exists (a test says when the worker may finish).
+  const std::string until_file = f.count("--turns-until") ? f.at("--turns-until") : std::string();
+  auto more_turns = [&] {
+    struct stat st {};
+    return std::chrono::steady_clock::now() < until ||
+           (!until_file.empty() && ::stat(until_file.c_str(), &st) != 0);
+  };
   if (std::string e = w.Init(); !e.empty()) return Report(false, e, w, 0);
   if (const auto it = f.find("--wait-before-alloc"); it != f.end()) {
     std::printf("initialized\n");
@@ -321,7 +329,7 @@ int Run(const std::map<std::string, std::string>& f) {
   std::printf("ready\n");
   std::fflush(stdout);
   int t = 0;
-  for (; t < turns || std::chrono::steady_clock::now() < until; ++t) {
+  for (; t < turns || more_turns(); ++t) {
     if (std::string e = w.VerifyAll(); !e.empty()) return Report(false, e, w, t);
     for (int o = 0; o < ops; ++o) {
       if (std::string e = w.RandomOp(budget); !e.empty()) return Report(false, e, w, t);
