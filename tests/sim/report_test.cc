@@ -122,6 +122,33 @@ TEST(Cli, RunsAndWritesJson) {
   EXPECT_EQ(j["runs"][1]["policy"], "aggressive");
 }
 
+// Issue 21: the limits in the JSON, and --nodes end to end (one row per policy and score).
+TEST(Cli, WritesTheLimitsAndRunsSeveralNodes) {
+  TempDir dir;
+  const auto json = dir.path() / "cluster.json";
+  const std::string cmd = std::string(GSHARE_SIM_BIN) +
+                          " --synthetic --functions 15 --duration 120 --gpus 2 --nodes 3 "
+                          "--node-score least-allocated,gshare --policy keepalive,aggressive "
+                          "--quiet --json " + json.string();
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  std::ifstream f(json);
+  const auto j = nlohmann::json::parse(f);
+  EXPECT_EQ(j["nodes"], 3);
+  ASSERT_EQ(j["cluster"].size(), 4u);
+  EXPECT_EQ(j["cluster"][0]["score"], "least-allocated");
+  EXPECT_EQ(j["cluster"][3]["score"], "gshare");
+  EXPECT_EQ(j["cluster"][3]["policy"], "aggressive");
+  EXPECT_GT(j["bounds"]["lower_bound_gpu_seconds"].get<double>(), 0.0);
+  for (const auto& run : j["cluster"]) {
+    EXPECT_GE(run["gpu_time_over_bound"].get<double>(), 1.0);
+    EXPECT_LE(run["nodes_used"].get<int>(), 3);
+  }
+  const std::string bad = std::string(GSHARE_SIM_BIN) +
+                          " --synthetic --functions 5 --duration 10 --nodes 2 --node-score nope "
+                          "--quiet 2>/dev/null";
+  EXPECT_NE(std::system(bad.c_str()), 0);
+}
+
 TEST(Cli, RejectsAnUnknownPolicy) {
   const std::string cmd = std::string(GSHARE_SIM_BIN) +
                           " --synthetic --functions 5 --duration 10 --policy nope --quiet 2>/dev/null";
