@@ -8,8 +8,10 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <sstream>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -100,7 +102,14 @@ class DevicePluginTest : public ::testing::Test {
                                                 {"--cdi-spec", dir_ / "gshare.json"},
                                                 {"--log-level", "debug"}};
     for (const auto& [k, v] : overrides) flags[k] = v;
-    std::vector<std::string> argv = {PLUGIN_BIN};
+    // GSHARE_TEST_PLUGIN_WRAPPER runs the plugin under a tool (e.g. "valgrind -q
+    // --error-exitcode=9"; raise GSHARE_TEST_TIME_SCALE with it).
+    std::vector<std::string> argv;
+    if (const char* w = std::getenv("GSHARE_TEST_PLUGIN_WRAPPER"); w != nullptr) {
+      std::istringstream words(w);
+      for (std::string word; words >> word;) argv.push_back(word);
+    }
+    argv.push_back(PLUGIN_BIN);
     for (const auto& [k, v] : flags) {
       argv.push_back(k);
       argv.push_back(v);
