@@ -29,7 +29,8 @@ class Fifo final : public PolicyBase {
         if (inactive == kNoGpu) inactive = g;
         continue;
       }
-      if (Reclaimable(g, Evict::kDeep) >= Need(f, g) && GpuFreeAt(now, g) - now <= kBacklog &&
+      if ((gpus_[g].free() >= Need(f, g) || Reclaimable(g, Evict::kDeep) >= Need(f, g)) &&
+          GpuFreeAt(now, g) - now <= kBacklog &&
           Affinity(f, g) < best_affinity) {
         best = g;
         best_affinity = Affinity(f, g);

@@ -106,13 +106,15 @@ class SlackScheduler final : public PolicyBase {
     for (GpuId g : active_gpus()) {
       const Gpu& gpu = gpus_[g];
       if (!Usable(g)) continue;
-      if (Reclaimable(g, evict_mode()) < Need(f, g)) continue;
+      const uint64_t need = Need(f, g);
+      const bool fits = gpu.free() >= need;
+      if (!fits && (fits_only || Reclaimable(g, evict_mode()) < need)) continue;
       // The victims' copy-out comes first on the link (config_.swap_out_copies).
-      const Duration out = RoomTime(now, g, Need(f, g), evict_mode());
+      const Duration out = RoomTime(now, g, need, evict_mode());
       if (PredictedStart(now, f, g, out) + e > deadline) continue;
       if (opt_.interference && !Compatible(f, g)) continue;
       if (!opt_.residency) return g;  // first fit
-      if (gpu.free() < Need(f, g)) {
+      if (!fits) {
         crowded.push_back(g);
         continue;
       }
@@ -327,7 +329,8 @@ class SlackScheduler final : public PolicyBase {
     Time best_start = kNever;
     double best_cost = 0;
     for (GpuId i : active_gpus()) {
-      if (!Usable(i) || Reclaimable(i, evict_mode()) < Need(f, i)) continue;
+      const uint64_t need = Need(f, i);
+      if (!Usable(i) || (gpus_[i].free() < need && Reclaimable(i, evict_mode()) < need)) continue;
       const Time start = PredictedStart(now, f, i, RoomTime(now, i, Need(f, i), evict_mode()));
       const double cost =
           opt_.residency ? RoomCost(now, i, Need(f, i), evict_mode(), pinned_too) : 0;
