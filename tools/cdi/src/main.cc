@@ -14,6 +14,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "gshare/arbiter/config.h"
 #include "spec.h"
 #include "spec_file.h"
 
@@ -49,7 +50,10 @@ int main(int argc, char** argv) {
   CLI::App app{"gshare-cdi: the node's CDI spec for gshare (device gshare.io/vgpu=vgpu)"};
   app.require_subcommand(1);
   gshare::cdi::SpecOptions options;
-  options.socket_dir = GSHARE_DEFAULT_SOCKET_DIR;
+  // The default registration socket's directory: the arbiter's tenant-facing one.
+  const std::string default_socket = gshare::arbiter::kDefaultSocketPath;
+  options.socket_dir = default_socket.substr(0, default_socket.rfind('/'));
+  options.socket_name = default_socket.substr(default_socket.rfind('/') + 1);
   std::string output = "/etc/cdi/gshare.json";
   bool force = false;
   auto* generate = app.add_subcommand("generate", "write the CDI spec (validated, atomically)");
