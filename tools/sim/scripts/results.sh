@@ -73,6 +73,9 @@ run ablation-synthetic-1 --synthetic --functions 300 --duration 3600 --gpus 400 
 # Issue 21: the rescue idea on every workload (held-out seeds 4 and 5 included), measured costs
 # (the H200's 48-53 GB/s swaps, docs/demo.md; simcuda's ~2.2 GB/s), routers that see warm
 # instances, and several nodes (10,000 functions on 100 nodes of 32 GPUs).
+run ablation-rescue-trace "${trace_args[@]}" --policy aggressive,aggressive-no-rescue
+run ablation-rescue-low-trace --format azure-llm --functions 100 --gpus 400 --seed 1 "${low[@]}" \
+  --policy aggressive,aggressive-no-rescue
 for seed in 1 2 3 4 5; do
   run "ablation-rescue-synthetic-$seed" --synthetic --functions 300 --duration 3600 --gpus 400 \
     --seed "$seed" --policy aggressive,aggressive-no-rescue

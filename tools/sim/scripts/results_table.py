@@ -164,5 +164,71 @@ def main():
         print()
 
 
+def issue21(d):
+    """The tables of docs/scheduling.md's "Issue 21" section, from results.sh's issue-21 runs."""
+    def runs(name):
+        path = os.path.join(d, name + ".json")
+        return {r["policy"]: r for r in load(path)} if os.path.exists(path) else None
+
+    rows = []
+    for name in ["ablation-rescue-" + w for w in
+                 ["trace", "low-trace"] + ["synthetic-%d" % s for s in range(1, 6)]]:
+        r = runs(name)
+        if r and "aggressive-no-rescue" in r:
+            rows.append((name, r["aggressive"], r["aggressive-no-rescue"]))
+    if rows:
+        print("### rescue on every workload\n")
+        print("| workload | aggressive SLO % | −no-rescue SLO % | Δ points | aggressive GPU-s | "
+              "−no-rescue GPU-s | Δ GPU time |\n|---|---:|---:|---:|---:|---:|---:|")
+        for name, a, n in rows:
+            print("| {} | {:.3f} | {:.3f} | {:+.3f} | {:.0f} | {:.0f} | {:+.2f}% |".format(
+                name, 100 * a["slo_attainment"], 100 * n["slo_attainment"],
+                100 * (a["slo_attainment"] - n["slo_attainment"]), a["gpu_seconds"], n["gpu_seconds"],
+                100 * (a["gpu_seconds"] / n["gpu_seconds"] - 1)))
+        print()
+    lines = []
+    for w in ["trace", "synthetic-1", "synthetic-2", "synthetic-3"]:
+        base, hi, lo = runs(w), runs(w + "-bw50"), runs(w + "-bw2.2")
+        if not (base and hi and lo):
+            continue
+        for p in ["keepalive", "dual-queue", "aggressive"]:
+            f = lambda r: "{:.2f} / {:.0f}".format(100 * r[p]["slo_attainment"], r[p]["gpu_seconds"])
+            lines.append("| {} | {} | {} | {} | {} |".format(w, p, f(base), f(hi), f(lo)))
+    if lines:
+        print("### The link: SLO % / GPU-s at 24 (default), 50 (H200) and 2.2 GB/s (simcuda)\n")
+        print("| workload | policy | 24 GB/s | 50 GB/s | 2.2 GB/s |\n|---|---|---|---|---|")
+        print("\n".join(lines) + "\n")
+    lines = []
+    for w in ["trace", "synthetic-1", "synthetic-2", "synthetic-3"]:
+        for routing in ["round-robin", "idle-first", "warm-first"]:
+            r = runs("router-{}-{}".format(w, routing))
+            for p, x in (r or {}).items():
+                lines.append("| {} | {} | {} | {:.2f} | {:.2f} | {:.0f} | {} | {} |".format(
+                    w, p, routing, 100 * x["slo_attainment"], 100 * x["dedicated_attainment"],
+                    x["gpu_seconds"], x["swap_ins"], x.get("rerouted", 0)))
+    if lines:
+        print("### Routers\n")
+        print("| workload | policy | routing | SLO % | ceiling % | GPU-s | swap-ins | rerouted |\n"
+              "|---|---|---|---:|---:|---:|---:|---:|")
+        print("\n".join(lines) + "\n")
+    lines = []
+    for name in ["cluster-10k", "cluster-10k-cap0.1", "cluster-10k-cap0.3"]:
+        path = os.path.join(d, name + ".json")
+        if not os.path.exists(path):
+            continue
+        with open(path) as f:
+            for c in json.load(f)["cluster"]:
+                lines.append("| {} | {} | {:.2f} | {:+.2f} | {:.0f} | {:.1f} | {:.2f} | {} | {} |".format(
+                    name, c["score"], 100 * c["slo_attainment"], c["ceiling_gap_points"],
+                    c["gpu_seconds"], 100 * c["busy_share"], c["gpu_time_over_bound"], c["nodes_used"],
+                    c["unschedulable_instances"]))
+    if lines:
+        print("### Several nodes\n")
+        print("| run | placement | SLO % | SLO − ceiling | GPU-s | busy % | × bound | nodes used | "
+              "unschedulable |\n|---|---|---:|---:|---:|---:|---:|---:|---:|")
+        print("\n".join(lines) + "\n")
+
+
 if __name__ == "__main__":
     main()
+    issue21(sys.argv[1])
