@@ -8,8 +8,7 @@
 namespace gshare::deviceplugin {
 
 ArbiterMonitor::ArbiterMonitor(const PluginConfig& config)
-    : control_socket_(config.control_socket.empty() ? arbiter::kDefaultControlSocket
-                                                    : config.control_socket),
+    : control_socket_(config.control_socket_path()),
       interval_(config.poll_interval),
       timeout_(config.arbiter_timeout),
       inventory_(config.unit_bytes, config.overcommit) {}

@@ -9,18 +9,23 @@
 
 #include <toml++/toml.h>
 
+#include "gshare/arbiter/control_client.h"
 #include "gshare/common/units.h"
 
 namespace gshare::deviceplugin {
 namespace {
 
 using Setter = std::function<std::string(PluginConfig&, const std::string&)>;
+using Getter = std::function<std::string(const PluginConfig&)>;
 
 struct Key {
   Setter set;
+  Getter get;
   const char* kind;
   const char* help;
 };
+
+std::string Ms(std::chrono::milliseconds ms) { return std::to_string(ms.count()) + "ms"; }
 
 std::string SetPath(std::string& out, const std::string& v) {
   if (v.empty()) return "must not be empty";
@@ -66,6 +71,7 @@ const std::map<std::string, Key>& Keys() {
           if (v.empty() || v.front() != '/') return "'" + v + "' is not an absolute path";
           return SetPath(c.kubelet_socket, v);
         },
+        [](const PluginConfig& c) { return c.kubelet_socket; },
         "PATH",
         "kubelet's registration socket; the plugin's socket goes in its directory (default "
         "/var/lib/kubelet/device-plugins/kubelet.sock)"}},
@@ -77,6 +83,7 @@ const std::map<std::string, Key>& Keys() {
           c.plugin_socket = v;
           return {};
         },
+        [](const PluginConfig& c) { return c.plugin_socket; },
         "NAME", "the plugin's socket, a file name in kubelet's socket directory (default gshare.sock)"}},
       {"resource_name",
        {[](PluginConfig& c, const std::string& v) -> std::string {
@@ -84,9 +91,12 @@ const std::map<std::string, Key>& Keys() {
           c.resource_name = v;
           return {};
         },
+        [](const PluginConfig& c) { return c.resource_name; },
         "NAME", "the extended resource advertised, in units (default gshare.io/vgpu-memory)"}},
       {"control_socket",
-       {[](PluginConfig& c, const std::string& v) { return SetPath(c.control_socket, v); }, "PATH",
+       {[](PluginConfig& c, const std::string& v) { return SetPath(c.control_socket, v); },
+        [](const PluginConfig& c) { return c.control_socket_path(); },
+        "PATH",
         "the arbiter's control socket, read for the GPUs' memory and state (default the "
         "arbiter's default)"}},
       {"unit",
@@ -100,6 +110,7 @@ const std::map<std::string, Key>& Keys() {
           c.unit_bytes = *b;
           return {};
         },
+        [](const PluginConfig& c) { return std::to_string(c.unit_bytes >> 20) + "MiB"; },
         "SIZE", "vGPU memory per unit of the resource: a pod asking for N units gets N x unit (default 256MiB)"}},
       {"overcommit",
        {[](PluginConfig& c, const std::string& v) -> std::string {
@@ -111,14 +122,17 @@ const std::map<std::string, Key>& Keys() {
           c.overcommit = f;
           return {};
         },
+        [](const PluginConfig& c) { std::ostringstream os; os << c.overcommit; return os.str(); },
         "FACTOR",
         "units advertised per GPU = usable memory x FACTOR / unit: vGPUs that are idle are "
         "swapped to host memory, so more can be promised than fits at once (default 1)"}},
       {"poll_interval",
        {[](PluginConfig& c, const std::string& v) { return SetMs(c.poll_interval, v, 10, 600000); },
+        [](const PluginConfig& c) { return Ms(c.poll_interval); },
         "DURATION", "how often the arbiter's state is read (default 2s)"}},
       {"arbiter_timeout",
        {[](PluginConfig& c, const std::string& v) { return SetMs(c.arbiter_timeout, v, 10, 60000); },
+        [](const PluginConfig& c) { return Ms(c.arbiter_timeout); },
         "DURATION", "how long one control request may take before the arbiter counts as unreachable (default 2s)"}},
       {"device_list_strategy",
        {[](PluginConfig& c, const std::string& v) -> std::string {
@@ -128,6 +142,7 @@ const std::map<std::string, Key>& Keys() {
           else return "'" + v + "' is not one of both, cdi, env";
           return {};
         },
+        [](const PluginConfig& c) { return std::string(StrategyName(c.strategy)); },
         "both|cdi|env",
         "what Allocate returns: the CDI device id, the CDI spec's env and mounts, or both (default both)"}},
       {"cdi_device",
@@ -140,6 +155,7 @@ const std::map<std::string, Key>& Keys() {
           c.cdi_device = v;
           return {};
         },
+        [](const PluginConfig& c) { return c.cdi_device; },
         "ID", "the CDI device that injects the shim (default gshare.io/vgpu=vgpu, what gshare-cdi generate writes)"}},
       {"cdi_spec",
        {[](PluginConfig& c, const std::string& v) -> std::string {
@@ -147,6 +163,7 @@ const std::map<std::string, Key>& Keys() {
           c.cdi_spec = v;
           return {};
         },
+        [](const PluginConfig& c) { return c.cdi_spec; },
         "FILE",
         "the node's CDI spec (JSON), whose env and mounts are returned to runtimes without CDI "
         "(default /etc/cdi/gshare.json)"}},
@@ -160,6 +177,7 @@ const std::map<std::string, Key>& Keys() {
             }
           return "'" + v + "' is not one of trace, debug, info, warn, error, critical, off";
         },
+        [](const PluginConfig& c) { return c.log_level; },
         "LEVEL", "spdlog level (default info)"}},
   };
   return *keys;
@@ -177,6 +195,10 @@ std::optional<std::string> TomlValueText(const toml::node& node) {
 }
 
 }  // namespace
+
+std::string PluginConfig::control_socket_path() const {
+  return control_socket.empty() ? std::string(arbiter::kDefaultControlSocket) : control_socket;
+}
 
 std::string PluginConfig::socket_dir() const {
   const auto slash = kubelet_socket.rfind('/');
@@ -230,6 +252,12 @@ shm::Status Validate(const PluginConfig& config) {
                        "plugin socket " + config.plugin_socket_path() +
                            " is longer than a Unix socket allows (107 bytes)");
   return {};
+}
+
+std::string Describe(const PluginConfig& config) {
+  std::string out = "[device_plugin]\n";
+  for (const auto& [key, k] : Keys()) out += key + " = \"" + k.get(config) + "\"\n";
+  return out;
 }
 
 std::vector<KeyHelp> ConfigKeys() {

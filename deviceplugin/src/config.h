@@ -33,6 +33,8 @@ struct PluginConfig {
   std::string cdi_spec = "/etc/cdi/gshare.json";
   std::string log_level = "info";
 
+  // control_socket, or the arbiter's default control socket when it is empty.
+  std::string control_socket_path() const;
   // The directory kubelet's socket is in, where the plugin's own socket goes.
   std::string socket_dir() const;
   std::string plugin_socket_path() const { return socket_dir() + "/" + plugin_socket; }
@@ -47,6 +49,10 @@ shm::Status LoadConfigFile(PluginConfig& config, const std::string& path);
 
 // Checks what no single key can (none today but the socket path's length with its directory).
 shm::Status Validate(const PluginConfig& config);
+
+// The effective configuration as a TOML [device_plugin] table (every key, defaults included),
+// which LoadConfigFile reads back to the same configuration.
+std::string Describe(const PluginConfig& config);
 
 struct KeyHelp {
   std::string key;

@@ -1,7 +1,8 @@
 // gshare-device-plugin: the Kubernetes device plugin of a gshare node. It advertises the
 // arbiter's GPU memory to kubelet as units of the extended resource gshare.io/vgpu-memory and
 // turns the units a container was given into its vGPU quota (docs/kubernetes.md).
-// Exit status: 0 stopped by SIGTERM/SIGINT; 2 bad command line or configuration.
+// Exit status: 0 stopped by SIGTERM/SIGINT (or --check-config passed); 2 bad command line or
+// configuration.
 #include <signal.h>
 
 #include <cstdio>
@@ -37,6 +38,9 @@ int main(int argc, char** argv) {
   std::string config_file;
   app.add_option("--config", config_file, "TOML file with a [device_plugin] table (keys as the flags, '_' for '-')")
       ->type_name("FILE");
+  bool check_config = false;
+  app.add_flag("--check-config", check_config,
+               "check the configuration, print it in full (defaults included) and exit");
   std::map<std::string, std::string> flags;
   for (const auto& k : ConfigKeys())
     app.add_option(FlagName(k.key), flags[k.key], k.help)->type_name(k.kind);
@@ -63,6 +67,10 @@ int main(int argc, char** argv) {
   if (auto s = Validate(config); !s.ok()) {
     std::fprintf(stderr, "gshare-device-plugin: %s\n", s.message().c_str());
     return kExitUsage;
+  }
+  if (check_config) {
+    std::fputs(Describe(config).c_str(), stdout);
+    return 0;
   }
   // Logs go to stderr (kubectl logs shows both streams; stdout stays free).
   spdlog::set_default_logger(spdlog::stderr_color_mt("gshare-device-plugin"));

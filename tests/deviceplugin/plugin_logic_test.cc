@@ -100,6 +100,23 @@ TEST_F(ConfigFile, ErrorsNameTheFileTheLineAndTheKey) {
   EXPECT_NE(s.message().find("/nonexistent/gshare.toml"), std::string::npos) << s.message();
 }
 
+TEST_F(ConfigFile, DescribeWritesEveryKeyAndReadsBackTheSame) {
+  PluginConfig c;
+  ASSERT_TRUE(SetKey(c, "unit", "1GiB").ok());
+  ASSERT_TRUE(SetKey(c, "overcommit", "2.5").ok());
+  ASSERT_TRUE(SetKey(c, "device_list_strategy", "env").ok());
+  ASSERT_TRUE(SetKey(c, "poll_interval", "1.5s").ok());
+  const std::string text = Describe(c);
+  for (const auto& k : ConfigKeys())
+    EXPECT_NE(text.find("\n" + k.key + " = "), std::string::npos) << k.key;
+  PluginConfig back;
+  ASSERT_TRUE(LoadConfigFile(back, Write(text)).ok()) << text;
+  EXPECT_EQ(Describe(back), text);
+  EXPECT_EQ(back.unit_bytes, kGiB);
+  EXPECT_EQ(back.poll_interval.count(), 1500);
+  EXPECT_EQ(back.strategy, DeviceListStrategy::kEnv);
+}
+
 TEST(DeviceIds, RoundTripAndRefuseEverythingElse) {
   EXPECT_EQ(DeviceId(3, 17), "gpu3-17");
   const auto ref = ParseDeviceId("gpu3-17");
