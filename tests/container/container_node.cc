@@ -273,15 +273,26 @@ nlohmann::json ContainerNode::StopArbiter() {
 
 std::string ContainerNode::ArbiterLog() const { return ReadFile(dir_ / "arbiter.log"); }
 
-pid_t ContainerNode::StartSample(const std::string& name, int port, const std::string& quota, bool with_gshare) {
+pid_t ContainerNode::StartSample(const std::string& name, int port, const std::string& quota, Gshare gshare) {
   const std::string container = Container(name);
   // --rootfs: the first argument after the options is the image folder.
   std::vector<std::string> args = {"run", "-d", "--name", container, "--network", "host", "--rootfs",
                                    "--device", "simcuda.gshare.io/gpu=all"};
-  if (with_gshare) {
-    for (const std::string& a : {std::string("--device"), std::string("gshare.io/vgpu=vgpu"), std::string("-e"),
-                                 "GSHARE_VGPU_MEMORY=" + quota, std::string("-e"), "GSHARE_FUNCTION=" + name,
-                                 std::string("-e"), std::string("GSHARE_SLO_MS=500")})
+  if (gshare == Gshare::kDevice) {
+    args.push_back("--device");
+    args.push_back("gshare.io/vgpu=vgpu");
+  } else if (gshare == Gshare::kSocketFileMount) {
+    for (const std::string& a :
+         {std::string("-v"), tenant_dir() + "/arbiter.sock:/run/gshare-file/arbiter.sock", std::string("-v"),
+          std::string(PRELOAD_LIB) + ":/opt/gshare/lib/libgshare.so:ro", std::string("-e"),
+          std::string("LD_PRELOAD=/opt/gshare/lib/libgshare.so"), std::string("-e"),
+          std::string("GSHARE_ARBITER_SOCKET=/run/gshare-file/arbiter.sock")})
+      args.push_back(a);
+  }
+  if (gshare != Gshare::kNone) {
+    for (const std::string& a : {std::string("-e"), "GSHARE_VGPU_MEMORY=" + quota, std::string("-e"),
+                                 "GSHARE_FUNCTION=" + name, std::string("-e"), std::string("GSHARE_SLO_MS=500"),
+                                 std::string("-e"), std::string("GSHARE_LOG_LEVEL=info")})
       args.push_back(a);
   }
   for (const std::string& a : {rootfs_ + ":O", std::string(kSampleInImage), std::string("--port"), std::to_string(port),
@@ -311,6 +322,15 @@ void ContainerNode::KillContainer(const std::string& name) { (void)Podman({"kill
 std::string ContainerNode::ContainerLog(const std::string& name) {
   const ToolResult logs = Podman({"logs", Container(name)});
   return logs.out + logs.err;
+}
+
+std::string ContainerNode::Logs() {
+  std::string all = "--- arbiter\n" + ArbiterLog();
+  for (const std::string& name : containers_) {
+    const ToolResult logs = Podman({"logs", name});
+    all += "--- " + name + "\n" + logs.out + logs.err;
+  }
+  return all;
 }
 
 nlohmann::json ContainerNode::Ctl(const std::vector<std::string>& args) {

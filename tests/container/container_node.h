@@ -57,7 +57,10 @@ class ContainerNode {
   // Starts sample-cnn in a container named `name` (a test-unique name is derived) serving on
   // `port` of the host's loopback, with the gshare device (vGPU `quota`, function `name`) or
   // without it. Returns the container's init's host pid (> 0) or -1 (reason in error()).
-  pid_t StartSample(const std::string& name, int port, const std::string& quota, bool with_gshare = true);
+  enum class Gshare { kDevice, kNone, kSocketFileMount };
+  // kSocketFileMount: the shim by hand, with a bind mount of the registration socket *file*
+  // instead of the spec's directory (what the documentation warns against).
+  pid_t StartSample(const std::string& name, int port, const std::string& quota, Gshare gshare = Gshare::kDevice);
   // Runs `argv` in a one-off container (the image's /bin/sh, ls, find, gshare-ctl) with the gshare
   // device; its exit code and output.
   ToolResult RunInContainer(const std::vector<std::string>& argv);
@@ -65,6 +68,8 @@ class ContainerNode {
   void KillContainer(const std::string& name);
   // The container's output (the sample's and the shim's logs).
   std::string ContainerLog(const std::string& name);
+  // The arbiter's log and every container's output, for a failure's message.
+  std::string Logs();
 
   // gshare-ctl --json ARGS on the host; the parsed reply (null when not JSON).
   nlohmann::json Ctl(const std::vector<std::string>& args);
