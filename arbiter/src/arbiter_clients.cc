@@ -162,6 +162,109 @@ void ArbiterImpl::Register(Arrival a, uint64_t now_ns) {
   FinishRegistration(std::move(a), DriverLib::kNoAnswer, now_ns);
 }
 
+uint32_t ArbiterImpl::RegistrationGpu(const shm::RegisterRequest& req) const {
+  // Where it already is (re-registration: its memory, or its process when swapped out), else
+  // the undrained GPU with the most memory left to promise.
+  if (req.current_gpu != shm::kNoGpu) return *GpuIndex(req.current_gpu);
+  uint32_t g = 0;
+  for (uint32_t i = 1; i < gpus_.size(); ++i)
+    if ((gpus_[g].drained && !gpus_[i].drained) ||  // gshare-ctl drain
+        (gpus_[g].drained == gpus_[i].drained && book_.unreserved(i) > book_.unreserved(g)))
+      g = i;
+  return g;
+}
+
+void ArbiterImpl::PlaceAtRegistration(Client& c, Residency r, uint64_t now_ns) {
+  // A vGPU that is (or may become) resident holds a reservation of its whole quota, because
+  // the shim allocates within its quota without asking. A fresh client whose quota fits starts
+  // resident (shadow: the policy believes it is on the host and will ask for a swap-in, which
+  // then completes at once); one that does not fit — and a resident claim that cannot be true —
+  // starts swapped out: the order is in the channel before the client ever sees it, and nothing
+  // is reserved for it until it acknowledges.
+  const bool fits = book_.Fits(c.gpu, c.quota);
+  if (r == Residency::kSwappedOut) {
+    c.where = Where::kOut;  // the policy, too, believes it is on the host
+  } else if (r == Residency::kBelievedResident || (r == Residency::kFresh && fits)) {
+    c.where = Where::kResident;
+    c.shadow = true;
+    Reserve(c, c.gpu);
+  } else {
+    c.where = Where::kResident;  // until it acknowledges the swap-out (it holds nothing yet)
+    c.shadow = true;
+    Transfer t;
+    t.op = shm::SwapOp::kSwapOut;
+    t.gpu = c.gpu;
+    IssueOrder(c, t, gpus_[c.gpu].info.ordinal, now_ns, /*record=*/false);  // recorded in Admit
+    c.transfers.push_back(t);
+  }
+}
+
+bool ArbiterImpl::ConnectClient(Client& c, Arrival& a, uint64_t now_ns) {
+  shm::RegisterReply reply;
+  reply.accepted = true;
+  reply.gpu = gpus_[c.gpu].info.ordinal;
+  reply.client_id = c.id;
+  reply.channel_size = shm::kChannelSegmentSize;
+  reply.quota_bytes = c.quota;
+  reply.arbiter_epoch = epoch_;
+  reply.reason = std::string("fail_mode=") + FailModeName(config_.fail_mode);
+  // The reply is one small packet on a connection with nothing queued: it is never waited for.
+  if (auto s = a.conn.Accept(reply, c.chan.channel_fd(), c.chan.doorbell_fd(),
+                             std::chrono::nanoseconds(0));
+      !s.ok()) {
+    spdlog::warn("pid {}: accept failed: {}", c.pid, s.ToString());
+    reaper_.Dispose(std::move(a.conn));
+    return false;
+  }
+  c.chan.CloseChannelFd();
+  c.conn = std::move(a.conn);
+  if (auto s = AddFd(c.conn.fd(), kTagConn | c.id); !s.ok()) {
+    spdlog::error("{}", s.ToString());
+    reaper_.Dispose(std::move(c.conn));
+    return false;
+  }
+  c.doorbell = DoorbellGuard(
+      {config_.doorbell_rate, static_cast<uint64_t>(config_.doorbell_flood_disconnect.count())},
+      now_ns);
+  if (auto s = AddFd(c.chan.doorbell_fd(), kTagDoorbell | c.id); !s.ok()) {
+    spdlog::error("{}", s.ToString());
+    DelFd(c.conn.fd());
+    reaper_.Dispose(std::move(c.conn));
+    return false;
+  }
+  // The registering process's exit ends the client even if its connection lives on in another
+  // process (a forked child inherits it): a pidfd polls readable once its process exited.
+  if (c.conn.pidfd() >= 0) c.pid_watched = AddFd(c.conn.pidfd(), kTagClientExit | c.id).ok();
+  return true;
+}
+
+void ArbiterImpl::Admit(std::unique_ptr<Client> c, bool reregister, uint64_t now_ns) {
+  const uint32_t ordinal = gpus_[c->gpu].info.ordinal;
+  limits_.Added(c->uid, c->pid);
+  ++stats_.registrations;
+  if (reregister) ++stats_.re_registrations;
+  spdlog::info("client {} '{}' pid {} uid {}: quota {}, SLO {} ms, GPU {}{}{}", c->id, c->name,
+               c->pid, c->uid, FormatByteSize(c->quota), c->slo_ms, ordinal,
+               reregister ? " (re-registration)" : "",
+               ReservedOn(*c) ? "" : ", starts swapped out");
+  Record(shm::EventType::kRegister, c.get(), ordinal, c->quota, c->slo_ms,
+         static_cast<uint64_t>(c->pid), c->uid);
+  const auto packed_name = shm::PackEventName(c->name);  // for gshare-trace
+  Record(shm::EventType::kClientName, c.get(), ordinal, packed_name[0], packed_name[1],
+         packed_name[2], packed_name[3]);
+  if (!c->transfers.empty()) RecordOrderBegin(*c, c->transfers.front(), ordinal);
+
+  policy::FunctionSpec spec;
+  spec.model = c->name;
+  spec.weights_bytes = c->quota;
+  spec.context_bytes = 0;
+  spec.slo = static_cast<policy::Duration>(c->slo_ms) * 1000;
+  c->fid = AllocateFid(c->id);
+  const policy::FunctionId fid = c->fid;
+  clients_.emplace(c->id, std::move(c));
+  Deliver(now_ns, policy::FunctionRegistered{fid, spec});
+}
+
 void ArbiterImpl::FinishRegistration(Arrival a, int driver_state, uint64_t now_ns) {
   const shm::PeerCredentials peer = a.conn.peer();
   const shm::RegisterRequest& req = a.request;
@@ -184,39 +287,28 @@ void ArbiterImpl::FinishRegistration(Arrival a, int driver_state, uint64_t now_n
   c->name = req.function_name.empty() ? "pid" + std::to_string(peer.pid) : req.function_name;
   c->last_use_ns = now_ns;
   c->registered_ns = now_ns;
+  c->gpu = RegistrationGpu(req);
   const bool reregister = (req.flags & shm::kFlagReRegister) != 0;
   const bool claims_resident = reregister && (req.flags & shm::kFlagResident) != 0;
-
   // A re-registration that is not resident is swapped out: it holds nothing on any GPU (its
   // reservation, if any, went with the arbiter that had it) and is swapped in on demand.
-  const bool swapped_out = reregister && !claims_resident;
-  // GPU: where it already is (re-registration: its memory, or its process when swapped out),
-  // else the one with the most free memory.
-  uint32_t g = 0;
-  if (req.current_gpu != shm::kNoGpu) {
-    g = *GpuIndex(req.current_gpu);
-  } else {
-    for (uint32_t i = 1; i < gpus_.size(); ++i)
-      if ((gpus_[g].drained && !gpus_[i].drained) ||  // gshare-ctl drain
-          (gpus_[g].drained == gpus_[i].drained &&
-           book_.unreserved(i) > book_.unreserved(g)))
-        g = i;
-  }
-  bool believed = false;
+  Residency residency = !reregister ? Residency::kFresh : Residency::kSwappedOut;
   if (claims_resident) {
     std::string why;
-    believed = BelieveResidentClaim(a, g, driver_state, now_ns, &why);
-    if (!believed) {
+    residency = BelieveResidentClaim(a, c->gpu, driver_state, now_ns, &why)
+                    ? Residency::kBelievedResident
+                    : Residency::kDisbelievedResident;
+    if (residency == Residency::kDisbelievedResident) {
       ++stats_.resident_claims_refused;
       spdlog::warn("client '{}' pid {} uid {} claims to be resident on GPU {}, which cannot be "
                    "true ({}): it is accepted swapped out and ordered to move its memory off the "
                    "GPU first",
-                   c->name, peer.pid, peer.uid, gpus_[g].info.ordinal, why);
+                   c->name, peer.pid, peer.uid, gpus_[c->gpu].info.ordinal, why);
     }
   }
   shm::ChannelInit init;
   init.client_id = c->id;
-  init.gpu = gpus_[g].info.ordinal;
+  init.gpu = gpus_[c->gpu].info.ordinal;
   init.arbiter_epoch = epoch_;
   init.quota_bytes = c->quota;
   init.slice_ns = static_cast<uint64_t>(config_.slice.count());
@@ -227,93 +319,12 @@ void ArbiterImpl::FinishRegistration(Arrival a, int driver_state, uint64_t now_n
     return Refuse(a, "the arbiter could not create a channel (" + chan.status().message() + ")");
   }
   c->chan = std::move(*chan);
-  c->gpu = g;
-
-  // Residency: a vGPU that is (or may become) resident holds a reservation of its whole quota,
-  // because the shim allocates within its quota without asking. A fresh client whose quota
-  // fits starts resident (shadow: the policy believes it is on the host and will ask for a
-  // swap-in, which then completes at once); one that does not fit — and a resident claim that
-  // cannot be true — starts swapped out: the order is in the channel before the client ever
-  // sees it, and nothing is reserved for it until it acknowledges.
-  const bool fits = book_.Fits(g, c->quota);
-  if (swapped_out) {
-    c->where = Where::kOut;  // the policy, too, believes it is on the host
-  } else if (believed || (!claims_resident && fits)) {
-    c->where = Where::kResident;
-    c->shadow = true;
-    Reserve(*c, g);
-  } else {
-    c->where = Where::kResident;  // until it acknowledges the swap-out (it holds nothing yet)
-    c->shadow = true;
-    Transfer t;
-    t.op = shm::SwapOp::kSwapOut;
-    t.gpu = g;
-    IssueOrder(*c, t, init.gpu, now_ns, /*record=*/false);  // recorded once it is registered
-    c->transfers.push_back(t);
-  }
-
-  shm::RegisterReply reply;
-  reply.accepted = true;
-  reply.gpu = init.gpu;
-  reply.client_id = c->id;
-  reply.channel_size = shm::kChannelSegmentSize;
-  reply.quota_bytes = c->quota;
-  reply.arbiter_epoch = epoch_;
-  reply.reason = std::string("fail_mode=") + FailModeName(config_.fail_mode);
-  // The reply is one small packet on a connection with nothing queued: it is never waited for.
-  if (auto s = a.conn.Accept(reply, c->chan.channel_fd(), c->chan.doorbell_fd(),
-                             std::chrono::nanoseconds(0));
-      !s.ok()) {
-    spdlog::warn("pid {}: accept failed: {}", peer.pid, s.ToString());
+  PlaceAtRegistration(*c, residency, now_ns);
+  if (!ConnectClient(*c, a, now_ns)) {
     Unreserve(*c);
-    reaper_.Dispose(std::move(a.conn));
     return;
   }
-  c->chan.CloseChannelFd();
-  c->conn = std::move(a.conn);
-  if (auto s = AddFd(c->conn.fd(), kTagConn | c->id); !s.ok()) {
-    spdlog::error("{}", s.ToString());
-    Unreserve(*c);
-    reaper_.Dispose(std::move(c->conn));
-    return;
-  }
-  c->doorbell = DoorbellGuard(
-      {config_.doorbell_rate, static_cast<uint64_t>(config_.doorbell_flood_disconnect.count())},
-      now_ns);
-  if (auto s = AddFd(c->chan.doorbell_fd(), kTagDoorbell | c->id); !s.ok()) {
-    spdlog::error("{}", s.ToString());
-    DelFd(c->conn.fd());
-    Unreserve(*c);
-    reaper_.Dispose(std::move(c->conn));
-    return;
-  }
-  // The registering process's exit ends the client even if its connection lives on in another
-  // process (a forked child inherits it): a pidfd polls readable once its process exited.
-  if (c->conn.pidfd() >= 0) c->pid_watched = AddFd(c->conn.pidfd(), kTagClientExit | c->id).ok();
-
-  limits_.Added(c->uid, c->pid);
-  ++stats_.registrations;
-  if (reregister) ++stats_.re_registrations;
-  spdlog::info("client {} '{}' pid {} uid {}: quota {}, SLO {} ms, GPU {}{}{}", c->id, c->name,
-               c->pid, c->uid, FormatByteSize(c->quota), c->slo_ms, init.gpu,
-               reregister ? " (re-registration)" : "",
-               ReservedOn(*c) ? "" : ", starts swapped out");
-  Record(shm::EventType::kRegister, c.get(), init.gpu, c->quota, c->slo_ms,
-         static_cast<uint64_t>(c->pid), c->uid);
-  const auto packed_name = shm::PackEventName(c->name);  // for gshare-trace
-  Record(shm::EventType::kClientName, c.get(), init.gpu, packed_name[0], packed_name[1],
-         packed_name[2], packed_name[3]);
-  if (!c->transfers.empty()) RecordOrderBegin(*c, c->transfers.front(), init.gpu);
-
-  policy::FunctionSpec spec;
-  spec.model = c->name;
-  spec.weights_bytes = c->quota;
-  spec.context_bytes = 0;
-  spec.slo = static_cast<policy::Duration>(c->slo_ms) * 1000;
-  c->fid = AllocateFid(c->id);
-  const policy::FunctionId fid = c->fid;
-  clients_.emplace(c->id, std::move(c));
-  Deliver(now_ns, policy::FunctionRegistered{fid, spec});
+  Admit(std::move(c), reregister, now_ns);
 }
 
 policy::FunctionId ArbiterImpl::AllocateFid(uint32_t client_id) {

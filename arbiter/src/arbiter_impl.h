@@ -268,6 +268,15 @@ class ArbiterImpl final : public Arbiter {
   // `driver_state`: the process's state as the driver worker found it (and thawed it), for
   // re-registrations; kNoAnswer when not asked.
   void FinishRegistration(Arrival a, int driver_state, uint64_t now_ns);
+  // The steps of FinishRegistration: the GPU a registration goes to; where its memory starts
+  // (reserved, out, or ordered off the GPU first); the reply and the client's descriptors in the
+  // epoll set (false: the connection failed, nothing of it is kept); the client in the arbiter's
+  // tables, the event ring and the policy.
+  enum class Residency : uint8_t { kFresh, kSwappedOut, kBelievedResident, kDisbelievedResident };
+  uint32_t RegistrationGpu(const shm::RegisterRequest& req) const;
+  void PlaceAtRegistration(Client& c, Residency r, uint64_t now_ns);
+  bool ConnectClient(Client& c, Arrival& a, uint64_t now_ns);
+  void Admit(std::unique_ptr<Client> c, bool reregister, uint64_t now_ns);
   void Refuse(Arrival& a, const std::string& why, uint64_t* counter = nullptr);
   // `groups`: the peer's primary and supplementary groups (PeerOf), matched against allowed_gids.
   std::string Validate(const shm::RegisterRequest& req, const shm::PeerCredentials& peer,
