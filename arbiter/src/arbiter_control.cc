@@ -11,6 +11,8 @@
 // being re-registered with it (a new policy function id) once the client is idle.
 #include <algorithm>
 #include <charconv>
+#include <map>
+#include <string>
 #include <vector>
 
 #include <spdlog/spdlog.h>
@@ -64,6 +66,7 @@ json ArbiterImpl::HandleControl(const json& req, ControlAccess access, const Con
   const std::string cmd = req.value("cmd", std::string());
   if (cmd == "status") return StatusJson(now);
   if (cmd == "clients") return ClientsJson(now);
+  if (cmd == "instances") return InstancesJson();
   const bool mutating = cmd == "drain" || cmd == "undrain" || cmd == "evict" || cmd == "set-slo";
   if (!mutating)
     return ControlError(cmd.empty() ? "request has no \"cmd\""
@@ -180,6 +183,37 @@ json ArbiterImpl::StatusJson(uint64_t now) {
           {"orphans", OrphansJson(now)},
           {"recent_slo_misses", misses},
           {"counters", counters}};
+}
+
+json ArbiterImpl::InstancesJson() const {
+  std::map<std::string, std::vector<const Client*>> by_function;
+  for (const auto& [id, c] : clients_) by_function[c->name].push_back(c.get());
+  json functions = json::array();
+  for (auto& [name, list] : by_function) {
+    // Warm first, then idle before busy: the order a router should try them in.
+    auto rank = [](const Client* c) {
+      return (IsWarm(PhaseOf(*c)) ? 0 : 2) + (c->holding || c->burst_outstanding ? 1 : 0);
+    };
+    std::stable_sort(list.begin(), list.end(),
+                     [&](const Client* a, const Client* b) { return rank(a) < rank(b); });
+    json instances = json::array();
+    uint32_t warm = 0;
+    for (const Client* c : list) {
+      const Phase p = PhaseOf(*c);
+      warm += IsWarm(p) ? 1 : 0;
+      instances.push_back({{"client", c->id},
+                           {"pid", c->pid},
+                           {"gpu", gpus_[c->gpu].info.ordinal},
+                           {"phase", PhaseName(p)},
+                           {"warm", IsWarm(p)},
+                           {"busy", c->holding || c->burst_outstanding}});
+    }
+    functions.push_back({{"function", name},
+                         {"instances", instances},
+                         {"warm", warm},
+                         {"total", list.size()}});
+  }
+  return {{"ok", true}, {"functions", functions}};
 }
 
 json ArbiterImpl::ClientsJson(uint64_t now) {

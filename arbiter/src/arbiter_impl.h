@@ -196,6 +196,9 @@ enum class Phase : uint8_t {
 };
 Phase PhaseOf(const Client& c);
 const char* PhaseName(Phase p);
+// Warm: the instance's memory is on its GPU and stays there (resident or holding): a request
+// sent to it waits for no swap-in or restore (the `instances` view, for platforms' routers).
+bool IsWarm(Phase p);
 // "" when c's state is one the diagram's transitions make, else what is wrong (a combination of
 // its fields no transition produces: invariant 7).
 std::string CheckClientState(const Client& c);
@@ -414,6 +417,9 @@ class ArbiterImpl final : public Arbiter {
                                const ControlPeer& peer);
   nlohmann::json StatusJson(uint64_t now_ns);
   nlohmann::json ClientsJson(uint64_t now_ns);
+  // The instances of each function (clients with the same name), warm ones first: what a
+  // platform's router needs to prefer an instance that will not wait for its memory.
+  nlohmann::json InstancesJson() const;
   nlohmann::json Drain(uint32_t g, bool drain, uint64_t now_ns);
   nlohmann::json Evict(Client& c, uint64_t now_ns);
   nlohmann::json SetSlo(Client& c, uint32_t slo_ms, uint64_t now_ns);

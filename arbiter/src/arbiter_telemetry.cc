@@ -101,6 +101,11 @@ std::string ArbiterImpl::MetricsText(uint64_t now_ns) {
   in.stats = stats();
   in.clients = clients_.size();
   in.telemetry = &telemetry_;
+  for (const auto& [id, c] : clients_) {
+    auto& n = in.instances[c->name];
+    ++n.total;
+    n.warm += IsWarm(PhaseOf(*c)) ? 1 : 0;
+  }
   for (uint32_t g = 0; g < gpus_.size(); ++g) {
     GpuMetrics m;
     m.ordinal = gpus_[g].info.ordinal;

@@ -60,6 +60,8 @@ const char* PhaseName(Phase p) {
   return "?";
 }
 
+bool IsWarm(Phase p) { return p == Phase::kResident || p == Phase::kHolding; }
+
 std::string CheckClientState(const Client& c) {
   const std::string who = "client " + std::to_string(c.id) + " ";
   if (c.holding && c.where != Where::kResident) return who + "holds a GPU without being resident";

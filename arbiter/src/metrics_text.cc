@@ -119,6 +119,15 @@ std::string PrometheusText(const MetricsInput& in) {
   gpu_gauge("gpu_drained", "1 while the GPU is drained (gshare-ctl drain).",
             [&](size_t i) { return uint64_t{gm(i).drained ? 1U : 0U}; });
 
+  // Instances of each function now, warm (memory on its GPU) or not: for a platform's router.
+  w.Family("function_instances", "gauge",
+           "Instances (registered clients) of the function, by whether they are warm (resident).");
+  for (const auto& [name, n] : in.instances) {
+    const std::string fn = "function=\"" + EscapeLabel(name) + "\"";
+    w.Sample("function_instances", fn + ",warm=\"true\"", n.warm);
+    w.Sample("function_instances", fn + ",warm=\"false\"", n.total - n.warm);
+  }
+
   const Telemetry* t = in.telemetry;
   if (t == nullptr) return w.str();
   auto tg = [&](size_t i) -> const GpuTelemetry& {

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,12 @@ struct MetricsInput {
   size_t clients = 0;
   std::vector<GpuMetrics> gpus;          // same order as stats.gpus
   const Telemetry* telemetry = nullptr;  // may be null (no telemetry yet)
+  // Per function name: its instances (clients) now, and how many are warm (IsWarm).
+  struct Instances {
+    uint32_t warm = 0;
+    uint32_t total = 0;
+  };
+  std::map<std::string, Instances> instances;
 };
 
 std::string PrometheusText(const MetricsInput& in);

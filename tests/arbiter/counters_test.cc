@@ -163,6 +163,22 @@ TEST(Counters, PrometheusPageHasEveryCounterAndTheOldNames) {
     }
 }
 
+// Each function's instances, warm or not (for platforms' routers; docs/operating.md).
+TEST(Counters, PrometheusPageCountsEachFunctionsWarmInstances) {
+  MetricsInput in;
+  in.instances["bert"] = {2, 3};
+  in.instances["res\"net"] = {0, 1};
+  const std::string page = PrometheusText(in);
+  auto has_line = [&page](const std::string& line) {
+    return page.find("\n" + line + "\n") != std::string::npos;
+  };
+  EXPECT_TRUE(has_line("# TYPE gshare_arbiter_function_instances gauge")) << page;
+  EXPECT_TRUE(has_line("gshare_arbiter_function_instances{function=\"bert\",warm=\"true\"} 2")) << page;
+  EXPECT_TRUE(has_line("gshare_arbiter_function_instances{function=\"bert\",warm=\"false\"} 1")) << page;
+  EXPECT_TRUE(has_line("gshare_arbiter_function_instances{function=\"res\\\"net\",warm=\"false\"} 1"))
+      << page;
+}
+
 TEST(Counters, OperatingDocListsEveryCounter) {
   std::ifstream in(OPERATING_MD);
   ASSERT_TRUE(in) << OPERATING_MD;

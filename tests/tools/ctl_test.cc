@@ -67,6 +67,23 @@ TEST_F(ToolsTest, StatusAndClientsShowGpusAndFunctions) {
   EXPECT_EQ(r["bursts"].get<uint64_t>(), r["slo_met"].get<uint64_t>() + r["slo_missed"].get<uint64_t>());
   EXPECT_EQ(ClientNamed(clients["clients"], "bert")["pid"], b.pid());
 
+  // The instances view (for platforms' routers): both functions have one warm instance each
+  // (both fit: both resident), and the table says so.
+  const json instances = CtlJson({"instances"});
+  ASSERT_TRUE(instances.is_object()) << Ctl({"--json", "instances"}).err;
+  ASSERT_EQ(instances["functions"].size(), 2u) << instances.dump();
+  for (const json& f : instances["functions"]) {
+    EXPECT_EQ(f["total"], 1) << f.dump();
+    EXPECT_EQ(f["warm"], 1) << f.dump();
+    ASSERT_EQ(f["instances"].size(), 1u);
+    EXPECT_EQ(f["instances"][0]["warm"], true);
+    EXPECT_EQ(f["instances"][0]["pid"], f["function"] == "resnet" ? a.pid() : b.pid());
+  }
+  const ToolResult instance_table = Ctl({"instances"});
+  EXPECT_EQ(instance_table.code, 0) << instance_table.err;
+  EXPECT_NE(instance_table.out.find("FUNCTION  WARM"), std::string::npos) << instance_table.out;
+  EXPECT_NE(instance_table.out.find("resnet"), std::string::npos) << instance_table.out;
+
   const ToolResult human = Ctl({"status"});
   EXPECT_EQ(human.code, 0) << human.err;
   EXPECT_NE(human.out.find("GPU  MEMORY  USABLE  RESERVED"), std::string::npos) << human.out;

@@ -1,5 +1,5 @@
 // gshare-ctl: the operator's command line for a running gshare-arbiter, over its control
-// socket: status, clients, drain/undrain GPU, evict CLIENT, set-slo CLIENT MS. Tables by
+// socket: status, clients, instances, drain/undrain GPU, evict CLIENT, set-slo CLIENT MS. Tables by
 // default, the arbiter's JSON reply with --json. Exit status: 0 done; 1 the arbiter refused or
 // failed the command (its message is printed); 2 bad usage; 3 the arbiter is not running at
 // the socket; 4 could not talk to it (permission, timeout, malformed reply).
@@ -40,6 +40,8 @@ int main(int argc, char** argv) {
   uint64_t slo_ms = 0;
   app.add_subcommand("status", "GPUs: memory, token holder, queue, utilisation, recent SLO misses");
   app.add_subcommand("clients", "every vGPU: function, pid, quota, residency, GPU, bursts, SLO");
+  app.add_subcommand("instances",
+                     "each function's instances, warm ones (memory on their GPU) first: for routers");
   auto* drain = app.add_subcommand("drain", "swap everyone off GPU and keep new residency off it");
   drain->add_option("GPU", gpu, "GPU ordinal")->required();
   auto* undrain = app.add_subcommand("undrain", "allow residency on GPU again");
@@ -80,6 +82,8 @@ int main(int argc, char** argv) {
     std::cout << gshare::ctl::RenderStatus(r);
   } else if (command == "clients") {
     std::cout << gshare::ctl::RenderClients(r);
+  } else if (command == "instances") {
+    std::cout << gshare::ctl::RenderInstances(r);
   } else {
     std::cout << gshare::ctl::RenderAction(command, r);
   }

@@ -157,6 +157,16 @@ std::string RenderClients(const json& reply) {
   return t.str();
 }
 
+std::string RenderInstances(const json& reply) {
+  Table t({"FUNCTION", "WARM", "CLIENT", "PID", "GPU", "PHASE", "BUSY"});
+  for (const json& f : At(reply, "functions"))
+    for (const json& i : At(f, "instances"))
+      t.Add({Str(At(f, "function")), Str(At(f, "warm")) + "/" + Str(At(f, "total")),
+             Str(At(i, "client")), Str(At(i, "pid")), Str(At(i, "gpu")), Str(At(i, "phase")),
+             At(i, "busy") == true ? "busy" : "idle"});
+  return t.str();
+}
+
 std::string RenderAction(const std::string& command, const json& r) {
   if (command == "drain" || command == "undrain")
     return "GPU " + Str(At(r, "gpu")) + (At(r, "drained") == true ? " drained" : " undrained") +

@@ -38,6 +38,8 @@ std::string RenderOrphans(const nlohmann::json& status);
 std::string RenderOrphanCounters(const nlohmann::json& status);
 // `gshare-ctl clients`: one row per vGPU.
 std::string RenderClients(const nlohmann::json& clients);
+// `gshare-ctl instances`: one row per instance, grouped by function, warm ones first.
+std::string RenderInstances(const nlohmann::json& instances);
 // The one-line answer to drain, undrain, evict and set-slo.
 std::string RenderAction(const std::string& command, const nlohmann::json& reply);
 
