@@ -11,7 +11,7 @@ PACKAGES=(
   libspdlog-dev libfmt-dev
   libunwind-dev
   libcli11-dev libtomlplusplus-dev nlohmann-json3-dev libcpp-httplib-dev
-  coinor-libcbc-dev
+  coinor-libcbc-dev libdlib-dev
   clang libclang-rt-dev
   tmux gnuplot-nox ccache
   valgrind

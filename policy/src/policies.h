@@ -32,6 +32,11 @@ struct SlackOptions {
   // (not to end now), and the functions queued behind it that would then miss their deadline
   // move to another active GPU where they fit without evicting anyone and meet it.
   bool rescue = true;
+  // Co-running (issue 20): on GPUs marked GpuSpec::corun, grant a ready function beside the
+  // running holders when the interference predictor keeps every one of them within its SLO
+  // and the set does more work per GPU-second than time slicing; place by it; revoke and back
+  // off after an observed threat (slack_scheduler.cc, corun.h). No effect on other GPUs.
+  bool corun = true;
 };
 
 std::unique_ptr<Policy> MakeKeepAlive(const std::string& name, const PolicyConfig& config);

@@ -35,7 +35,7 @@ std::string ParseAblations(std::string_view rest, internal::SlackOptions& option
   static constexpr std::string_view kIdeas[] = {"learned", "residency", "prefetch",
                                                 "deep-evict", "release", "scale",
                                                 "eager", "interference", "edf", "typical", "collisions",
-                                                "cold", "rescue"};
+                                                "cold", "rescue", "corun"};
   while (!rest.empty()) {
     if (rest.substr(0, kNo.size()) != kNo) return "expected -no-<idea> in '" + std::string(rest) + "'";
     rest.remove_prefix(kNo.size());
@@ -56,6 +56,7 @@ std::string ParseAblations(std::string_view rest, internal::SlackOptions& option
         if (idea == "collisions") options.collisions = false;
         if (idea == "cold") options.cold = false;
         if (idea == "rescue") options.rescue = false;
+        if (idea == "corun") options.corun = false;
         rest.remove_prefix(idea.size());
         matched = true;
         break;
@@ -64,7 +65,7 @@ std::string ParseAblations(std::string_view rest, internal::SlackOptions& option
     if (!matched) {
       return "unknown idea '" + std::string(rest) +
              "' (known: learned, residency, prefetch, deep-evict, release, scale, eager, "
-             "interference, edf, typical, collisions, cold, rescue)";
+             "interference, edf, typical, collisions, cold, rescue, corun)";
     }
   }
   return "";
@@ -87,7 +88,7 @@ MakeResult Make(std::string_view name, const PolicyConfig& config) {
     result.policy = internal::MakeFifo(n, config);
   } else if (n == "dual-queue") {
     internal::SlackOptions off{false, false, false, false, false, false, false,
-                               false, false, false, false, false, false};
+                               false, false, false, false, false, false, false};
     result.policy = internal::MakeSlackScheduler(n, config, off);
   } else if (name.substr(0, 10) == "aggressive") {
     internal::SlackOptions options;

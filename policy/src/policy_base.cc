@@ -76,7 +76,7 @@ void PolicyBase::Handle(const Event& event, ActionList& out) {
             Fn& fn = fns_[e.function];
             fn.running = false;
             fn.yielded = true;
-            gpus_[e.gpu].tenant = kNoFunction;
+            ReleaseHolder(now, e.function, e.gpu);
             if (gpus_[e.gpu].available) {
               Enqueue(now, e.function, e.gpu);
             } else {
@@ -120,8 +120,9 @@ void PolicyBase::Handle(const Event& event, ActionList& out) {
   out_ = nullptr;
 }
 
-void PolicyBase::Emit(ActionKind kind, FunctionId f, GpuId g, Duration slice, bool pin) {
-  out_->push_back(Action{kind, f, g, slice, pin});
+void PolicyBase::Emit(ActionKind kind, FunctionId f, GpuId g, Duration slice, bool pin,
+                      bool corun) {
+  out_->push_back(Action{kind, f, g, slice, pin, corun});
   Touch(g);
 }
 
@@ -240,6 +241,68 @@ void PolicyBase::Grant(Time now, FunctionId f, GpuId g) {
   OnGranted(now, f, g);
 }
 
+void PolicyBase::GrantCorun(Time now, FunctionId f, GpuId g) {
+  Fn& fn = fns_[f];
+  Gpu& gpu = gpus_[g];
+  fn.running = true;
+  fn.corun = true;
+  fn.grant_time = now;
+  fn.grant_pred = Predict(f);
+  fns_[gpu.tenant].corun = true;
+  for (FunctionId h : gpu.corunners) fns_[h].corun = true;
+  gpu.corunners.push_back(f);
+  Emit(ActionKind::kGrant, f, g, config_.slice, false, /*corun=*/true);
+  OnCorunChange(now, g, f);
+}
+
+void PolicyBase::TryCorun(Time now, GpuId g) {
+  Gpu& gpu = gpus_[g];
+  if (!gpu.spec.corun || gpu.tenant == kNoFunction || !fns_[gpu.tenant].running) return;
+  for (size_t i = 0; i < gpu.ready.size();) {
+    const FunctionId f = gpu.ready[i].first;
+    const Fn& fn = fns_[f];
+    if (fn.where == Residency::kResident && fn.gpu == g && !fn.transfer && !fn.running &&
+        !fn.pending.empty() && MayCorun(now, f, g)) {
+      TakeReady(g, i);
+      GrantCorun(now, f, g);
+      i = 0;  // the set grew: the others are judged against it
+      continue;
+    }
+    ++i;
+  }
+}
+
+void PolicyBase::ReleaseHolder(Time now, FunctionId f, GpuId g) {
+  Gpu& gpu = gpus_[g];
+  bool changed = false;
+  if (gpu.tenant == f) {
+    if (gpu.corunners.empty()) {
+      gpu.tenant = kNoFunction;
+    } else {
+      gpu.tenant = gpu.corunners.front();
+      gpu.corunners.erase(gpu.corunners.begin());
+      const Fn& next = fns_[gpu.tenant];
+      gpu.tenant_end = next.grant_time + next.grant_pred;
+      changed = true;
+    }
+  } else {
+    const auto it = std::find(gpu.corunners.begin(), gpu.corunners.end(), f);
+    if (it != gpu.corunners.end()) {
+      gpu.corunners.erase(it);
+      changed = true;
+    }
+  }
+  if (changed) OnCorunChange(now, g, kNoFunction);
+}
+
+std::vector<FunctionId> PolicyBase::Holders(GpuId g) const {
+  const Gpu& gpu = gpus_[g];
+  std::vector<FunctionId> holders;
+  if (gpu.tenant != kNoFunction && fns_[gpu.tenant].running) holders.push_back(gpu.tenant);
+  holders.insert(holders.end(), gpu.corunners.begin(), gpu.corunners.end());
+  return holders;
+}
+
 void PolicyBase::Unqueue(FunctionId f, GpuId g) {
   const auto& ready = gpus_[g].ready;
   for (size_t i = 0; i < ready.size(); ++i) {
@@ -297,6 +360,7 @@ void PolicyBase::Dispatch(Time now, GpuId g) {
     if (fn.pending.empty()) continue;
     Grant(now, f, g);
   }
+  if (gpu.spec.corun && !gpu.ready.empty()) TryCorun(now, g);
 }
 
 void PolicyBase::HandleArrival(Time now, FunctionId f) {
@@ -348,6 +412,7 @@ void PolicyBase::HandleUnavailable(Time now, GpuId g) {
   if (gpu.tenant != kNoFunction && fns_[gpu.tenant].running) {
     Emit(ActionKind::kPreempt, gpu.tenant, g);
   }
+  for (FunctionId c : gpu.corunners) Emit(ActionKind::kPreempt, c, g);
   const std::vector<FunctionId> members = gpu.members;
   for (FunctionId f : members) Evacuate(now, f);
   for (auto it = displaced.rbegin(); it != displaced.rend(); ++it) {
@@ -382,12 +447,17 @@ void PolicyBase::HandleAvailable(Time now, GpuId g) {
 void PolicyBase::HandleBurstEnd(Time now, const BurstEnd& e) {
   Fn& fn = fns_[e.function];
   Gpu& gpu = gpus_[e.gpu];
-  fn.exec.Observe(e.gpu_time);
+  if (fn.corun || e.corun) {
+    OnCorunBurstEnd(now, e.function, e.gpu, e);
+  } else {
+    fn.exec.Observe(e.gpu_time);
+  }
   if (!fn.pending.empty()) fn.pending.pop_front();
   fn.running = false;
   fn.yielded = false;
+  fn.corun = false;
   fn.last_use = now;
-  if (gpu.tenant == e.function) gpu.tenant = kNoFunction;
+  ReleaseHolder(now, e.function, e.gpu);
   if (!gpu.available) return Evacuate(now, e.function);
   if (!fn.pending.empty()) Enqueue(now, e.function, e.gpu);
   Dispatch(now, e.gpu);
@@ -451,6 +521,7 @@ void PolicyBase::HandleGone(Time now, FunctionId f) {
   }
   if (fn.gpu != kNoGpu) {
     Gpu& gpu = gpus_[fn.gpu];
+    if (fn.running) ReleaseHolder(now, f, fn.gpu);
     if (gpu.tenant == f) gpu.tenant = kNoFunction;
     gpu.used -= FootprintBytes(fn.spec, fn.where);
     RemoveMember(f);

@@ -66,6 +66,10 @@ class PolicyBase : public Policy {
     // ranked by the holding bound (slack_scheduler.cc PickReady). Cleared when the burst ends.
     bool yielded = false;
     Time queued_at = 0;                // when it last entered a ready queue (Enqueue)
+    // Its current burst ran co-run (a co-run grant, or a holder a co-run grant joined). Such a
+    // burst's GPU time is stretched by its co-runners: the execution-time predictor does not
+    // learn from it (OnCorunBurstEnd sees it instead). Cleared when the burst ends.
+    bool corun = false;
     ExecPredictor exec;
     ArrivalPredictor arrivals;
     Time deadline() const { return pending.empty() ? kNever : pending.front() + spec.slo; }
@@ -82,6 +86,10 @@ class PolicyBase : public Policy {
     Time tenant_end = 0;              // predicted end of the tenant's burst
     Time link_free = 0;               // when the link finishes the transfers issued so far
     std::vector<FunctionId> members;  // functions with state here (including in-flight swap-ins)
+    // Holders besides `tenant` (co-running, spec.corun GPUs only): functions granted with
+    // Grant corun = true whose burst has not ended. Non-empty only while `tenant` runs; when the
+    // tenant's burst ends the first of them becomes the tenant.
+    std::vector<FunctionId> corunners;
     uint32_t evictions_in_flight = 0;
     Time activated_at = 0;
     BandwidthPredictor bw;
@@ -118,6 +126,15 @@ class PolicyBase : public Policy {
   virtual void OnGranted(Time /*now*/, FunctionId /*f*/, GpuId /*g*/) {}
   // A resident function with nothing to do after a swap-in (a prefetch landed).
   virtual void OnPrefetched(Time /*now*/, FunctionId /*f*/) {}
+  // Co-running (spec.corun GPUs only): whether ready f (resident on g, not running) may be
+  // granted now beside g's running holders (Holders(g), at least one). Default: never.
+  virtual bool MayCorun(Time /*now*/, FunctionId /*f*/, GpuId /*g*/) { return false; }
+  // g's set of holders changed (`joined` was just granted co-run, or kNoFunction: one left)
+  // while co-running; called after the base's bookkeeping.
+  virtual void OnCorunChange(Time /*now*/, GpuId /*g*/, FunctionId /*joined*/) {}
+  // A burst that ran co-run ended (before the base forgets its co-run state; f still counts
+  // among g's holders).
+  virtual void OnCorunBurstEnd(Time /*now*/, FunctionId /*f*/, GpuId /*g*/, const BurstEnd& /*e*/) {}
   // Which entry of g's ready queue runs next (default 0: FIFO). REQUIRES: ready non-empty.
   virtual size_t PickReady(Time now, GpuId g) const;
   // Entries of the concrete policy's own per-function queues (tracked_entries()).
@@ -184,6 +201,8 @@ class PolicyBase : public Policy {
   // When g could start f's burst if f were swapped in now and queued behind g's work (with
   // `link_delay` more on g's link first: the victims' copy-out, RoomTime).
   Time PredictedStart(Time now, FunctionId f, GpuId g, Duration link_delay = 0) const;
+  // g's running functions: the tenant (when running) and its co-runners.
+  std::vector<FunctionId> Holders(GpuId g) const;
   // When g's current tenant and ready queue are predicted to be done.
   Time GpuFreeAt(Time now, GpuId g) const;
   // When g's tenant is predicted to end: its predicted end, or with overrun_estimate_ and a
@@ -208,13 +227,21 @@ class PolicyBase : public Policy {
   std::vector<Gpu> gpus_;
 
  private:
-  void Emit(ActionKind kind, FunctionId f, GpuId g, Duration slice = 0, bool pin = false);
+  void Emit(ActionKind kind, FunctionId f, GpuId g, Duration slice = 0, bool pin = false,
+            bool corun = false);
   void Touch(GpuId g);  // g's emptiness must be re-checked at the end of this Handle()
   void AddMember(FunctionId f, GpuId g);
   void RemoveMember(FunctionId f);
   void Dispatch(Time now, GpuId g);
   void TakeReady(GpuId g, size_t i);
   void Grant(Time now, FunctionId f, GpuId g);
+  // Grants ready f on g beside g's holders (Grant corun = true).
+  void GrantCorun(Time now, FunctionId f, GpuId g);
+  // Co-run grants for g's ready functions that MayCorun allows (g's tenant running).
+  void TryCorun(Time now, GpuId g);
+  // f no longer holds g (its burst ended, its slice expired, it is gone): the first co-runner
+  // takes over as tenant when f was the tenant.
+  void ReleaseHolder(Time now, FunctionId f, GpuId g);
   void MaybeEmpty(Time now, GpuId g);
   void HandleArrival(Time now, FunctionId f);
   void HandleBurstEnd(Time now, const BurstEnd& e);

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "corun.h"
 #include "policies.h"
 #include "policy_base.h"
 
@@ -35,11 +36,20 @@ constexpr double kMissBudget = 0.001;  // collisions: SLO misses sharing may cau
 constexpr Duration kPrefetchMinGap = 10 * kUsPerSecond;     // shortest period worth evicting for
 constexpr Duration kRetry = 1'000;  // nothing fits anywhere: retry after this, doubling
 constexpr Duration kHoldSlices = 4;  // HoldBound(): slices a waiter may queue behind re-grants
+// corun: the SLO check uses the predicted slowdown's mean + kCorunSd standard deviations; a set
+// co-runs only when its members' predicted rates add up to at least kCorunPays (time slicing
+// does 1: co-running must do clearly more work per GPU-second); a co-run burst whose latency
+// passes kCorunThreat x its SLO, with co-running having cost it more than kCorunCost x its SLO,
+// revokes co-running for its pairs (CorunBook's back-off).
+constexpr double kCorunSd = 2.0;
+constexpr double kCorunPays = 1.15;
+constexpr double kCorunThreat = 0.9;
+constexpr double kCorunCost = 0.05;
 
 class SlackScheduler final : public PolicyBase {
  public:
   SlackScheduler(const std::string& name, const PolicyConfig& config, const SlackOptions& options)
-      : PolicyBase(name, config), opt_(options) {
+      : PolicyBase(name, config), opt_(options), corun_(config.gpus.size()) {
     rule_ = opt_.learned ? PaddingRule{0.95, 0.0} : PaddingRule{0.9, config.padding};
     safety_ = opt_.learned ? PaddingRule{0.9, 0.0} : rule_;
     busy_.assign(gpus_.size(), 0);
@@ -52,7 +62,146 @@ class SlackScheduler final : public PolicyBase {
   // The execution time used to judge whether a swap is SLO-safe (risk classification).
   Duration Risky(FunctionId f) const { return fns_[f].exec.Predict(safety_); }
   Duration Typical(FunctionId f) const { return fns_[f].exec.Quantile(0.5); }
-  size_t OwnEntries() const override { return blocked_.size(); }
+  size_t OwnEntries() const override { return blocked_.size() + corun_.entries(); }
+
+ public:
+  ShareClass ShareFor(FunctionId f) const override {
+    if (!opt_.corun || f >= fns_.size() || !fns_[f].registered) return ShareClass{};
+    return CorunBook::ShareOf(fns_[f].spec);
+  }
+  CorunStats corun_stats() const override { return corun_.stats(); }
+
+ private:
+  // ---- corun (co-running on GPUs marked GpuSpec::corun) ----
+  bool CorunGpu(GpuId g) const { return opt_.corun && gpus_[g].spec.corun; }
+  bool SameDomain(FunctionId a, FunctionId b) const {
+    return config_.corun_across_domains || fns_[a].spec.fault_domain == fns_[b].spec.fault_domain;
+  }
+  // The predictor's query for set[i] among `set`.
+  static CorunQuery QueryOf(const std::vector<Corunner>& set, size_t i) {
+    CorunQuery q;
+    q.self = set[i];
+    for (size_t j = 0; j < set.size(); ++j) {
+      if (j != i) q.others.push_back(set[j]);
+    }
+    return q;
+  }
+  // Whether f, starting at `start`, may run beside `holders` on g: one fault domain, no
+  // back-off, the GPU's client limit, the set's predicted rates add up to kCorunPays, and the
+  // predicted slowdowns (mean + kCorunSd sd) keep f's burst and each holder's rest within
+  // their deadlines (a holder that cannot make its deadline even alone is not held against f).
+  bool CorunFits(Time now, FunctionId f, GpuId g, const std::vector<FunctionId>& holders,
+                 Time start) const {
+    if (holders.empty() || corun_.GpuBackedOff(g, now)) return false;
+    if (holders.size() + 1 > gpus_[g].spec.max_clients) return false;
+    std::vector<Corunner> set{corun_.Of(f, fns_[f].spec)};
+    for (FunctionId h : holders) {
+      if (h == f || !SameDomain(f, h) || corun_.BackedOff(f, h, now)) return false;
+      set.push_back(corun_.Of(h, fns_[h].spec));
+    }
+    double rates = 0;
+    std::vector<double> bound(set.size());
+    for (size_t i = 0; i < set.size(); ++i) {
+      const Slowdown s = corun_.predictor().Predict(QueryOf(set, i));
+      rates += 1.0 / s.mean;
+      bound[i] = s.Bound(kCorunSd);
+    }
+    if (rates < kCorunPays) return false;
+    const Fn& fn = fns_[f];
+    if (start + static_cast<Time>(static_cast<double>(Predict(f)) * bound[0]) > fn.deadline() - kMargin) {
+      return false;
+    }
+    for (size_t i = 0; i < holders.size(); ++i) {
+      const Fn& h = fns_[holders[i]];
+      if (!h.running) continue;
+      const double left = std::max(0.0, static_cast<double>(h.grant_pred) - corun_.DoneAt(holders[i], now));
+      if (now + static_cast<Time>(left) > h.deadline()) continue;  // late even alone
+      if (now + static_cast<Time>(left * bound[i + 1]) > h.deadline() - kMargin) return false;
+    }
+    return true;
+  }
+  bool MayCorun(Time now, FunctionId f, GpuId g) override {
+    if (!CorunGpu(g) || !Usable(g)) return false;
+    return CorunFits(now, f, g, Holders(g), now);
+  }
+  // Whether f, placed on g now, could start at once beside g's holders (the placement's view).
+  bool CorunPlaceable(Time now, FunctionId f, GpuId g) const {
+    if (!CorunGpu(g)) return false;
+    const std::vector<FunctionId> holders = Holders(g);
+    if (holders.empty()) return false;
+    const Time swap_end = SwapTime(f, g) == 0 ? now : std::max(now, gpus_[g].link_free) + SwapTime(f, g);
+    return CorunFits(now, f, g, holders, swap_end);
+  }
+  // Whether f and m could co-run on g (the placement's pairwise view): one fault domain, no
+  // back-off, it pays, and typical bursts of each stay within their SLOs at the bound.
+  bool CorunPair(Time now, FunctionId f, FunctionId m) const {
+    if (!SameDomain(f, m) || corun_.BackedOff(f, m, now)) return false;
+    const std::vector<Corunner> set{corun_.Of(f, fns_[f].spec), corun_.Of(m, fns_[m].spec)};
+    const Slowdown sf = corun_.predictor().Predict(QueryOf(set, 0));
+    const Slowdown sm = corun_.predictor().Predict(QueryOf(set, 1));
+    if (1.0 / sf.mean + 1.0 / sm.mean < kCorunPays) return false;
+    return static_cast<double>(Typical(f)) * sf.Bound(kCorunSd) <= static_cast<double>(fns_[f].spec.slo - kMargin) &&
+           static_cast<double>(Typical(m)) * sm.Bound(kCorunSd) <= static_cast<double>(fns_[m].spec.slo - kMargin);
+  }
+  // A function's share of the GPU while it runs co-run: the larger of its compute share and
+  // bandwidth demand.
+  double Footprint(FunctionId f) const {
+    return std::max(std::min(fns_[f].spec.compute_demand, corun_.share(f)),
+                    std::clamp(fns_[f].spec.bandwidth_demand, 0.0, 1.0));
+  }
+
+  void OnRegistered(Time /*now*/, FunctionId f) override { corun_.Register(f, fns_[f].spec); }
+
+  void OnCorunChange(Time now, GpuId g, FunctionId joined) override {
+    const std::vector<FunctionId> holders = Holders(g);
+    for (FunctionId h : holders) {
+      if (h == joined) {
+        corun_.Start(h, now);
+      } else {
+        corun_.Advance(h, now);
+      }
+    }
+    std::vector<Corunner> set;
+    for (FunctionId h : holders) set.push_back(corun_.Of(h, fns_[h].spec));
+    for (size_t i = 0; i < holders.size(); ++i) {
+      const CorunQuery q = QueryOf(set, i);
+      corun_.SetRate(holders[i], 1.0 / corun_.predictor().Predict(q).mean);
+      if (holders[i] == joined) {
+        std::vector<FunctionId> others;
+        for (FunctionId h : holders) {
+          if (h != joined) others.push_back(h);
+        }
+        corun_.Joined(joined, q, others);
+      } else {
+        corun_.SetChanged(holders[i], joined == kNoFunction ? std::vector<FunctionId>{}
+                                                            : std::vector<FunctionId>{joined});
+      }
+    }
+    if (joined != kNoFunction) ++corun_.stats().grants;
+    Gpu& gpu = gpus_[g];
+    if (gpu.tenant != kNoFunction && fns_[gpu.tenant].running) {
+      const Fn& t = fns_[gpu.tenant];
+      const double left = std::max(0.0, static_cast<double>(t.grant_pred) - corun_.done(gpu.tenant));
+      gpu.tenant_end = now + static_cast<Duration>(left / corun_.rate(gpu.tenant));
+    }
+  }
+
+  void OnCorunBurstEnd(Time now, FunctionId f, GpuId g, const BurstEnd& e) override {
+    corun_.Advance(f, now);
+    const Fn& fn = fns_[f];
+    const double observed = static_cast<double>(e.gpu_time) / static_cast<double>(std::max<Duration>(1, Typical(f)));
+    if (corun_.clean(f)) corun_.predictor().Observe(corun_.query(f), observed);
+    if (!fn.pending.empty() && !corun_.partners(f).empty()) {
+      const Duration latency = now - fn.pending.front();
+      const double stretch = static_cast<double>(e.gpu_time) - corun_.done(f);
+      if (static_cast<double>(latency) > kCorunThreat * static_cast<double>(fn.spec.slo) &&
+          stretch > kCorunCost * static_cast<double>(fn.spec.slo)) {
+        corun_.Revoke(f, g, now, /*gpu_too=*/latency > fn.spec.slo);
+      }
+    }
+    corun_.EndBurst(f);
+  }
+
   Evict evict_mode() const override { return opt_.deep_evict ? Evict::kParkFirst : Evict::kDeep; }
 
   // Predicted swap-in from the host on the link of the GPU f was last on (else the first), at
@@ -110,8 +259,9 @@ class SlackScheduler final : public PolicyBase {
       const bool fits = gpu.free() >= need;
       if (!fits && (fits_only || Reclaimable(g, evict_mode()) < need)) continue;
       // The victims' copy-out comes first on the link (config_.swap_out_copies).
+      if (CorunGpu(g) && !Home(f, g) && gpu.members.size() + 1 > gpu.spec.max_clients) continue;
       const Duration out = RoomTime(now, g, need, evict_mode());
-      if (PredictedStart(now, f, g, out) + e > deadline) continue;
+      if (PredictedStart(now, f, g, out) + e > deadline && !(fits && CorunPlaceable(now, f, g))) continue;
       if (opt_.interference && !Compatible(f, g)) continue;
       if (!opt_.residency) return g;  // first fit
       if (!fits) {
@@ -163,13 +313,21 @@ class SlackScheduler final : public PolicyBase {
   // with `collisions`, the misses their bursts would cause each other (Collisions) stay within
   // kMissBudget for f and for each of them (this catches frequent short collisions that the
   // typical rule allows); and their combined utilisation leaves g room (queues stay short).
+  // corun GPUs: a pair that could co-run (CorunPair) neither waits for the other nor counts
+  // its whole time: each counts its utilisation times its share of the GPU (Footprint).
   bool Compatible(FunctionId f, GpuId g) const {
     const Duration ef = Typical(f);
     const Duration f_slack = fns_[f].spec.slo - ef;
-    double util = Utilisation(f);
+    const bool corun = CorunGpu(g);
+    double util = Utilisation(f) * (corun ? Footprint(f) : 1.0);
     double f_misses = 0;
     for (FunctionId m : gpus_[g].members) {
       if (m == f) continue;
+      if (corun && CorunPair(/*now=*/0, f, m)) {  // back-offs are the dispatch's (MayCorun)
+        util += Utilisation(m) * Footprint(m);
+        if (util > kMaxUtil) return false;
+        continue;
+      }
       if (opt_.typical) {
         const Duration em = Typical(m);
         if (em > f_slack || ef > fns_[m].spec.slo - em) return false;
@@ -228,6 +386,7 @@ class SlackScheduler final : public PolicyBase {
     Fn& fn = fns_[f];
     const GpuId home = fn.gpu;
     if (PredictedStart(now, f, home) + Predict(f) <= fn.deadline()) return false;
+    if (CorunPlaceable(now, f, home)) return false;  // it can start at once beside the holders
     if (fn.pinned) return false;  // cannot afford the move's swap either
     // Only where it fits without evicting anyone: a move that evicts others moves them in
     // turn (with `residency`; without it, any feasible GPU).
@@ -387,6 +546,7 @@ class SlackScheduler final : public PolicyBase {
 
   void OnGone(Time /*now*/, FunctionId f) override {
     blocked_.erase(std::remove(blocked_.begin(), blocked_.end(), f), blocked_.end());
+    corun_.Forget(f);
   }
 
   void OnPrefetched(Time now, FunctionId f) override { ArmIdle(now + FirstIdleStep(f), f); }
@@ -465,7 +625,8 @@ class SlackScheduler final : public PolicyBase {
   }
 
   // `rescue`: look at g again when its tenant's burst is predicted to end.
-  void OnGranted(Time /*now*/, FunctionId /*f*/, GpuId g) override {
+  void OnGranted(Time now, FunctionId f, GpuId g) override {
+    if (CorunGpu(g)) corun_.Start(f, now);
     if (opt_.rescue) WakeGpuAt(gpus_[g].tenant_end + kMargin, g, kTagOverrun);
   }
 
@@ -583,6 +744,7 @@ class SlackScheduler final : public PolicyBase {
   }
 
   SlackOptions opt_;
+  CorunBook corun_;
   PaddingRule rule_;
   PaddingRule safety_;
   std::vector<Duration> busy_;  // GPU time granted per GPU in the current scale period

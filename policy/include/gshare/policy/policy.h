@@ -44,6 +44,31 @@
 //    kHost and its GPU memory is freed at once (the checkpoint copy occupies the link).
 //  - Grant f,g,slice: f is kResident on g, has an outstanding burst, and g runs no other tenant.
 //    slice = 0 means "until the burst ends".
+//  - Grant f,g,slice with corun = true (co-running, spatial sharing under MPS): f is kResident
+//    on g and has an outstanding burst; g is marked GpuSpec::corun; g is held by at least one
+//    other function (the GPU's *holders*: every function granted on g whose BurstEnd or
+//    SliceExpired has not come yet) and by fewer than GpuSpec::max_clients in all; every holder
+//    is in f's fault domain (FunctionSpec::fault_domain) unless
+//    PolicyConfig::corun_across_domains. f's kernels then run at the same time as the
+//    holders', each process at the compute share it was started with (Policy::ShareFor). A
+//    grant without corun never names a GPU that has holders, as before. The environment
+//    answers a co-run grant as any grant (BurstEnd with corun = true, or SliceExpired).
+//
+// Co-running (issue 20). Only on GPUs marked GpuSpec::corun; elsewhere nothing changes.
+//  - Share class: right after delivering FunctionRegistered f, the environment calls
+//    ShareFor(f) once and starts (or keeps) f's process with that MPS share
+//    (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE = 100 * compute_share, CUDA_MPS_PINNED_DEVICE_MEM_LIMIT
+//    = memory_limit_bytes when non-zero). It never changes for the process's life. It matters
+//    only on GPUs marked corun; elsewhere the environment may ignore it.
+//  - Membership is what changes at run time: the policy adds a function to a GPU's running
+//    set with Grant{corun = true} and the set shrinks as bursts end.
+//  - Revocation: when a co-run burst's observed latency threatens its SLO (BurstEnd with
+//    corun = true and a slowdown beyond the prediction's margin), the policy stops co-running
+//    that pair (and, after repeated misses, that GPU) for a back-off period: it issues no
+//    co-run grant for them, lets the bursts in flight finish (no preemption), and grants
+//    exclusively (time slicing, the default and the fallback) until the back-off ends. Nothing
+//    is asked of the environment: a revocation is the absence of co-run grants. Counted in
+//    Policy::corun_stats().
 //  - Preempt f,g: f currently holds g.
 //  Memory counts at issue time; link transfers on one GPU are serialised in issue order, so a
 //  swap-in issued after an eviction never overlaps the memory it frees.
@@ -83,6 +108,10 @@ struct BurstEnd {  // the granted burst finished; the function has released the 
   FunctionId function;
   GpuId gpu;
   Duration gpu_time;  // GPU execution time of the whole burst (all of its slices)
+  // Whether any of its slices ran co-run (granted with Grant corun = true, or a holder when a
+  // co-run grant joined it). Then gpu_time is wall time holding the GPU, stretched by the
+  // co-runners; the policy reads the slowdown as gpu_time / its solo prediction.
+  bool corun = false;
 };
 struct SliceExpired {  // the grant's slice ran out (or a Preempt was honoured); work remains
   FunctionId function;
@@ -149,6 +178,8 @@ struct Action {
   GpuId gpu = kNoGpu;
   Duration slice = 0;
   bool pin = false;
+  // kGrant: run next to the GPU's current holders (co-running; see the preconditions above).
+  bool corun = false;
 };
 using ActionList = std::vector<Action>;
 
@@ -172,6 +203,21 @@ struct PolicyConfig {
   // more. false: the host keeps a snapshot of the weights and an eviction copies only a
   // context (DeepEvictCost), gshare-sim's default. The arbiter sets it.
   bool swap_out_copies = false;
+  // Co-running: functions of different fault domains may co-run (an operator's explicit trust
+  // decision: MPS gives no isolation between them and one's fatal fault reaches all).
+  bool corun_across_domains = false;
+};
+
+// A function's MPS share class, fixed when its process starts (see "Co-running" above).
+struct ShareClass {
+  double compute_share = 1.0;       // active-thread fraction, (0, 1]
+  uint64_t memory_limit_bytes = 0;  // pinned device-memory limit; 0: none
+};
+
+// What a policy did with co-running (for reports and tests).
+struct CorunStats {
+  uint64_t grants = 0;       // co-run grants issued
+  uint64_t revocations = 0;  // pairs (or GPUs) put in back-off after an observed slowdown
 };
 
 // A scheduling policy. See the protocol above.
@@ -199,6 +245,13 @@ class Policy {
   // of the live functions, however many have come and gone.
   virtual size_t tracked_entries() const = 0;
 
+  // The share class of registered function f (protocol "Co-running"): called by the
+  // environment right after FunctionRegistered. Default: the whole GPU, no memory limit.
+  virtual ShareClass ShareFor(FunctionId /*f*/) const { return ShareClass{}; }
+
+  // Co-run grants and revocations so far (zero for policies that never co-run).
+  virtual CorunStats corun_stats() const { return CorunStats{}; }
+
  protected:
   Policy() = default;
 };
@@ -214,7 +267,8 @@ struct MakeResult {
 //   "keepalive", "proxy-swap", "fifo", "dual-queue", "aggressive" (the default), and
 //   aggressive with ideas turned off for ablations: "aggressive-no-<idea>[-no-<idea>...]" with
 //   <idea> one of learned, residency, prefetch, deep-evict, release, scale, eager, interference,
-//   edf, typical, collisions, cold, rescue (docs/scheduling.md explains each).
+//   edf, typical, collisions, cold, rescue, corun (docs/scheduling.md explains each; corun
+//   acts only on GPUs marked GpuSpec::corun).
 // Errors: unknown name or idea, or a config without GPUs.
 MakeResult Make(std::string_view name, const PolicyConfig& config);
 

@@ -36,6 +36,15 @@ struct FunctionSpec {
   Duration exec_p50 = 1000;    // solo GPU execution time of one request (prior)
   Duration exec_p90 = 1000;
   Duration slo = 10'000;  // a request is on time if it completes within slo of its arrival
+  // Co-running (spatial sharing under MPS; only on GPUs with GpuSpec::corun, see
+  // interference.h for the contention model that uses these). The defaults mean "fills the
+  // GPU": such a function gains nothing from co-running, so it is never co-run.
+  double compute_demand = 1.0;    // d: fraction of the GPU its kernels could use alone, (0, 1]
+  double bandwidth_demand = 1.0;  // b: fraction of the device's memory bandwidth used alone, [0, 1]
+  // Fault domain: functions co-run only with functions of the same domain (by default the
+  // tenant's uid), unless PolicyConfig::corun_across_domains. MPS reports one client's fatal
+  // fault to every client on the GPU.
+  uint32_t fault_domain = 0;
 };
 
 struct GpuSpec {
@@ -45,6 +54,12 @@ struct GpuSpec {
   // Fixed cost of recreating a context from a host checkpoint (deep restore), on top of the
   // copy itself.
   Duration restore_overhead = 2'000;
+  // The operator marked this GPU for co-running (a private MPS daemon): the policy may grant it
+  // to a set of functions at once (policy.h, Grant::corun). false: time slicing only, exactly
+  // as before.
+  bool corun = false;
+  // Most MPS client contexts on the GPU (48 on Volta and later, NVIDIA's MPS guide).
+  uint32_t max_clients = 48;
 };
 
 // Where a function's GPU state is.

@@ -1,0 +1,114 @@
+// Co-running (spatial sharing under NVIDIA MPS): the analytic contention model shared by the
+// policy, gshare-sim and simcuda's MPS mode (docs/scheduling.md, "Co-running: the contention
+// model" states the same equations), and the interference predictor that starts from it and
+// learns the difference from observed co-run bursts (dlib's kernel ridge regression).
+//
+// The model. Each co-running function i has a compute share s_i (MPS active-thread
+// percentage / 100, fixed when its process starts), a compute demand d_i (fraction of the GPU
+// its kernels could use alone) and a bandwidth demand b_i (fraction of the device's memory
+// bandwidth it uses alone). With c_i = min(d_i, s_i), C = sum_j c_j and B = sum_j b_j over the
+// set running at the same time (i included):
+//   compute rate   rho_i = (c_i / d_i) / max(1, C)
+//   bandwidth      beta  = max(1, B)
+//   slowdown_i     = (1 - b_i) / rho_i + b_i * max(1 / rho_i, beta)
+//   rate r_i       = 1 / slowdown_i   (solo work done per unit of wall time, relative to alone
+//                                      at full share)
+// Read: a fraction b_i of i's solo time is bandwidth-bound; during it i progresses at
+// min(rho_i, 1 / beta), during the rest at rho_i. A function alone at full share has rate 1.
+// Two functions that each fill the GPU (d = b = 1, the FunctionSpec defaults) get rate 1/2
+// each: co-running them is no better than time slicing.
+//
+// Thread-safety: the model functions are pure; an InterferencePredictor is a plain value, not
+// thread-safe (the policy's one thread).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "gshare/policy/types.h"
+
+namespace gshare::policy {
+
+// Demands below this are read as this (a demand of 0 would divide by zero).
+inline constexpr double kMinDemand = 0.01;
+
+// One co-running function as the model sees it.
+struct Corunner {
+  double share = 1.0;      // s: MPS compute share, (0, 1]
+  double compute = 1.0;    // d: compute demand alone, (0, 1]
+  double bandwidth = 1.0;  // b: bandwidth demand alone, [0, 1]
+};
+// From a function's spec and its share class's compute share.
+Corunner CorunnerOf(const FunctionSpec& spec, double share);
+
+// The rate (see above) of set[i] while every member of `set` runs. REQUIRES: i < set.size().
+double ContentionRate(std::span<const Corunner> set, size_t i);
+// 1 / ContentionRate: how much longer than alone at full share set[i]'s burst takes.
+double ContentionSlowdown(std::span<const Corunner> set, size_t i);
+
+// A question to the predictor: `self`'s slowdown while `others` run beside it.
+struct CorunQuery {
+  Corunner self;
+  std::vector<Corunner> others;
+  // The analytic model's answer for this query.
+  double Prior() const;
+};
+
+struct Slowdown {
+  double mean = 1.0;    // predicted slowdown (>= 1)
+  double stddev = 0.0;  // its uncertainty (one standard deviation, in slowdown units)
+  // mean + k * stddev: what a policy checks an SLO against.
+  double Bound(double k) const { return mean + k * stddev; }
+};
+
+// A function's slowdown next to given co-runners: the analytic prior times a learned
+// correction, exp(f(x)), where f is a kernel ridge regression (dlib::krr_trainer, radial basis
+// kernel) of log(observed / prior) on the query's features (its share, demands, the others'
+// summed effective compute and bandwidth, their count). Until the first refit it answers the
+// prior exactly. Its uncertainty is the prequential error: an exponentially weighted root mean
+// square of log(observed / predicted) measured on each observation before learning from it,
+// starting at kPriorLogSd (published predictors land at 6-15% error).
+//
+// Cost: Predict is O(basis vectors) (at most 32 kernel evaluations, ~0.2 us); Observe is O(1)
+// except every kRefitEvery-th call, which refits on the last kWindow observations (~0.5 ms).
+class InterferencePredictor {
+ public:
+  static constexpr size_t kWindow = 96;       // observations kept for refits (a ring)
+  static constexpr size_t kRefitEvery = 24;   // refit after this many new observations
+  static constexpr size_t kMinSamples = 12;   // no learned correction before this many
+  static constexpr double kPriorLogSd = 0.15; // uncertainty before any observation (log units)
+  static constexpr double kErrorWeight = 0.05;  // EWMA weight of each new squared error
+  static constexpr double kMaxLogCorrection = 1.5;  // |learned log correction| at most this
+
+  InterferencePredictor();
+  ~InterferencePredictor();
+  InterferencePredictor(InterferencePredictor&&) noexcept;
+  InterferencePredictor& operator=(InterferencePredictor&&) noexcept;
+  InterferencePredictor(const InterferencePredictor&) = delete;
+  InterferencePredictor& operator=(const InterferencePredictor&) = delete;
+
+  Slowdown Predict(const CorunQuery& query) const;
+  // `observed`: the slowdown a burst of query.self showed (its time co-run over its solo
+  // time). Values below 1 are read as 1 (nothing runs faster than alone).
+  void Observe(const CorunQuery& query, double observed);
+
+  size_t observations() const { return observed_; }
+  size_t refits() const { return refits_; }
+  // The current uncertainty in log units (see above).
+  double log_sd() const;
+
+ private:
+  struct Model;  // dlib types stay in interference.cc
+  void Refit();
+
+  std::unique_ptr<Model> model_;
+  size_t observed_ = 0;
+  size_t since_refit_ = 0;
+  size_t refits_ = 0;
+  double sq_error_ = kPriorLogSd * kPriorLogSd;
+};
+
+}  // namespace gshare::policy
