@@ -9,6 +9,7 @@
 #include <dlfcn.h>
 
 #include <cstdio>
+#include <cstdlib>
 
 namespace gshare::bench {
 
@@ -66,8 +67,12 @@ struct DirectAndShim {
 
 // dlopens (RTLD_LOCAL, never closed) the driver `driver_lib` and the shim `shim_lib`, which then
 // wraps that same driver, and loads a table from each. Not ok, with the reason on stderr, if
-// either library does not load.
+// either library does not load. GSHARE_BENCH_SHIM_LIB=<another libgshare.so> replaces
+// `shim_lib` (e.g. a copy saved before a change: both builds measured in one session).
 inline DirectAndShim OpenDirectAndShim(const char* driver_lib, const char* shim_lib) {
+  if (const char* other = std::getenv("GSHARE_BENCH_SHIM_LIB"); other != nullptr && *other != 0) {
+    shim_lib = other;
+  }
   DirectAndShim d;
   d.driver_handle = dlopen(driver_lib, RTLD_NOW | RTLD_LOCAL);
   d.shim_handle = dlopen(shim_lib, RTLD_NOW | RTLD_LOCAL);

@@ -8,6 +8,8 @@
 //
 //   gated_call_instructions_bench --benchmark_format=json
 //   gated_call_instructions_bench --child <call> <direct|shim> <calls>   (what the parent runs)
+//   GSHARE_BENCH_SHIM_LIB=/tmp/before/libgshare.so gated_call_instructions_bench
+//       (another build of the shim, e.g. a copy saved before a change: driver_table.h)
 #include <cuda.h>
 #include <fcntl.h>
 #include <spawn.h>

@@ -33,7 +33,14 @@ TEST(HookTable, VersionedVariantsFollowTheHeaders) {
   EXPECT_EQ(Select("cuStreamWaitValue32", 11000, false), "cuStreamWaitValue32");
   EXPECT_EQ(Select("cuStreamWaitValue32", 12000, false), "cuStreamWaitValue32_v2");
   EXPECT_EQ(Select("cuMemGetInfo", 12000, false), "cuMemGetInfo_v2");
-  EXPECT_EQ(Select("cuCtxSetCurrent", 12000, false), "none");  // not hooked: passes through
+  EXPECT_EQ(Select("cuCtxGetCurrent", 12000, false), "none");  // not hooked: passes through
+  // Every ABI version of a call that changes the current context is hooked (the in-flight
+  // tracker's per-thread cache of the default stream, context_hooks.cc).
+  EXPECT_EQ(Select("cuCtxSetCurrent", 12000, false), "cuCtxSetCurrent");
+  EXPECT_EQ(Select("cuCtxPushCurrent", 12000, false), "cuCtxPushCurrent_v2");
+  EXPECT_EQ(Select("cuCtxPushCurrent", 3020, false), "cuCtxPushCurrent");
+  EXPECT_EQ(Select("cuCtxPopCurrent", 12000, false), "cuCtxPopCurrent_v2");
+  EXPECT_EQ(Select("cuCtxPopCurrent", 3020, false), "cuCtxPopCurrent");
   // Every ABI version of a call taking a CUdevice is hooked (the device view, docs/multi-gpu.md).
   EXPECT_EQ(Select("cuCtxCreate", 13000, false), "cuCtxCreate_v4");
   EXPECT_EQ(Select("cuCtxCreate", 12000, false), "cuCtxCreate_v3");
@@ -78,7 +85,8 @@ TEST(HookTable, EveryHookedExportIsADriverSymbol) {
     EXPECT_TRUE(IsHookedExport(name));
   }
   EXPECT_FALSE(IsHookedExport("cuGetExportTable"));  // passed through untouched
-  EXPECT_FALSE(IsHookedExport("cuCtxSetCurrent"));
+  EXPECT_FALSE(IsHookedExport("cuCtxGetCurrent"));
+  EXPECT_TRUE(IsHookedExport("cuCtxSetCurrent"));
   dlclose(stub);
 }
 

@@ -36,6 +36,8 @@
 //                                      the devices the program sees (count, ordinal 0 and 1, PCI
 //                                      bus id and peer queries), its context's device, where an
 //                                      allocation lives, and a kernel and copies on it
+//   preload_probe contexts             current-context switches between default-stream
+//                                      submissions, driven by stdin (probe/contexts.cc)
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -57,6 +59,7 @@ int main(int argc, char** argv) {
                        std::atoi(argv[3]), std::strtoull(argv[4], nullptr, 10));
   }
   if (mode == "kernels") return probe::Kernels();
+  if (mode == "contexts") return probe::Contexts();
   if (mode == "devices" && argc > 2) return probe::Devices(argv[2]);
   if (mode == "lookup") return probe::Lookup();
   if (mode == "stress" && argc > 3) return probe::Stress(std::atoi(argv[2]), std::atoi(argv[3]));

@@ -27,24 +27,31 @@ CUresult OnAppDevice(Member RealDriver::*member, CUdevice* dev, Args&&... args) 
   return fn(std::forward<Args>(args)...);
 }
 
+// cuCtxCreate* make the new context current on the calling thread: the in-flight tracker's
+// cached default stream of this thread is dropped (context_hooks.cc), whatever the result.
+CUresult NewCurrentContext(CUresult r) {
+  gshare::preload::InflightTracker::CurrentContextChanged();
+  return r;
+}
+
 }  // namespace
 
 extern "C" {
 
 // Contexts.
 GSHARE_EXPORT CUresult cuCtxCreate(CUcontext* pctx, unsigned int flags, CUdevice dev) {
-  return OnAppDevice(&RealDriver::cuCtxCreate, &dev, pctx, flags, dev);
+  return NewCurrentContext(OnAppDevice(&RealDriver::cuCtxCreate, &dev, pctx, flags, dev));
 }
 GSHARE_EXPORT CUresult cuCtxCreate_v2(CUcontext* pctx, unsigned int flags, CUdevice dev) {
-  return OnAppDevice(&RealDriver::cuCtxCreate_v2, &dev, pctx, flags, dev);
+  return NewCurrentContext(OnAppDevice(&RealDriver::cuCtxCreate_v2, &dev, pctx, flags, dev));
 }
 GSHARE_EXPORT CUresult cuCtxCreate_v3(CUcontext* pctx, CUexecAffinityParam* paramsArray,
                                       int numParams, unsigned int flags, CUdevice dev) {
-  return OnAppDevice(&RealDriver::cuCtxCreate_v3, &dev, pctx, paramsArray, numParams, flags, dev);
+  return NewCurrentContext(OnAppDevice(&RealDriver::cuCtxCreate_v3, &dev, pctx, paramsArray, numParams, flags, dev));
 }
 GSHARE_EXPORT CUresult cuCtxCreate_v4(CUcontext* pctx, CUctxCreateParams* ctxCreateParams,
                                       unsigned int flags, CUdevice dev) {
-  return OnAppDevice(&RealDriver::cuCtxCreate_v4, &dev, pctx, ctxCreateParams, flags, dev);
+  return NewCurrentContext(OnAppDevice(&RealDriver::cuCtxCreate_v4, &dev, pctx, ctxCreateParams, flags, dev));
 }
 GSHARE_EXPORT CUresult cuGreenCtxCreate(CUgreenCtx* phCtx, CUdevResourceDesc desc, CUdevice dev,
                                         unsigned int flags) {

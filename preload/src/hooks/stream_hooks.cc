@@ -2,6 +2,8 @@
 // stream or context before the application destroys it, so the shim never queries or
 // synchronises a dead handle. A stream destroyed while its work still runs is waited for first
 // (the driver would finish that work after the destroy returns, out of the tracker's sight).
+// Destroying or ending a context also drops the calling thread's cached default stream
+// (InflightTracker::CurrentContextChanged, context_hooks.cc).
 #include "hooks/device_view.h"
 #include "hooks/export.h"
 #include "runtime/backtrace.h"
@@ -21,8 +23,11 @@ CUresult DestroyStream(CUresult (*real)(CUstream), CUstream stream, const char* 
 CUresult DestroyContext(CUresult (*real)(CUcontext), CUcontext ctx, const char* api) {
   Runtime& rt = Runtime::Get();
   if (real == nullptr) return rt.driver_loaded() ? CUDA_ERROR_NOT_SUPPORTED : CUDA_ERROR_NOT_INITIALIZED;
-  rt.inflight().ForgetContext(ctx);
-  return gshare::preload::CheckResult(real(ctx), api);
+  rt.inflight().ForgetContext(ctx);  // every thread's cached default stream is stale now
+  const CUresult r = real(ctx);
+  // Destroying the current context pops it: this thread's current context changed.
+  gshare::preload::InflightTracker::CurrentContextChanged();
+  return gshare::preload::CheckResult(r, api);
 }
 
 // Release/reset of a primary context: forgotten only if it is really gone afterwards. The device
@@ -31,7 +36,11 @@ CUresult EndPrimary(CUresult (*real)(CUdevice), CUdevice dev, const char* api) {
   Runtime& rt = Runtime::Get();
   if (real == nullptr) return rt.driver_loaded() ? CUDA_ERROR_NOT_SUPPORTED : CUDA_ERROR_NOT_INITIALIZED;
   if (const CUresult r = gshare::preload::MapDevice(rt, &dev); r != CUDA_SUCCESS) return r;
-  return gshare::preload::CheckResult(rt.EndPrimaryContext(dev, real), api);
+  // A primary context that is gone afterwards is forgotten (every thread's cache is then
+  // stale); this thread's own cache is dropped either way.
+  const CUresult r = rt.EndPrimaryContext(dev, real);
+  gshare::preload::InflightTracker::CurrentContextChanged();
+  return gshare::preload::CheckResult(r, api);
 }
 
 }  // namespace

@@ -48,8 +48,8 @@ __attribute__((always_inline)) inline CUresult GatedSubmission(const char* api, 
 }
 
 // The forwarders' fast path, inlined into each: the Runtime exists, the call goes to a stream
-// this thread noted last time (nothing for the in-flight tracker to do; a default stream: in the
-// context current now, one cuCtxGetCurrent), the gate is open
+// this thread noted last time (nothing for the in-flight tracker to do; a default stream: while
+// the thread's current context has not changed since, no driver call), the gate is open
 // and the driver has the entry point — then it enters the gate, calls `Member` of the real
 // driver and leaves. Anything else tail-calls `Slow`, the forwarder's full path
 // (GatedSubmission, noinline, the same signature as the forwarder), before touching the gate,

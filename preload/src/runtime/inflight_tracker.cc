@@ -38,16 +38,19 @@ bool Gone(CUresult r) {
 
 }  // namespace
 
+uint64_t InflightTracker::FirstEpoch() {
+  // Trackers are made once per process image (and once more in a forked child, which inherits
+  // this counter): 2^32 epochs apart.
+  static std::atomic<uint64_t> next{0};
+  return next.fetch_add(uint64_t{1} << 32, std::memory_order_relaxed);
+}
+
 void InflightTracker::NoteDefaultStream(CUstream stream, bool per_thread) {
   if (!enabled_) return;
+  if (DefaultNotedByThisThread(stream, per_thread)) return;  // same current context as then
   if (stream == nullptr) stream = per_thread ? CU_STREAM_PER_THREAD : CU_STREAM_LEGACY;
   CUcontext context = nullptr;
   if (api_.ctx_get_current(&context) != CUDA_SUCCESS || context == nullptr) return;
-  const ThreadState& cache = ThisThread();
-  if (stream == cache.default_stream && context == cache.default_context &&
-      epoch_.load(std::memory_order_relaxed) == cache.default_epoch) {
-    return;
-  }
   NoteSlow(stream, context);
 }
 

@@ -14,8 +14,14 @@
 // forgotten by their hooks before the real destroy runs.
 //
 // Cost: Note() is two compares against the thread's ThreadState plus one relaxed atomic load
-// when the thread submits to the same explicit stream as last time; the legacy/per-thread
-// streams add a call and cuCtxGetCurrent. Only a stream new to the thread takes the mutex.
+// when the thread submits to the same stream as last time — an explicit stream, or a default
+// stream in the same current context. The current context is not asked on that path: each
+// thread's cache of its default stream is dropped by every hook that can change the thread's
+// current context (CurrentContextChanged: cuCtxSetCurrent, cuCtxPushCurrent, cuCtxPopCurrent,
+// cuCtxCreate, cuCtxDestroy, cuDevicePrimaryCtxRelease/Reset), and every thread's by the epoch
+// whenever a context is forgotten (destroyed, or a primary context released or reset from any
+// thread). The next default-stream submission then asks cuCtxGetCurrent again. Only a stream
+// new to the thread takes the mutex.
 //
 // Thread-safety: every method is thread-safe. Busy/Drain/Capturing hold the mutex while they
 // call the driver, so a concurrent Forget (stream/context destroy) waits for them: a handle is
@@ -88,17 +94,25 @@ class InflightTracker {
   }
 
   // The same for a default stream (null, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD; `per_thread`:
-  // a _ptsz/_ptds call, whose null stream is the per-thread one): it was noted last time in the
-  // context current on this thread now (one cuCtxGetCurrent), nothing forgotten since.
+  // a _ptsz/_ptds call, whose null stream is the per-thread one): this thread noted it last time
+  // in the context that is still current on it (its current context has not changed since:
+  // CurrentContextChanged clears the cache), nothing forgotten since. No driver call.
   __attribute__((always_inline)) bool DefaultNotedByThisThread(CUstream stream,
                                                                bool per_thread) const {
-    if (!enabled_) [[unlikely]] return false;
-    CUcontext context = nullptr;
-    if (api_.ctx_get_current(&context) != CUDA_SUCCESS) [[unlikely]] return false;
     if (stream == nullptr) stream = per_thread ? CU_STREAM_PER_THREAD : CU_STREAM_LEGACY;
     const ThreadState& cache = ThisThread();
-    return stream == cache.default_stream && context == cache.default_context &&
-           context != nullptr && epoch_.load(std::memory_order_relaxed) == cache.default_epoch;
+    return stream == cache.default_stream &&
+           epoch_.load(std::memory_order_relaxed) == cache.default_epoch;
+  }
+
+  // The calling thread's current context may have changed (or its context was destroyed): its
+  // cached default stream is dropped, so its next default-stream submission asks the driver
+  // which context is current. Called by every hook that can change the calling thread's
+  // current context, after the real call. Thread-local; no lock, no driver call.
+  static void CurrentContextChanged() {
+    ThreadState& cache = ThisThread();
+    cache.default_stream = nullptr;
+    cache.default_context = nullptr;
   }
   static bool IsExplicitStream(CUstream stream) {
     return reinterpret_cast<uintptr_t>(stream) > kLastSpecialStream;
@@ -159,7 +173,11 @@ class InflightTracker {
 
   InflightApi api_;
   bool enabled_ = false;  // api_.complete(), set once before any submission
-  std::atomic<uint64_t> epoch_{0};
+  // Bumped whenever something is forgotten (every thread's cache is then stale). Each tracker
+  // starts at an epoch no earlier tracker of this process image used (a forked child's fresh
+  // Runtime never matches a cache its thread inherited from the parent).
+  std::atomic<uint64_t> epoch_{FirstEpoch()};
+  static uint64_t FirstEpoch();
   mutable Mutex mu_;
   std::vector<Entry> entries_ GUARDED_BY(mu_);
   std::vector<CUcontext> per_thread_ctxs_ GUARDED_BY(mu_);

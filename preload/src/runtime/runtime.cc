@@ -407,7 +407,7 @@ std::string Runtime::StatsLine() const {
       << c.requested_bytes << " external=" << c.external_bytes << " live=" << c.live_allocations
       << " resident=" << (c.resident ? 1 : 0) << " device=" << c.device
       << " swap_outs=" << c.swap_outs << " swap_ins=" << c.swap_ins
-      << " out_of_memory=" << c.out_of_memory;
+      << " out_of_memory=" << c.out_of_memory << " tracked=" << inflight_.tracked();
   return out.str();
 }
 

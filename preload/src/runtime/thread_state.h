@@ -19,7 +19,9 @@ struct ThreadState {
   CUstream stream = nullptr;
   uint64_t epoch = ~uint64_t{0};
   // ... and the default stream it last noted (CU_STREAM_LEGACY or CU_STREAM_PER_THREAD), in
-  // which context, at which epoch.
+  // which context (the one current on the thread then), at which epoch. Valid only while that
+  // context stays current: the hooks that can change the thread's current context clear it
+  // (InflightTracker::CurrentContextChanged).
   CUstream default_stream = nullptr;
   CUcontext default_context = nullptr;
   uint64_t default_epoch = ~uint64_t{0};

@@ -48,4 +48,8 @@ int Devices(const std::string& how);
 // "legacy" (arg: "procaddr" or "dlsym": the v1 entry points).
 int Accounting(const std::string& what, const std::string& arg);
 
+// contexts.cc: current-context switches (set, push, pop, create, destroy, other threads)
+// between submissions to the legacy default stream; commands on stdin.
+int Contexts();
+
 }  // namespace gshare::probe
