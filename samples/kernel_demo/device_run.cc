@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "cuda_resources.h"
+#include "sample/device_buffer.h"
 #include "host_reference.h"
 #include "simcuda/kernels/kernel_math.h"
 #include "simcuda/kernels/kernels.h"
@@ -14,6 +14,12 @@
 
 namespace simcuda_demo {
 namespace {
+
+using sample::CreatedContext;
+using sample::DeviceMemory;
+using sample::Event;
+using sample::Module;
+using sample::Stream;
 
 using u64 = unsigned long long;
 namespace sk = simcuda::kernels;

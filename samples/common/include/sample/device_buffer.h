@@ -1,5 +1,6 @@
 // Owning handles for the driver objects a sample creates: device memory, page-locked host
-// memory, streams and events. Move-only; the context they were created in must be current (or
+// memory, streams, events, modules and a created context (the sample servers and simcuda-demo,
+// samples/kernel_demo, share them). Move-only; the context they were created in must be current (or
 // at least alive) when they are destroyed. Release errors are ignored. Header-only.
 #pragma once
 
@@ -46,6 +47,8 @@ inline CUresult DestroyStream(CUstream s) { return cuStreamDestroy(s); }
 inline CUresult DestroyEvent(CUevent e) { return cuEventDestroy(e); }
 inline CUresult UnloadModule(CUmodule m) { return cuModuleUnload(m); }
 
+// Device memory whose size the caller keeps (cuMemAlloc(m.out(), bytes)).
+using DeviceMemory = Owned<CUdeviceptr, FreeDevice>;
 using Stream = Owned<CUstream, DestroyStream>;
 using Event = Owned<CUevent, DestroyEvent>;
 using Module = Owned<CUmodule, UnloadModule>;
@@ -84,6 +87,28 @@ class PinnedBuffer : public SizedMemory<void*, AllocHost, FreeHost> {
  public:
   template <typename T>
   T* as() const { return static_cast<T*>(get()); }
+};
+
+// A context created on a device (cuCtxCreate) and current on this thread for the lifetime of the
+// object; destroyed (which also pops it) at the end.
+class CreatedContext {
+ public:
+  explicit CreatedContext(CUdevice dev) : dev_(dev) {}
+  CreatedContext(const CreatedContext&) = delete;
+  CreatedContext& operator=(const CreatedContext&) = delete;
+  ~CreatedContext() {
+    if (ctx_ != nullptr) (void)cuCtxDestroy(ctx_);
+  }
+  // Creates the context (which makes it current); call once.
+  CUresult Open() {
+    const CUresult r = cuCtxCreate(&ctx_, nullptr, 0, dev_);
+    if (r != CUDA_SUCCESS) ctx_ = nullptr;
+    return r;
+  }
+
+ private:
+  CUdevice dev_;
+  CUcontext ctx_ = nullptr;
 };
 
 }  // namespace sample
