@@ -6,6 +6,7 @@
 #include "context.h"
 #include "driver.h"
 #include "log.h"
+#include "mps_client.h"
 
 namespace simcuda {
 
@@ -95,6 +96,7 @@ CUresult AllocateDeviceMemory(CUctx_st* ctx, size_t bytes, MemKind kind, unsigne
   if (out == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (bytes == 0) return CUDA_ERROR_INVALID_VALUE;
   if (device < 0) device = ctx->device;
+  if (CUresult r = MpsCheck(ctx); r != CUDA_SUCCESS) return r;
   DriverState* d = Driver();
   size_t accounted = AccountedBytes(bytes);
   if (!d->registry->Reserve(device, accounted)) {

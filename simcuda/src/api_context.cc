@@ -2,6 +2,7 @@
 #include "api.h"
 #include "context.h"
 #include "driver.h"
+#include "mps_client.h"
 
 namespace {
 
@@ -11,6 +12,10 @@ CUresult CreateContext(CUcontext* pctx, unsigned int flags, CUdevice dev) {
   if (pctx == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (CUresult r = simcuda::CheckDevice(dev); r != CUDA_SUCCESS) return r;
   CUctx_st* ctx = simcuda::NewContext(dev, flags, false);
+  if (CUresult r = simcuda::MpsAttachContext(ctx); r != CUDA_SUCCESS) {
+    simcuda::TeardownContext(ctx);
+    return r;
+  }
   simcuda::PushCurrent(ctx);
   *pctx = ctx;
   return CUDA_SUCCESS;
@@ -40,6 +45,9 @@ CUresult cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev) {
   std::lock_guard<std::mutex> lock(d->primary_mu);
   simcuda::PrimaryContext& p = d->primary[static_cast<size_t>(dev)];
   if (p.ctx == nullptr) p.ctx = simcuda::NewContext(dev, p.flags, true);
+  if (p.refs == 0) {  // activation: an MPS client context from now on
+    if (CUresult r = simcuda::MpsAttachContext(p.ctx); r != CUDA_SUCCESS) return r;
+  }
   p.ctx->flags = p.flags;
   ++p.refs;
   *pctx = p.ctx;
@@ -154,7 +162,7 @@ CUresult cuCtxSynchronize(void) {
   CUctx_st* ctx = nullptr;
   if (CUresult r = simcuda::GetCurrent(&ctx); r != CUDA_SUCCESS) return r;
   simcuda::SynchronizeContext(ctx);
-  return CUDA_SUCCESS;
+  return simcuda::MpsCheck(ctx);
 }
 
 CUresult cuCtxGetDevice(CUdevice* device) {

@@ -4,13 +4,14 @@
 
 #include "api.h"
 #include "driver.h"
+#include "mps_client.h"
 
 namespace {
 
 const simcuda::DeviceInfo& Info(CUdevice dev) { return simcuda::Driver()->devices[static_cast<size_t>(dev)]; }
 
 // The value of `attrib` for a device, or false if simcuda does not know it.
-bool Attribute(const simcuda::DeviceInfo& info, CUdevice_attribute attrib, int* value) {
+bool Attribute(CUdevice dev, const simcuda::DeviceInfo& info, CUdevice_attribute attrib, int* value) {
   const simcuda::DeviceSpec& s = info.spec;
   switch (attrib) {
     case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *value = 1024; return true;
@@ -74,7 +75,7 @@ bool Attribute(const simcuda::DeviceInfo& info, CUdevice_attribute attrib, int* 
     case CU_DEVICE_ATTRIBUTE_MAX_PERSISTING_L2_CACHE_SIZE: *value = 0; return true;
     case CU_DEVICE_ATTRIBUTE_MAX_ACCESS_POLICY_WINDOW_SIZE: *value = 0; return true;
     case CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK: *value = 1024; return true;
-    case CU_DEVICE_ATTRIBUTE_MPS_ENABLED: *value = 0; return true;
+    case CU_DEVICE_ATTRIBUTE_MPS_ENABLED: *value = simcuda::MpsServes(dev) ? 1 : 0; return true;
     case CU_DEVICE_ATTRIBUTE_NUMA_CONFIG: *value = 0; return true;
     case CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID: *value = -1; return true;
     default: return false;
@@ -126,7 +127,7 @@ CUresult cuDeviceTotalMem_v2(size_t* bytes, CUdevice dev) {
 CUresult cuDeviceGetAttribute(int* pi, CUdevice_attribute attrib, CUdevice dev) {
   if (pi == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (CUresult r = simcuda::CheckDevice(dev); r != CUDA_SUCCESS) return r;
-  if (!Attribute(Info(dev), attrib, pi)) {
+  if (!Attribute(dev, Info(dev), attrib, pi)) {
     if (attrib <= 0 || attrib >= CU_DEVICE_ATTRIBUTE_MAX) return CUDA_ERROR_INVALID_VALUE;
     *pi = 0;  // known to cuda.h but not modelled: reported as unsupported/zero
   }

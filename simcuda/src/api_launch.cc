@@ -1,7 +1,8 @@
 // Entry points: kernel launches (cuLaunchKernel, cuLaunchKernelEx, cuLaunchCooperativeKernel).
 // The parameter values are copied at launch (sizes from the plugin descriptor); the CPU twin
 // runs later on the stream's worker, inside the launch's interval of the device's simulated
-// compute timeline, which is shared by every process (one kernel at a time per simulated GPU).
+// compute timeline, which is shared by every process (one kernel at a time per simulated GPU);
+// kernels of MPS client contexts co-run instead (mps_kernel.h).
 #include <algorithm>
 #include <cstring>
 #include <memory>
@@ -13,6 +14,8 @@
 #include "driver.h"
 #include "log.h"
 #include "module.h"
+#include "mps_client.h"
+#include "mps_kernel.h"
 #include "sim_clock.h"
 #include "stream.h"
 
@@ -123,12 +126,25 @@ CUresult Launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx
   SimcudaKernelCost cost = desc->cost != nullptr ? desc->cost(&dims, block->pointers.data())
                                                  : SimcudaKernelCost{0, 0, 0};
   int dev = s->ctx->device;
-  if (CUresult r = CheckPointerParams(desc, *block, dev); r != CUDA_SUCCESS) return r;
+  if (CUresult r = CheckPointerParams(desc, *block, dev); r != CUDA_SUCCESS) {
+    // Under MPS the fault is the server's: it reaches every client of the GPU.
+    if (r == CUDA_ERROR_ILLEGAL_ADDRESS && simcuda::MpsCheck(s->ctx) == CUDA_SUCCESS) {
+      simcuda::MpsFatalFault(s->ctx);
+    }
+    return r;
+  }
   const simcuda::DeviceSpec& spec = simcuda::Driver()->devices[static_cast<size_t>(dev)].spec;
   double compute_ns = spec.flops > 0 ? cost.flops / spec.flops * 1e9 : 0;
   double memory_ns = spec.memory_bytes_per_s > 0 ? cost.bytes / spec.memory_bytes_per_s * 1e9 : 0;
   double total = spec.launch_overhead_ns + std::max(0.0, cost.fixed_ns) + std::max(compute_ns, memory_ns);
   auto duration = static_cast<uint64_t>(total);
+  if (CUctx_st* ctx = s->ctx; ctx->mps_slot >= 0) {  // co-runs with other MPS clients' kernels
+    const simcuda::MpsDemand demand = simcuda::KernelDemand(spec, dims, memory_ns, total);
+    return simcuda::Submit(s, [block, desc, dims, ctx, duration, demand](uint64_t start) {
+      return simcuda::RunMpsKernel(ctx, start, duration, demand,
+                                   [&] { desc->run(&dims, block->pointers.data()); });
+    });
+  }
   return simcuda::Submit(s, [block, desc, dims, dev, duration](uint64_t start) {
     simcuda::SimInterval iv =
         simcuda::Driver()->registry->ReserveInterval(dev, simcuda::kComputeTimeline, start, duration);

@@ -7,6 +7,7 @@
 #include "driver.h"
 #include "event.h"
 #include "handle_set.h"
+#include "mps_client.h"
 #include "sim_clock.h"
 #include "stream.h"
 
@@ -40,7 +41,7 @@ CUresult Synchronize(CUstream h, bool pt) {
     return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   }
   simcuda::SynchronizeStream(s);
-  return CUDA_SUCCESS;
+  return simcuda::MpsCheck(s->ctx);
 }
 
 CUresult Query(CUstream h, bool pt) {

@@ -131,6 +131,9 @@ bool ParseTomlConfig(std::string_view toml_text, Config* config, std::string* er
   if (auto scale = root["time_scale"].value<double>()) config->time_scale = *scale;
   if (auto reg = root["registry"].value<std::string>()) config->registry_name = *reg;
   if (auto dir = root["dir"].value<std::string>()) config->dir = *dir;
+  if (auto v = root["mps_max_clients"].value<int64_t>()) config->mps_max_clients = static_cast<int>(*v);
+  if (auto v = root["mps_context_mib_per_sm"].value<double>()) config->mps_context_mib_per_sm = *v;
+  if (auto v = root["mps_step_us"].value<double>()) config->mps_step_us = *v;
   const toml::array* list = root["device"].as_array();
   if (list == nullptr) return true;
   config->devices.clear();
@@ -210,6 +213,35 @@ std::optional<Config> LoadConfigFromEnvironment(std::string* error) {
       return std::nullopt;
     }
     config.checkpoint_reply_ms = static_cast<int64_t>(*v);
+  }
+  if (const char* v = std::getenv("SIMCUDA_MPS_MAX_CLIENTS"); v != nullptr && *v != '\0') {
+    std::optional<double> n = ParseNumber(v);
+    if (!n || *n != static_cast<double>(static_cast<int>(*n))) {
+      *error = "SIMCUDA_MPS_MAX_CLIENTS must be a whole number (1..64), not '" + std::string(v) + "'";
+      return std::nullopt;
+    }
+    config.mps_max_clients = static_cast<int>(*n);
+  }
+  if (config.mps_max_clients < 1 || config.mps_max_clients > 64) {
+    *error = "SIMCUDA_MPS_MAX_CLIENTS (mps_max_clients) must be 1..64, not " +
+             std::to_string(config.mps_max_clients);
+    return std::nullopt;
+  }
+  if (const char* v = std::getenv("SIMCUDA_MPS_CONTEXT_MIB_PER_SM"); v != nullptr && *v != '\0') {
+    std::optional<double> n = ParseNumber(v);
+    if (!n) {
+      *error = "SIMCUDA_MPS_CONTEXT_MIB_PER_SM must be a non-negative number, not '" + std::string(v) + "'";
+      return std::nullopt;
+    }
+    config.mps_context_mib_per_sm = *n;
+  }
+  if (const char* v = std::getenv("SIMCUDA_MPS_STEP_US"); v != nullptr && *v != '\0') {
+    std::optional<double> n = ParseNumber(v);
+    if (!n || *n <= 0) {
+      *error = "SIMCUDA_MPS_STEP_US must be a positive number, not '" + std::string(v) + "'";
+      return std::nullopt;
+    }
+    config.mps_step_us = *n;
   }
   if (const char* pop = std::getenv("SIMCUDA_POPULATE"); pop != nullptr) {
     config.populate = std::string_view(pop) == "1";

@@ -46,6 +46,16 @@ struct Config {
   // SIMCUDA_CHECKPOINT_REPLY_MS: how long a process checkpoint call that does no work in the
   // target (GetState, GetRestoreThreadId, Unlock) waits for its answer (api_checkpoint.cc).
   int64_t checkpoint_reply_ms = 1000;
+  // MPS mode (docs/simcuda.md "MPS mode"). The first two are the daemon's (simcuda-mps-control
+  // publishes them to its clients); the step is each client's.
+  // SIMCUDA_MPS_MAX_CLIENTS / mps_max_clients: client contexts per GPU (1..64; NVIDIA: 48).
+  int mps_max_clients = 48;
+  // SIMCUDA_MPS_CONTEXT_MIB_PER_SM / mps_context_mib_per_sm: a client context's device memory
+  // per SM of its share (NVIDIA: about 2 MB per SM at 100%).
+  double mps_context_mib_per_sm = 2.0;
+  // SIMCUDA_MPS_STEP_US / mps_step_us: simulated microseconds between two re-computations of a
+  // co-running kernel's rate.
+  double mps_step_us = 500;
 };
 
 // Parses a SIMCUDA_DEVICES value: comma-separated device groups "[N x]SIZE[:key=value]...",

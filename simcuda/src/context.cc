@@ -9,6 +9,7 @@
 #include "allocations.h"
 #include "driver.h"
 #include "handle_set.h"
+#include "mps_client.h"
 #include "stream.h"
 
 namespace simcuda {
@@ -84,6 +85,7 @@ void TeardownContext(CUctx_st* ctx) {
   for (CUstream_st* s : streams) DeleteStream(s);
   FreeContextMemory(ctx);
   ReleaseContextModules(ctx);
+  MpsDetachContext(ctx);
   if (!ctx->primary) {
     HandleSet<CUctx_st>::Instance().Remove(ctx);
     DeleteStream(ctx->legacy);

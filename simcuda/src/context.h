@@ -23,6 +23,11 @@ struct CUctx_st {
   CUstream_st* legacy = nullptr;                                   // created with the context
   std::vector<CUstream_st*> streams;                               // created by the program
   std::unordered_map<std::thread::id, CUstream_st*> per_thread;    // per-thread default streams
+  // MPS mode (mps_client.h): the registry slot of a client context (-1: not a client context),
+  // its context memory, and the lock that runs its kernels one at a time.
+  int mps_slot = -1;
+  uint64_t mps_context_bytes = 0;
+  std::mutex mps_kernel_mu;
 };
 
 namespace simcuda {

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "log.h"
+#include "mps_client.h"
 #include "sim_clock.h"
 
 namespace simcuda {
@@ -51,6 +52,7 @@ std::atomic<bool> g_forked{false};
 void AfterForkInChild() {
   g_forked.store(true);
   if (DriverState* d = g_driver.load(); d != nullptr && d->registry) d->registry->ForgetParentAfterFork();
+  MpsForgetAfterFork();
 }
 
 // At normal exit the process's device memory goes back to the registry at once (a killed
@@ -123,6 +125,12 @@ CUresult InitDriver() {
     info.uuid = MakeUuid(state->config.registry_name, info.spec.memory_bytes, static_cast<int>(i));
   }
   state->primary.resize(state->devices.size());
+  // An MPS client if a live simcuda-mps-control serves this registry (else time-sliced).
+  if (CUresult r = JoinMps(state); r != CUDA_SUCCESS) {
+    state->registry->Detach();
+    g_init_result = r;
+    return r;
+  }
   pthread_atfork(nullptr, nullptr, AfterForkInChild);
   std::atexit(DetachAtExit);
   g_driver.store(state, std::memory_order_release);

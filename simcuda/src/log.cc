@@ -36,7 +36,15 @@ const char* LevelName(LogLevel level) {
   return "";
 }
 
+int g_also_fd = -1;
+LogLevel g_also_level = LogLevel::kOff;
+
 }  // namespace
+
+void LogAlsoTo(int fd, LogLevel level) {
+  g_also_fd = fd;
+  g_also_level = level;
+}
 
 bool LogEnabled(LogLevel level) {
   static const LogLevel threshold = ReadLevel();
@@ -44,7 +52,9 @@ bool LogEnabled(LogLevel level) {
 }
 
 void Log(LogLevel level, const char* format, ...) {
-  if (!LogEnabled(level)) return;
+  const bool also = g_also_fd >= 0 && level != LogLevel::kOff &&
+                    static_cast<int>(level) <= static_cast<int>(g_also_level);
+  if (!LogEnabled(level) && !also) return;
   char line[1024];
   int n = std::snprintf(line, sizeof line, "simcuda[%d] %s: ", static_cast<int>(getpid()),
                         LevelName(level));
@@ -57,8 +67,14 @@ void Log(LogLevel level, const char* format, ...) {
   if (len > sizeof line - 2) len = sizeof line - 2;
   line[len++] = '\n';
   // One write per line so concurrent lines do not interleave.
-  ssize_t ignored = write(STDERR_FILENO, line, len);
-  (void)ignored;
+  if (LogEnabled(level)) {
+    ssize_t ignored = write(STDERR_FILENO, line, len);
+    (void)ignored;
+  }
+  if (also) {
+    ssize_t ignored = write(g_also_fd, line, len);
+    (void)ignored;
+  }
 }
 
 }  // namespace simcuda

@@ -14,50 +14,9 @@
 #include <ctime>
 
 #include "log.h"
+#include "registry_layout.h"
 
 namespace simcuda {
-
-inline constexpr uint64_t kRegistryMagic = 0x3147455253554353ull;  // "SCUSREG1"
-inline constexpr uint32_t kRegistryVersion = 1;
-
-enum SlotState : uint32_t { kFree = 0, kClaiming = 1, kLive = 2, kReclaiming = 3 };
-
-struct alignas(64) SharedDevice {
-  uint64_t capacity;  // written once by the creator before magic is published
-  std::atomic<uint64_t> used;
-  std::atomic<uint64_t> busy_until[kTimelineCount];
-  uint64_t reserved[3];
-};
-
-struct alignas(64) SharedProcess {
-  std::atomic<uint32_t> state;
-  std::atomic<int32_t> pid;           // in the owner's own pid namespace (logs, socket names)
-  std::atomic<uint64_t> start_time;
-  std::atomic<uint64_t> pid_ns;       // inode of the owner's pid namespace
-  uint64_t reserved[5];
-  std::atomic<uint64_t> used[kMaxDevices];
-};
-
-struct Registry::Shared {
-  std::atomic<uint64_t> magic;  // published (release) after everything else is initialised
-  uint32_t version;
-  uint32_t device_count;
-  double time_scale;  // the creator's SIMCUDA_TIME_SCALE: one simulated clock for all
-  uint64_t reserved[5];
-  SharedDevice devices[kMaxDevices];
-  SharedProcess processes[kMaxProcesses];
-};
-
-static_assert(std::atomic<uint64_t>::is_always_lock_free);
-static_assert(std::atomic<uint32_t>::is_always_lock_free);
-static_assert(sizeof(SharedDevice) == 64);
-static_assert(sizeof(SharedProcess) == 192);
-static_assert(offsetof(Registry::Shared, devices) == 64);
-static_assert(offsetof(Registry::Shared, processes) == 64 + 64 * kMaxDevices);
-static_assert(sizeof(Registry::Shared) == 64 + 64 * kMaxDevices + 192 * kMaxProcesses);
-
-// Liveness locks live past the end of the file (a lock may cover any offset).
-inline constexpr off_t kSlotLockBase = sizeof(Registry::Shared);
 
 uint64_t ProcessStartTime(int pid) {
   char path[64];
@@ -201,6 +160,8 @@ std::unique_ptr<Registry> Registry::Open(const std::string& name,
       shared->devices[d].capacity = d < capacities.size() ? capacities[d] : 0;
       shared->devices[d].used.store(0, std::memory_order_relaxed);
       for (auto& b : shared->devices[d].busy_until) b.store(0, std::memory_order_relaxed);
+      shared->mps[d].busy_until.store(0, std::memory_order_relaxed);
+      shared->mps[d].faulted.store(0, std::memory_order_relaxed);
     }
   }
   if (!reg->ClaimSlot()) {
@@ -217,25 +178,29 @@ Registry::~Registry() {
   if (fd_ >= 0) close(fd_);
 }
 
-bool Registry::LockSlot(int i, short type) const {
+bool Registry::LockByte(off_t at, short type) const {
   struct flock lock{};
   lock.l_type = type;
   lock.l_whence = SEEK_SET;
-  lock.l_start = kSlotLockBase + i;
+  lock.l_start = at;
   lock.l_len = 1;
   return fd_ >= 0 && fcntl(fd_, F_OFD_SETLK, &lock) == 0;
 }
 
-bool Registry::SlotOwnerAlive(int i) const {
+bool Registry::ByteLocked(off_t at) const {
   if (fd_ < 0) return true;  // a forked child before re-attaching: cannot tell, assume alive
   struct flock lock{};
   lock.l_type = F_WRLCK;
   lock.l_whence = SEEK_SET;
-  lock.l_start = kSlotLockBase + i;
+  lock.l_start = at;
   lock.l_len = 1;
   if (fcntl(fd_, F_OFD_GETLK, &lock) != 0) return true;
   return lock.l_type != F_UNLCK;
 }
+
+bool Registry::LockSlot(int i, short type) const { return LockByte(kSlotLockBase + i, type); }
+
+bool Registry::SlotOwnerAlive(int i) const { return ByteLocked(kSlotLockBase + i); }
 
 bool Registry::ClaimSlot() {
   int pid = static_cast<int>(getpid());
@@ -329,6 +294,10 @@ int Registry::ReclaimDead() {
   return reclaimed;
 }
 
+uint64_t Registry::BusyUntil(int dev, Timeline timeline) const {
+  return shared_->devices[dev].busy_until[timeline].load(std::memory_order_acquire);
+}
+
 int Registry::device_count() const { return static_cast<int>(shared_->device_count); }
 double Registry::time_scale() const { return shared_->time_scale; }
 uint64_t Registry::Capacity(int dev) const { return shared_->devices[dev].capacity; }
@@ -339,11 +308,17 @@ uint64_t Registry::UsedByThisProcess(int dev) const {
   return slot_ < 0 ? 0 : shared_->processes[slot_].used[dev].load(std::memory_order_acquire);
 }
 
-bool Registry::Reserve(int dev, uint64_t bytes) {
+bool Registry::Reserve(int dev, uint64_t bytes) { return ReserveBytes(dev, bytes, true); }
+
+bool Registry::ReserveBytes(int dev, uint64_t bytes, bool capped) {
   if (detached_.load(std::memory_order_acquire)) return false;
   SharedDevice& d = shared_->devices[dev];
   for (int attempt = 0; attempt < 2; ++attempt) {
     uint64_t used = d.used.load(std::memory_order_acquire);
+    if (uint64_t limit = limit_[dev].load(std::memory_order_relaxed); capped && limit != 0) {
+      const uint64_t mine = UsedByThisProcess(dev) - exempt_[dev].load(std::memory_order_relaxed);
+      if (mine + bytes > limit || mine + bytes < mine) return false;  // the process's own cap
+    }
     while (used + bytes <= d.capacity && used + bytes >= used) {
       if (d.used.compare_exchange_weak(used, used + bytes, std::memory_order_acq_rel)) {
         if (slot_ >= 0) shared_->processes[slot_].used[dev].fetch_add(bytes, std::memory_order_acq_rel);
@@ -365,6 +340,11 @@ SimInterval Registry::ReserveInterval(int dev, Timeline timeline, uint64_t earli
                                       uint64_t duration_ns) {
   std::atomic<uint64_t>& busy = shared_->devices[dev].busy_until[timeline];
   uint64_t current = busy.load(std::memory_order_acquire);
+  if (timeline == kComputeTimeline) {
+    // Exclusive work starts after the MPS kernels running now (docs/simcuda.md "MPS mode").
+    uint64_t mps = MpsBusyUntil(dev);
+    if (mps > earliest_ns) earliest_ns = mps;
+  }
   while (true) {
     if (duration_ns == 0) return {earliest_ns, earliest_ns};
     uint64_t start = current > earliest_ns ? current : earliest_ns;

@@ -17,6 +17,9 @@
 //     same in every pid namespace (a pid does not; pid reuse cannot fool it either).
 //  3. busy_until[t] only grows; a launch reserves [max(earliest, busy_until), +duration) with a
 //     CAS, so no lock exists that a dead process could hold.
+//  4. MPS client slots (registry_mps.cc, docs/simcuda.md "MPS mode"), kMaxMpsClients per device,
+//     follow invariant 2 with a lock byte of their own; a slot's demand is written only by its
+//     owner, and the co-running rate of every kernel is computed from the live slots' demands.
 // Thread-safety: all methods are thread-safe and process-safe.
 #ifndef SIMCUDA_SRC_REGISTRY_H_
 #define SIMCUDA_SRC_REGISTRY_H_
@@ -24,6 +27,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <sys/types.h>
 #include <string>
 #include <vector>
 
@@ -31,6 +35,9 @@ namespace simcuda {
 
 inline constexpr int kMaxDevices = 16;
 inline constexpr int kMaxProcesses = 1024;
+inline constexpr int kMaxMpsClients = 64;  // the most MPS client contexts a device can hold
+
+enum class MpsAttachResult { kOk, kMaxClients, kNotReady };
 
 enum Timeline : int { kComputeTimeline = 0, kHostToDeviceTimeline = 1, kDeviceToHostTimeline = 2,
                       kTimelineCount = 3 };
@@ -77,6 +84,41 @@ class Registry {
   // `earliest_ns`.
   SimInterval ReserveInterval(int dev, Timeline timeline, uint64_t earliest_ns, uint64_t duration_ns);
 
+  // The simulated time up to which `timeline` of `dev` is reserved.
+  uint64_t BusyUntil(int dev, Timeline timeline) const;
+
+  // --- MPS mode (registry_mps.cc) ---
+  // The per-process cap on device memory of `dev` (CUDA_MPS_PINNED_DEVICE_MEM_LIMIT); 0 = none.
+  // Reserve fails beyond it; context memory (ReserveContextMemory) does not count.
+  void SetMemoryLimit(int dev, uint64_t bytes);
+  // Reserves / releases an MPS client context's memory: device capacity, not the process's cap.
+  bool ReserveContextMemory(int dev, uint64_t bytes);
+  void ReleaseContextMemory(int dev, uint64_t bytes);
+  // Claims an MPS client slot on `dev` for a context with compute share `share_pct`: kNotReady
+  // while the device's server is recovering from a fatal fault (clients of it are still alive),
+  // kMaxClients when `max_clients` client contexts are live. Reclaims dead clients' slots first.
+  MpsAttachResult MpsAttach(int dev, unsigned share_pct, int max_clients, uint64_t context_bytes,
+                            int* slot);
+  // Frees a slot claimed by MpsAttach.
+  void MpsDetach(int dev, int slot);
+  // Publishes the demand of the kernel the slot runs (SM fraction, bandwidth fraction, both in
+  // (0, 1]); sm_fraction 0 = no kernel running.
+  void MpsSetDemand(int dev, int slot, double sm_fraction, double bandwidth_fraction);
+  // The rate (work per simulated ns, 1 = as fast as alone at 100%) of slot's running kernel
+  // under the co-running model (docs/simcuda.md "MPS mode").
+  double MpsRate(int dev, int slot);
+  // A fatal fault of a client of `dev`: every client attached before it sees MpsFaulted, and
+  // MpsAttach answers kNotReady until all of them have gone.
+  void MpsRaiseFault(int dev);
+  bool MpsFaulted(int dev, int slot) const;
+  // Extends the MPS kernels' hold on the compute timeline to `until_ns` (it only grows).
+  void MpsExtendBusy(int dev, uint64_t until_ns);
+  uint64_t MpsBusyUntil(int dev) const;
+  // Frees the MPS slots of dead owners on `dev`; returns how many.
+  int MpsReclaimDead(int dev);
+  // The registry file's path.
+  const std::string& path() const { return path_; }
+
   // In a forked child, from the atfork handler (async-signal-safe: one close): drops the
   // inherited descriptor, so the parent's liveness lock dies with the parent.
   void ForgetParentAfterFork();
@@ -97,6 +139,10 @@ class Registry {
   // True unless slot `i`'s owner is known to be dead (no lock held on its byte).
   bool SlotOwnerAlive(int i) const;
   bool LockSlot(int i, short type) const;
+  bool ReserveBytes(int dev, uint64_t bytes, bool capped);
+  bool LockByte(off_t at, short type) const;
+  // True unless the lock on byte `at` is known to be free (its owner is dead).
+  bool ByteLocked(off_t at) const;
 
   Shared* shared_ = nullptr;
   std::string path_;  // the registry file
@@ -104,6 +150,8 @@ class Registry {
   int slot_ = -1;
   int owner_pid_ = 0;  // the process that claimed slot_ (a forked child must not detach it)
   std::atomic<bool> detached_{false};
+  std::atomic<uint64_t> limit_[kMaxDevices] = {};    // SetMemoryLimit
+  std::atomic<uint64_t> exempt_[kMaxDevices] = {};   // context memory in UsedByThisProcess
 };
 
 // The start time of process `pid` (clock ticks since boot, /proc/<pid>/stat field 22), or 0 if

@@ -6,6 +6,7 @@
 #include "context.h"
 #include "driver.h"
 #include "handle_set.h"
+#include "mps_client.h"
 #include "sim_clock.h"
 
 namespace simcuda {
@@ -141,6 +142,7 @@ CUresult ResolveStream(CUstream h, bool per_thread_entry, CUstream_st** out) {
 
 CUresult Submit(CUstream_st* s, OpFn fn, uint64_t* ticket) {
   WaitIfLocked();
+  if (CUresult r = MpsCheck(s->ctx); r != CUDA_SUCCESS) return r;
   if (s->capture_status.load() != CU_STREAM_CAPTURE_STATUS_NONE) {
     s->capture_status.store(CU_STREAM_CAPTURE_STATUS_INVALIDATED);
     return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;

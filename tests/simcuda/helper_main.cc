@@ -10,6 +10,7 @@
 //   checkpoint-target      fill 8 MiB of cuMemAlloc memory and 4 MiB of VMM memory on device 0,
 //                          print "ready", wait for SIGUSR1, then check every byte and the
 //                          devices the memory is on; print "verified <dev> <dev>" or "corrupt"
+//   script STEP...         MPS tests' steps, each printing one line (Script() below)
 // Exit codes: 0 success, 1 a check failed, 2 usage.
 #include <cuda.h>
 #include <signal.h>
@@ -193,6 +194,123 @@ int CheckpointTarget() {
   return ok ? 0 : 1;
 }
 
+// The steps of `script`, in order; each prints one line:
+//   init           cuInit                                  "init <result>"
+//   ctx            retain + set device 0's primary context "ctx <result>"
+//   attr           CU_DEVICE_ATTRIBUTE_MPS_ENABLED of 0    "mps <0|1>"
+//   free           cuMemGetInfo                            "free <bytes>"
+//   alloc:B        cuMemAlloc of B bytes (kept)            "alloc <result>"
+//   sleep:G:NS     sleep_ns(NS) on G blocks of 1024 threads "elapsed <simulated ms>" (or the error)
+//   fill:G:N       fill_u32 of N words, G blocks of 1024   "elapsed <simulated ms>"
+//   fault          a kernel writing VMM memory mapped without access for the device: the GPU's
+//                  illegal-address fault                   "fault <result>"
+//   sync           cuCtxSynchronize                        "sync <result>"
+//   poll           cuCtxSynchronize every 10 ms until it fails (at most 10 s) "sync <result>"
+//   wait           "ready", then waits for SIGUSR1
+//   hold           "holding", then sleeps until killed
+int Script(int argc, char** argv) {
+  sigset_t usr1 = BlockUsr1();
+  CUcontext ctx = nullptr;
+  CUmodule mod = nullptr;
+  auto say = [](const std::string& line) {
+    std::printf("%s\n", line.c_str());
+    std::fflush(stdout);
+  };
+  auto timed = [&](const char* kernel, unsigned grid, void** params) {
+    if (mod == nullptr && cuModuleLoadData(&mod, basic_kernels_ptx) != CUDA_SUCCESS) return std::string("no module");
+    CUfunction fn;
+    if (CUresult r = cuModuleGetFunction(&fn, mod, kernel); r != CUDA_SUCCESS) return std::string(Name(r));
+    CUevent e0, e1;
+    cuEventCreate(&e0, 0);
+    cuEventCreate(&e1, 0);
+    cuEventRecord(e0, nullptr);
+    if (CUresult r = cuLaunchKernel(fn, grid, 1, 1, 1024, 1, 1, 0, nullptr, params, nullptr); r != CUDA_SUCCESS) {
+      return std::string(Name(r));
+    }
+    cuEventRecord(e1, nullptr);
+    if (CUresult r = cuEventSynchronize(e1); r != CUDA_SUCCESS) return std::string(Name(r));
+    float ms = 0;
+    cuEventElapsedTime(&ms, e0, e1);
+    char line[64];
+    std::snprintf(line, sizeof line, "elapsed %.3f", static_cast<double>(ms));
+    return std::string(line);
+  };
+  for (int i = 0; i < argc; ++i) {
+    const std::string step = argv[i];
+    const size_t colon = step.find(':');
+    const std::string verb = step.substr(0, colon);
+    const std::string rest = colon == std::string::npos ? "" : step.substr(colon + 1);
+    if (verb == "init") {
+      say(std::string("init ") + Name(cuInit(0)));
+    } else if (verb == "ctx") {
+      CUresult r = cuDevicePrimaryCtxRetain(&ctx, 0);
+      if (r == CUDA_SUCCESS) r = cuCtxSetCurrent(ctx);
+      say(std::string("ctx ") + Name(r));
+    } else if (verb == "attr") {
+      int v = -1;
+      cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MPS_ENABLED, 0);
+      say("mps " + std::to_string(v));
+    } else if (verb == "free") {
+      size_t free = 0, total = 0;
+      cuMemGetInfo(&free, &total);
+      say("free " + std::to_string(free));
+    } else if (verb == "alloc") {
+      CUdeviceptr p = 0;
+      say(std::string("alloc ") + Name(cuMemAlloc(&p, std::strtoull(rest.c_str(), nullptr, 0))));
+    } else if (verb == "sleep") {
+      unsigned grid = static_cast<unsigned>(std::strtoul(rest.c_str(), nullptr, 0));
+      unsigned long long ns = std::strtoull(rest.substr(rest.find(':') + 1).c_str(), nullptr, 0);
+      void* params[] = {&ns};
+      say(timed("sleep_ns", grid, params));
+    } else if (verb == "fill") {
+      unsigned grid = static_cast<unsigned>(std::strtoul(rest.c_str(), nullptr, 0));
+      unsigned long long n = std::strtoull(rest.substr(rest.find(':') + 1).c_str(), nullptr, 0);
+      CUdeviceptr out = 0;
+      if (CUresult r = cuMemAlloc(&out, n * 4); r != CUDA_SUCCESS) {
+        say(Name(r));
+        continue;
+      }
+      unsigned seed = 7;
+      void* params[] = {&out, &n, &seed};
+      say(timed("fill_u32", grid, params));
+    } else if (verb == "fault") {
+      const size_t size = 2 << 20;
+      CUdeviceptr va = 0;
+      CUmemAllocationProp prop{};
+      prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+      prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+      prop.location.id = 0;
+      CUmemGenericAllocationHandle h;
+      CHECK_CU(cuMemAddressReserve(&va, size, 0, 0, 0));
+      CHECK_CU(cuMemCreate(&h, size, &prop, 0));
+      CHECK_CU(cuMemMap(va, size, 0, h, 0));  // no cuMemSetAccess: the device may not touch it
+      if (mod == nullptr) CHECK_CU(cuModuleLoadData(&mod, basic_kernels_ptx));
+      CUfunction fn;
+      CHECK_CU(cuModuleGetFunction(&fn, mod, "fill_u32"));
+      unsigned long long n = 16;
+      unsigned seed = 1;
+      void* params[] = {&va, &n, &seed};
+      say(std::string("fault ") + Name(cuLaunchKernel(fn, 1, 1, 1, 32, 1, 1, 0, nullptr, params, nullptr)));
+    } else if (verb == "sync") {
+      say(std::string("sync ") + Name(cuCtxSynchronize()));
+    } else if (verb == "poll") {
+      CUresult r = CUDA_SUCCESS;
+      for (int tries = 0; tries < 1000 && (r = cuCtxSynchronize()) == CUDA_SUCCESS; ++tries) usleep(10000);
+      say(std::string("sync ") + Name(r));
+    } else if (verb == "wait") {
+      say("ready");
+      int sig = 0;
+      sigwait(&usr1, &sig);
+    } else if (verb == "hold") {
+      say("holding");
+      while (true) pause();
+    } else {
+      return 2;
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -203,6 +321,7 @@ int main(int argc, char** argv) {
   if (cmd == "alloc" && argc == 4) return Alloc(std::strtoull(argv[2], nullptr, 0), std::atoi(argv[3]));
   if (cmd == "checkpoint-target") return CheckpointTarget();
   if (cmd == "interposed") return Interposed();
+  if (cmd == "script") return Script(argc - 2, argv + 2);
   if (cmd == "kernels" && argc == 4) return Kernels(std::atoi(argv[2]), std::strtoull(argv[3], nullptr, 0));
   return 2;
 }

@@ -60,6 +60,11 @@ void Child::Kill(int sig) {
 }
 
 Child SpawnHelper(const std::vector<std::string>& args, const std::vector<std::string>& extra_env) {
+  return SpawnProgram(SIMCUDA_TEST_HELPER, args, extra_env);
+}
+
+Child SpawnProgram(const std::string& path, const std::vector<std::string>& args,
+                   const std::vector<std::string>& extra_env) {
   int fds[2];
   Child child;
   if (pipe(fds) != 0) return child;
@@ -70,10 +75,10 @@ Child SpawnHelper(const std::vector<std::string>& args, const std::vector<std::s
     close(fds[1]);
     for (const std::string& kv : extra_env) putenv(strdup(kv.c_str()));
     std::vector<char*> argv;
-    argv.push_back(const_cast<char*>(SIMCUDA_TEST_HELPER));
+    argv.push_back(const_cast<char*>(path.c_str()));
     for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
-    execv(SIMCUDA_TEST_HELPER, argv.data());
+    execv(path.c_str(), argv.data());
     _exit(127);
   }
   close(fds[1]);

@@ -76,6 +76,9 @@ struct Child {
   void Kill(int sig);
 };
 
+// Starts the program `path` with `args` (environment inherited, plus `extra_env` "K=V" pairs).
+Child SpawnProgram(const std::string& path, const std::vector<std::string>& args,
+                   const std::vector<std::string>& extra_env = {});
 // Starts simcuda_test_helper with `args` (environment inherited, plus `extra_env` "K=V" pairs).
 Child SpawnHelper(const std::vector<std::string>& args, const std::vector<std::string>& extra_env = {});
 // Runs the helper to completion; returns its exit code (or 128 + signal).
