@@ -104,6 +104,13 @@ uint64_t StartTime(pid_t pid) {
   return 0;
 }
 
+// " pod NAMESPACE/NAME" for the log, "" when the client did not name its pod.
+std::string PodText(const Client& c) {
+  if (c.pod_name.empty() && c.pod_namespace.empty()) return {};
+  return " pod " + (c.pod_namespace.empty() ? std::string("?") : c.pod_namespace) + "/" +
+         (c.pod_name.empty() ? std::string("?") : c.pod_name);
+}
+
 }  // namespace
 
 bool ArbiterImpl::BelieveResidentClaim(const Arrival& a, uint32_t g, int driver_state,
@@ -153,8 +160,9 @@ void ArbiterImpl::Register(Arrival a, uint64_t now_ns) {
                                                                : &stats_.refusals_limit);
   // A re-registration: the process's state is asked of the driver by the worker (a previous
   // arbiter that died between checkpointing and restoring it left it frozen, and a resident
-  // claim is checked against it); a first registration needs nothing of the driver.
-  if ((a.request.flags & shm::kFlagReRegister) != 0 && worker_ && driver_ &&
+  // claim is checked against it); so is a late first registration's (a process that ran
+  // stand-alone, its memory possibly on a GPU); a first registration needs nothing of the driver.
+  if ((a.request.flags & (shm::kFlagReRegister | shm::kFlagLate)) != 0 && worker_ && driver_ &&
       driver_->can_query_state()) {
     StartRegistrationQuery(std::move(a), now_ns);
     return;
@@ -243,8 +251,8 @@ void ArbiterImpl::Admit(std::unique_ptr<Client> c, bool reregister, uint64_t now
   limits_.Added(c->uid, c->pid);
   ++stats_.registrations;
   if (reregister) ++stats_.re_registrations;
-  spdlog::info("client {} '{}' pid {} uid {}: quota {}, SLO {} ms, GPU {}{}{}", c->id, c->name,
-               c->pid, c->uid, FormatByteSize(c->quota), c->slo_ms, ordinal,
+  spdlog::info("client {} '{}'{} pid {} uid {}: quota {}, SLO {} ms, GPU {}{}{}", c->id, c->name,
+               PodText(*c), c->pid, c->uid, FormatByteSize(c->quota), c->slo_ms, ordinal,
                reregister ? " (re-registration)" : "",
                ReservedOn(*c) ? "" : ", starts swapped out");
   Record(shm::EventType::kRegister, c.get(), ordinal, c->quota, c->slo_ms,
@@ -285,14 +293,30 @@ void ArbiterImpl::FinishRegistration(Arrival a, int driver_state, uint64_t now_n
   c->quota = req.quota_bytes;
   c->slo_ms = req.slo_ms;
   c->name = req.function_name.empty() ? "pid" + std::to_string(peer.pid) : req.function_name;
+  // The pod (attribution), checked by the decoder (DNS-1123 rules) and again here: a tenant
+  // may send anything, and these become metric labels.
+  c->pod_namespace = req.pod_namespace;
+  c->pod_name = req.pod_name;
+  for (auto [field, value] : {std::pair{"pod_namespace", &c->pod_namespace},
+                              std::pair{"pod_name", &c->pod_name}}) {
+    if (value->empty()) continue;
+    const std::string why = value == &c->pod_name ? shm::PodNameProblem(*value)
+                                                  : shm::PodNamespaceProblem(*value);
+    if (why.empty()) continue;
+    spdlog::warn("pid {} uid {}: registration's {} {}: dropped", peer.pid, peer.uid, field, why);
+    value->clear();
+  }
   c->last_use_ns = now_ns;
   c->registered_ns = now_ns;
   c->gpu = RegistrationGpu(req);
   const bool reregister = (req.flags & shm::kFlagReRegister) != 0;
-  const bool claims_resident = reregister && (req.flags & shm::kFlagResident) != 0;
+  // A late first registration (the process ran stand-alone) says what it holds like a
+  // re-registration: its resident claim is checked the same way.
+  const bool describes_holdings = reregister || (req.flags & shm::kFlagLate) != 0;
+  const bool claims_resident = describes_holdings && (req.flags & shm::kFlagResident) != 0;
   // A re-registration that is not resident is swapped out: it holds nothing on any GPU (its
   // reservation, if any, went with the arbiter that had it) and is swapped in on demand.
-  Residency residency = !reregister ? Residency::kFresh : Residency::kSwappedOut;
+  Residency residency = !describes_holdings ? Residency::kFresh : Residency::kSwappedOut;
   if (claims_resident) {
     std::string why;
     residency = BelieveResidentClaim(a, c->gpu, driver_state, now_ns, &why)

@@ -126,6 +126,8 @@ struct Client {
   uint64_t quota = 0;
   uint32_t slo_ms = 0;
   std::string name;
+  std::string pod_namespace;  // the Kubernetes pod, "" when unknown (DNS-1123, checked)
+  std::string pod_name;
 
   Where where = Where::kOut;
   uint32_t gpu = 0;                           // index: where resident / last resident

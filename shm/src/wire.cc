@@ -59,6 +59,29 @@ Status WriteFixedString(std::string_view value, char* data, size_t size, std::st
   return {};
 }
 
+std::string HexByte(unsigned char c) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  return std::string("0x") + kHex[c >> 4] + kHex[c & 15];
+}
+
+// DNS-1123 label rules on one label, which starts at `offset` of the whole value.
+std::string LabelProblem(std::string_view label, size_t offset) {
+  if (label.empty()) return "has an empty label at offset " + std::to_string(offset);
+  for (size_t i = 0; i < label.size(); ++i) {
+    const auto c = static_cast<unsigned char>(label[i]);
+    const bool alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+    if (!alnum && c != '-') {
+      return "has the byte " + HexByte(c) + " at offset " + std::to_string(offset + i) +
+             " (only a-z, 0-9, '-' and '.' between labels are allowed)";
+    }
+    if (c == '-' && (i == 0 || i + 1 == label.size())) {
+      return "has a '-' at offset " + std::to_string(offset + i) +
+             " (a label starts and ends with a letter or digit)";
+    }
+  }
+  return {};
+}
+
 Status ValidateRequest(const RegisterRequest& r, StatusCode code) {
   auto bad = [code](std::string what) { return Status(code, std::move(what)); };
   if (r.quota_bytes == 0) return bad("quota_bytes is 0");
@@ -68,13 +91,21 @@ Status ValidateRequest(const RegisterRequest& r, StatusCode code) {
   if (r.slo_ms == 0) return bad("slo_ms is 0");
   if (r.slo_ms > kMaxSloMs) return bad("slo_ms " + std::to_string(r.slo_ms) + " exceeds one hour");
   if ((r.flags & ~kKnownRequestFlags) != 0) return bad("flags has unknown bits");
-  const bool rereg = (r.flags & kFlagReRegister) != 0;
+  const bool late = (r.flags & kFlagLate) != 0;
+  if (late && (r.flags & kFlagReRegister) != 0) return bad("late flag with re-register flag");
+  // A late first registration describes what it holds as a re-registration does.
+  const bool rereg = (r.flags & kFlagReRegister) != 0 || late;
   const bool resident = (r.flags & kFlagResident) != 0;
-  if (resident && !rereg) return bad("resident flag without re-register flag");
-  if (!rereg && (r.previous_client_id != 0 || r.resident_bytes != 0)) {
-    return bad("previous_client_id/resident_bytes set without re-register flag");
+  if (resident && !rereg) return bad("resident flag without re-register or late flag");
+  if (!rereg && r.resident_bytes != 0) {
+    return bad("resident_bytes set without re-register or late flag");
   }
-  if (rereg && r.previous_client_id == 0) return bad("re-register without previous_client_id");
+  if ((r.flags & kFlagReRegister) == 0 && r.previous_client_id != 0) {
+    return bad("previous_client_id set without re-register flag");
+  }
+  if ((r.flags & kFlagReRegister) != 0 && r.previous_client_id == 0) {
+    return bad("re-register without previous_client_id");
+  }
   if (r.resident_bytes > r.quota_bytes + kResidentSlackBytes) {
     return bad("resident_bytes exceeds quota_bytes by more than 64 MiB");
   }
@@ -83,6 +114,14 @@ Status ValidateRequest(const RegisterRequest& r, StatusCode code) {
   if (resident ? r.current_gpu >= kMaxGpus
                : r.current_gpu != kNoGpu && (!rereg || r.current_gpu >= kMaxGpus)) {
     return bad("current_gpu inconsistent with the resident and re-register flags");
+  }
+  if (!r.pod_namespace.empty()) {
+    if (std::string why = PodNamespaceProblem(r.pod_namespace); !why.empty()) {
+      return bad("pod_namespace " + why);
+    }
+  }
+  if (!r.pod_name.empty()) {
+    if (std::string why = PodNameProblem(r.pod_name); !why.empty()) return bad("pod_name " + why);
   }
   return {};
 }
@@ -124,6 +163,37 @@ Result<Wire> ReadWire(std::span<const std::byte> bytes, MessageType expected) {
 
 }  // namespace
 
+std::string PodNamespaceProblem(std::string_view value) {
+  if (value.empty()) return "is empty";
+  if (value.size() > kMaxPodNamespaceLength) {
+    return "is " + std::to_string(value.size()) + " bytes long; a namespace (DNS-1123 label) has " +
+           "at most " + std::to_string(kMaxPodNamespaceLength);
+  }
+  for (size_t i = 0; i < value.size(); ++i) {
+    if (value[i] == '.') {
+      return "has a '.' at offset " + std::to_string(i) + " (a namespace is one DNS-1123 label)";
+    }
+  }
+  return LabelProblem(value, 0);
+}
+
+std::string PodNameProblem(std::string_view value) {
+  if (value.empty()) return "is empty";
+  if (value.size() > kMaxPodNameLength) {
+    return "is " + std::to_string(value.size()) + " bytes long; a pod name (DNS-1123 subdomain) " +
+           "has at most " + std::to_string(kMaxPodNameLength);
+  }
+  size_t start = 0;
+  for (;;) {
+    const size_t dot = value.find('.', start);
+    const std::string_view label =
+        value.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start);
+    if (std::string why = LabelProblem(label, start); !why.empty()) return why;
+    if (dot == std::string_view::npos) return {};
+    start = dot + 1;
+  }
+}
+
 Result<MessageType> PeekMessageType(std::span<const std::byte> bytes) {
   if (bytes.size() < sizeof(WireHeader)) {
     return Malformed("message of " + std::to_string(bytes.size()) + " bytes is shorter than a header");
@@ -162,6 +232,15 @@ Result<std::vector<std::byte>> EncodeRequest(const RegisterRequest& request) {
   w.resident_bytes = request.resident_bytes;
   if (Status s = WriteFixedString(request.function_name, w.function_name, sizeof(w.function_name),
                                   "function_name");
+      !s.ok()) {
+    return s;
+  }
+  if (Status s = WriteFixedString(request.pod_namespace, w.pod_namespace, sizeof(w.pod_namespace),
+                                  "pod_namespace");
+      !s.ok()) {
+    return s;
+  }
+  if (Status s = WriteFixedString(request.pod_name, w.pod_name, sizeof(w.pod_name), "pod_name");
       !s.ok()) {
     return s;
   }
@@ -207,6 +286,14 @@ Result<RegisterRequest> DecodeRequest(std::span<const std::byte> bytes) {
                               /*allow_empty=*/true);
   if (!name.ok()) return name.status();
   r.function_name = std::move(name).value();
+  auto pod_namespace = ReadFixedString(wire->pod_namespace, sizeof(wire->pod_namespace),
+                                       "pod_namespace", /*allow_empty=*/true);
+  if (!pod_namespace.ok()) return pod_namespace.status();
+  r.pod_namespace = std::move(pod_namespace).value();
+  auto pod_name =
+      ReadFixedString(wire->pod_name, sizeof(wire->pod_name), "pod_name", /*allow_empty=*/true);
+  if (!pod_name.ok()) return pod_name.status();
+  r.pod_name = std::move(pod_name).value();
   if (Status s = ValidateRequest(r, StatusCode::kMalformed); !s.ok()) return s;
   return r;
 }

@@ -19,15 +19,6 @@ namespace {
 
 using std::chrono::milliseconds;
 
-// Polls `path` until it contains `needle` (safety net, scaled; not a measurement).
-bool LogHas(const std::string& path, const std::string& needle) {
-  const auto deadline = std::chrono::steady_clock::now() + Scaled(std::chrono::seconds(60));
-  while (ReadFile(path).find(needle) == std::string::npos) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(milliseconds(20));
-  }
-  return true;
-}
 
 TEST(ShimReRegister, SwappedOutProgramIsSwappedInByTheNewArbiter) {
   TempDir dir;

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <map>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -51,6 +52,17 @@ inline std::vector<std::string> ShimEnv(const Simcuda& simcuda, const std::strin
   env.push_back("GSHARE_LOG_LEVEL=info");
   env.push_back("GSHARE_LOG_FILE=" + log_file);
   return env;
+}
+
+// Polls the file `path` until it contains `needle`; false after the (scaled) safety net. Not a
+// measurement: only a bound on waiting for what must happen.
+inline bool LogHas(const std::string& path, const std::string& needle) {
+  const auto deadline = std::chrono::steady_clock::now() + Scaled(std::chrono::seconds(60));
+  while (ReadFile(path).find(needle) == std::string::npos) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return true;
 }
 
 // "K=V" strings -> the map test::ChildProcess takes.

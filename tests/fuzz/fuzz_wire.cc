@@ -43,6 +43,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (request.ok()) {
     FUZZ_CHECK(request->quota_bytes >= 1 && request->quota_bytes <= shm::kMaxQuotaBytes);
     FUZZ_CHECK(request->function_name.size() < shm::kFunctionNameSize);
+    // What the arbiter turns into metric labels obeys Kubernetes' name rules (no quote, no
+    // newline, no backslash can reach a label value).
+    FUZZ_CHECK(request->pod_name.empty() || shm::PodNameProblem(request->pod_name).empty());
+    FUZZ_CHECK(request->pod_namespace.empty() ||
+               shm::PodNamespaceProblem(request->pod_namespace).empty());
   }
   // At most one decoder accepts a packet.
   FUZZ_CHECK(int{request.ok()} + int{reply.ok()} + int{goodbye.ok()} <= 1);

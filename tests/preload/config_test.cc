@@ -1,5 +1,7 @@
 // The shim's environment parsing: sizes with units, malformed values named in the error.
 #include <map>
+#include <utility>
+#include <vector>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -92,6 +94,56 @@ TEST(Config, FunctionNameMustBePrintableAndShort) {
   }
   EXPECT_NE(Parse({{"GSHARE_FUNCTION", "a\tb"}}).error.find("0x09 at offset 1"), std::string::npos);
   EXPECT_NE(Parse({{"GSHARE_FUNCTION", std::string(200, 'x')}}).error.find("200 bytes"),
+            std::string::npos);
+}
+
+// GSHARE_REGISTER_RETRY: the back-off's cap for a first registration that found no arbiter.
+TEST(Config, RegisterRetry) {
+  EXPECT_EQ(Parse({}).register_retry_max_ns, 5'000'000'000u);
+  EXPECT_EQ(Parse({{"GSHARE_REGISTER_RETRY", "500ms"}}).register_retry_max_ns, 500'000'000u);
+  EXPECT_EQ(Parse({{"GSHARE_REGISTER_RETRY", "0"}}).register_retry_max_ns, 0u);
+  EXPECT_EQ(Parse({{"GSHARE_REGISTER_RETRY", "off"}}).register_retry_max_ns, 0u);
+  for (const char* bad : {"5", "soon", "2h"}) {
+    const Config c = Parse({{"GSHARE_REGISTER_RETRY", bad}});
+    EXPECT_NE(c.error.find("GSHARE_REGISTER_RETRY"), std::string::npos) << bad << ": " << c.error;
+  }
+}
+
+// GSHARE_POD_NAME / GSHARE_POD_NAMESPACE (Kubernetes' downward API): valid values are kept; a
+// malformed one is dropped with a warning naming the variable, never an error (it is a label:
+// the process must run on).
+TEST(Config, PodNameAndNamespace) {
+  const std::string longest_name = std::string(63, 'a') + "." + std::string(63, 'b') + "." +
+                                   std::string(63, 'c') + "." + std::string(61, 'd');
+  ASSERT_EQ(longest_name.size(), 253u);
+  for (const auto& [name, ns] : {std::pair<std::string, std::string>{"resnet-7d4b9c-x2k4p", "team-a"},
+                                 {longest_name, std::string(63, 'n')},
+                                 {"a.b.c", "0"}}) {
+    const Config c = Parse({{"GSHARE_POD_NAME", name}, {"GSHARE_POD_NAMESPACE", ns}});
+    EXPECT_TRUE(c.error.empty()) << c.error;
+    EXPECT_TRUE(c.warnings.empty()) << c.warnings;
+    EXPECT_EQ(c.pod_name, name);
+    EXPECT_EQ(c.pod_namespace, ns);
+  }
+  const std::vector<std::string> bad_names = {
+      longest_name + "e", "Resnet", "res_net", "-resnet", "resnet-", "a..b", ".a", "a.",
+      "x\"} 1\nevil_metric 1", "tab\there", "caf\xc3\xa9", "a/b"};
+  for (const std::string& bad : bad_names) {
+    const Config c = Parse({{"GSHARE_POD_NAME", bad}, {"GSHARE_POD_NAMESPACE", "ok"}});
+    EXPECT_TRUE(c.error.empty()) << c.error;
+    EXPECT_NE(c.warnings.find("GSHARE_POD_NAME"), std::string::npos) << bad << ": " << c.warnings;
+    EXPECT_TRUE(c.pod_name.empty()) << c.pod_name;
+    EXPECT_EQ(c.pod_namespace, "ok");
+    for (const char ch : c.warnings) EXPECT_TRUE(ch >= 0x20 && ch <= 0x7e) << c.warnings;
+  }
+  for (const std::string& bad : {std::string(64, 'n'), std::string("a.b"), std::string("Team"),
+                                 std::string("ns\"x")}) {
+    const Config c = Parse({{"GSHARE_POD_NAMESPACE", bad}});
+    EXPECT_TRUE(c.error.empty()) << c.error;
+    EXPECT_NE(c.warnings.find("GSHARE_POD_NAMESPACE"), std::string::npos) << bad << ": " << c.warnings;
+    EXPECT_TRUE(c.pod_namespace.empty()) << c.pod_namespace;
+  }
+  EXPECT_NE(Parse({{"GSHARE_POD_NAME", std::string(300, 'a')}}).warnings.find("300 bytes"),
             std::string::npos);
 }
 

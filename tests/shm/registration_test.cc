@@ -239,7 +239,7 @@ TEST(RegistrationTest, ClientSeesVersionMismatchAndMissingFds) {
       if (!conn.ok()) return;
       (void)conn->ReceiveRequest(30s);
       auto bytes = *EncodeReply(testing::AcceptReply(1, 0, 1 << 20, 1));
-      if (i == 0) bytes[4] = std::byte{2};  // arbiter speaks ABI 2
+      if (i == 0) bytes[4] = std::byte{kWireAbiVersion + 1};  // arbiter speaks another ABI
       (void)SendPacket(conn->fd(), bytes, {}, 5s);  // and never attaches the fds
     }
   });

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 
@@ -69,6 +70,74 @@ TEST(WireTest, RequestRoundTrip) {
   EXPECT_EQ(d->function_name, "resnet50-infer");
 }
 
+// Version 2: the pod (attribution) travels with the request; hostile values are refused by the
+// decoder with the field named (they become metric labels and log text in the arbiter).
+TEST(WireTest, PodFields) {
+  RegisterRequest r = ValidRequest();
+  r.pod_namespace = "team-a";
+  r.pod_name = "resnet-7d4b9c-x2k4p";
+  const auto bytes = Bytes(r);
+  ASSERT_EQ(bytes.size(), 496u);
+  auto back = DecodeRequest(bytes);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->pod_namespace, "team-a");
+  EXPECT_EQ(back->pod_name, "resnet-7d4b9c-x2k4p");
+  EXPECT_TRUE(DecodeRequest(Bytes(ValidRequest()))->pod_name.empty());
+
+  const size_t name_at = offsetof(RegisterRequestWire, pod_name);
+  const size_t ns_at = offsetof(RegisterRequestWire, pod_namespace);
+  auto with = [&](size_t at, const std::string& value) {
+    std::vector<std::byte> b = bytes;
+    std::memset(b.data() + at, 0, at == name_at ? kPodNameSize : kPodNamespaceSize);
+    std::memcpy(b.data() + at, value.data(), std::min(value.size(), at == name_at ? kPodNameSize : kPodNamespaceSize));
+    return b;
+  };
+  for (const std::string& bad : {std::string("x\"} 1"), std::string("Upper"), std::string("a_b"),
+                                 std::string("-a"), std::string("a..b"), std::string(254, 'a')}) {
+    ExpectMalformed(DecodeRequest(with(name_at, bad)).status(), "pod_name");
+  }
+  ExpectMalformed(DecodeRequest(with(name_at, "line\nbreak")).status(), "pod_name has a non-printable");
+  ExpectMalformed(DecodeRequest(with(name_at, std::string(kPodNameSize, 'a'))).status(),
+                  "pod_name is not NUL-terminated");
+  for (const std::string& bad : {std::string("a.b"), std::string(64, 'n'), std::string("ns\"")}) {
+    ExpectMalformed(DecodeRequest(with(ns_at, bad)).status(), "pod_namespace");
+  }
+  // Bytes after the NUL are refused too (nothing hides behind a name).
+  std::vector<std::byte> hidden = bytes;
+  hidden[name_at + 30] = std::byte{'x'};
+  ExpectMalformed(DecodeRequest(hidden).status(), "pod_name has bytes after its NUL");
+  // The encoder applies the same rules.
+  RegisterRequest enc = ValidRequest();
+  enc.pod_name = "Bad_Name";
+  EXPECT_EQ(EncodeRequest(enc).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(EncodeRequest(enc).status().message().find("pod_name"), std::string::npos);
+  // The rules themselves.
+  EXPECT_EQ(PodNameProblem("a.b-c.d0"), "");
+  EXPECT_NE(PodNameProblem("a\x01"), "");
+  EXPECT_EQ(PodNamespaceProblem("kube-system"), "");
+  EXPECT_NE(PodNamespaceProblem("kube.system").find("'.'"), std::string::npos);
+}
+
+// Version 2: a late first registration (the process ran stand-alone) describes what it holds
+// like a re-registration, without a previous id.
+TEST(WireTest, LateFirstRegistration) {
+  RegisterRequest late = ValidRequest();
+  late.flags = kFlagLate | kFlagResident;
+  late.current_gpu = 1;
+  late.resident_bytes = 1ULL << 20;
+  auto back = DecodeRequest(Bytes(late));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->flags, kFlagLate | kFlagResident);
+  EXPECT_EQ(back->current_gpu, 1u);
+  RegisterRequest bad = late;
+  bad.flags |= kFlagReRegister;
+  bad.previous_client_id = 3;
+  EXPECT_NE(EncodeRequest(bad).status().message().find("late flag with re-register"), std::string::npos);
+  bad = late;
+  bad.previous_client_id = 3;
+  EXPECT_NE(EncodeRequest(bad).status().message().find("previous_client_id"), std::string::npos);
+}
+
 TEST(WireTest, ReplyAndGoodbyeRoundTrip) {
   auto bytes = EncodeReply(ValidReply());
   ASSERT_TRUE(bytes.ok());
@@ -102,9 +171,15 @@ TEST(WireTest, HeaderErrors) {
   ExpectMalformed(DecodeRequest(std::span(good).first(10)).status(), "shorter than a header");
   ExpectMalformed(DecodeRequest({}).status(), "shorter than a header");
   ExpectMalformed(DecodeRequest(Patch<uint32_t>(good, 0, 0xdeadbeef)).status(), "magic");
-  auto version = DecodeRequest(Patch<uint16_t>(good, 4, 2));
+  auto version = DecodeRequest(Patch<uint16_t>(good, 4, kWireAbiVersion + 1));
   EXPECT_EQ(version.status().code(), StatusCode::kVersionMismatch);
-  EXPECT_NE(version.status().message().find("version 2"), std::string::npos);
+  EXPECT_NE(version.status().message().find("version " + std::to_string(kWireAbiVersion + 1)),
+            std::string::npos);
+  // A version-1 peer (before the pod fields) is refused with both versions named.
+  auto old = DecodeRequest(Patch<uint16_t>(good, 4, 1));
+  EXPECT_EQ(old.status().code(), StatusCode::kVersionMismatch);
+  EXPECT_NE(old.status().message().find("version 1, this side speaks 2"), std::string::npos)
+      << old.status().ToString();
   ExpectMalformed(DecodeRequest(Patch<uint16_t>(good, 6, 99)).status(), "unknown message type");
   ExpectMalformed(DecodeRequest(Patch<uint32_t>(good, 8, 100)).status(), "header length");
   ExpectMalformed(DecodeRequest(Patch<uint32_t>(good, 12, 1)).status(), "reserved");

@@ -25,6 +25,19 @@ void LogAt(spdlog::logger* log, spdlog::level::level_enum lvl, spdlog::format_st
   if (log != nullptr) log->log(lvl, fmt, std::forward<Args>(args)...);
 }
 
+// The late registration's attempts: the first few at info, then debug (one line per back-off
+// step would fill a log while a node's arbiter is down for long).
+spdlog::level::level_enum AttemptsLogLevel(uint64_t attempt) {
+  return attempt <= 3 ? spdlog::level::info : spdlog::level::debug;
+}
+
+// Whether a failed registration means "no arbiter there (yet)": worth retrying later. A
+// refusal, a version mismatch or a malformed reply would only repeat.
+bool ArbiterAbsent(const shm::Status& s) {
+  return s.code() == shm::StatusCode::kUnavailable || s.code() == shm::StatusCode::kTimeout ||
+         s.code() == shm::StatusCode::kClosed;
+}
+
 constexpr auto kGrantPoll = std::chrono::milliseconds(20);
 constexpr auto kIdleTick = std::chrono::milliseconds(1);
 constexpr auto kAcquireTick = std::chrono::microseconds(200);
@@ -37,13 +50,22 @@ ArbiterClient::ArbiterClient(const ArbiterClientOptions& options, ShimHost* host
     : options_(options), host_(host) {}
 
 shm::Result<std::unique_ptr<ArbiterClient>> ArbiterClient::Start(const ArbiterClientOptions& options,
-                                                                 ShimHost* host) {
+                                                                 ShimHost* host,
+                                                                 shm::Status* first_error) {
   std::unique_ptr<ArbiterClient> client(new ArbiterClient(options, host));
   // No token yet: submissions go through Acquire().
   host->CloseGate();
-  if (auto s = client->Connect(false); !s.ok()) {
+  if (auto s = client->Connect(Registration::kFirst); !s.ok()) {
     host->OpenGate();
-    return s;
+    if (!ArbiterAbsent(s) || options.register_retry_max.count() <= 0) return s;
+    // No arbiter yet: stand-alone (gate open, as without an arbiter) while the service thread
+    // tries again with back-off.
+    if (first_error != nullptr) *first_error = s;
+    MutexLock lock(client->mu_);
+    client->state_ = TokenState::kStandalone;
+    client->late_pending_ = true;
+    client->late_backoff_ = std::max(options.register_retry_initial, std::chrono::nanoseconds(1));
+    client->late_next_ns_ = Now() + static_cast<uint64_t>(client->late_backoff_.count());
   }
   host->SetSwapProgressSink([c = client.get()](uint64_t bytes) { c->ReportSwapProgress(bytes); });
   try {
@@ -78,14 +100,23 @@ void ArbiterClient::ReportSwapProgress(uint64_t bytes) {
   if (ch != nullptr && seq != 0) ch->ReportSwapProgress(seq, bytes);
 }
 
-shm::Status ArbiterClient::Connect(bool re_register) {
+shm::Status ArbiterClient::Connect(Registration kind) {
   shm::RegisterRequest req;
   req.quota_bytes = options_.quota_bytes;
   req.slo_ms = options_.slo_ms;
   req.function_name = options_.function_name;
+  req.pod_namespace = options_.pod_namespace;
+  req.pod_name = options_.pod_name;
+  const bool re_register = kind != Registration::kFirst;
   if (re_register) {
-    req.flags |= shm::kFlagReRegister;
-    req.previous_client_id = client_id();
+    // A late first registration describes what the process holds as a re-registration does
+    // (it ran stand-alone: its memory may be on a GPU already), without a previous id.
+    if (kind == Registration::kAgain) {
+      req.flags |= shm::kFlagReRegister;
+      req.previous_client_id = client_id();
+    } else {
+      req.flags |= shm::kFlagLate;
+    }
     req.resident_bytes = std::min(host_->ResidentBytes(), options_.quota_bytes);
     // Resident: where its memory is. Swapped out: where its process (its contexts) still is,
     // so the arbiter moves the process if it swaps it in onto another GPU.
@@ -125,7 +156,10 @@ shm::Status ArbiterClient::Connect(bool re_register) {
     last_order_seq_ = 0;
   }
   LogAt(options_.log, spdlog::level::info, "registered with the arbiter as client {} on GPU {}{}",
-        reg->reply.client_id, reg->reply.gpu, re_register ? " (re-registration)" : "");
+        reg->reply.client_id, reg->reply.gpu,
+        kind == Registration::kAgain  ? " (re-registration)"
+        : kind == Registration::kLate ? " (late first registration)"
+                                      : "");
   // An order may already wait in the new channel (a client that does not fit starts swapped
   // out): obey it before the application can allocate.
   const shm::SwapOrder order = ch->ReadSwapOrder();
@@ -300,6 +334,48 @@ void ArbiterClient::HandleSwapOrder(const shm::SwapOrder& order) {
   cv_.NotifyAll();
 }
 
+void ArbiterClient::LeaveStandalone() {
+  MutexLock lock(mu_);
+  if (state_ == TokenState::kStandalone) {
+    lock.Unlock();
+    host_->CloseGate();  // from now on submissions need the token (again)
+    lock.Lock();
+  }
+  state_ = TokenState::kNone;
+  in_burst_ = false;
+  cv_.NotifyAll();
+}
+
+bool ArbiterClient::TryLateRegistration(uint64_t now) {
+  if (now < late_next_ns_) return false;
+  ++late_attempts_;
+  const shm::Status s = Connect(Registration::kLate);
+  if (s.ok()) {
+    MutexLock lock(mu_);
+    late_pending_ = false;
+    return true;
+  }
+  if (!ArbiterAbsent(s)) {
+    // An arbiter answered, and not with "come back later": a refusal (its reason), another
+    // protocol version. Asking again would get the same answer: stand-alone for good, as when
+    // the first registration is refused.
+    LogAt(options_.log, spdlog::level::warn,
+          "late registration with the arbiter at {} failed ({}): running stand-alone (quota only, "
+          "no time slicing) for good",
+          options_.socket_path, s.ToString());
+    MutexLock lock(mu_);
+    late_pending_ = false;
+    return false;
+  }
+  LogAt(options_.log, AttemptsLogLevel(late_attempts_),
+        "arbiter at {} still not reachable (attempt {}: {}); next try in {} ms",
+        options_.socket_path, late_attempts_, s.ToString(),
+        std::chrono::duration_cast<std::chrono::milliseconds>(late_backoff_).count());
+  late_next_ns_ = Now() + static_cast<uint64_t>(late_backoff_.count());
+  late_backoff_ = std::min(late_backoff_ * 2, options_.register_retry_max);
+  return false;
+}
+
 void ArbiterClient::OnArbiterLost(const std::string& why) {
   MutexLock lock(mu_);
   if (!connected_) return;
@@ -350,19 +426,37 @@ void ArbiterClient::ServiceLoop() {
     // submitting thread's path, so the arbiter accounts the grant promptly.
     if (announce && connected) (void)ch->NotifyArbiter();
     const uint64_t now = Now();
+    bool late = false;
+    {
+      MutexLock lock(mu_);
+      late = late_pending_;
+    }
+    if (late) {
+      // Never registered: stand-alone until a late first registration is accepted. Nothing to
+      // watch meanwhile (no channel, no connection).
+      if (TryLateRegistration(now)) {
+        LeaveStandalone();
+        continue;
+      }
+      MutexLock lock(mu_);
+      if (!late_pending_) continue;  // gave up: the loop idles below, stand-alone for good
+      const uint64_t t = Now();
+      const uint64_t wait_ns = late_next_ns_ > t ? late_next_ns_ - t : 0;
+      cv_.WaitFor(mu_, std::chrono::nanoseconds(std::min<uint64_t>(wait_ns, 100'000'000)),
+                  [this]() REQUIRES(mu_) { return stop_; });
+      continue;
+    }
+    if (!connected && registrations() == 0) {
+      // A late first registration that gave up: stand-alone for good; wait for the exit.
+      MutexLock lock(mu_);
+      cv_.Wait(mu_, [this]() REQUIRES(mu_) { return stop_; });
+      continue;
+    }
     if (!connected) {
       if (now - last_reconnect >= static_cast<uint64_t>(options_.reconnect_interval.count())) {
         last_reconnect = now;
-        if (Connect(true).ok()) {
-          MutexLock lock(mu_);
-          if (state_ == TokenState::kStandalone) {
-            lock.Unlock();
-            host_->CloseGate();  // from now on submissions need the token again
-            lock.Lock();
-          }
-          state_ = TokenState::kNone;
-          in_burst_ = false;
-          cv_.NotifyAll();
+        if (Connect(Registration::kAgain).ok()) {
+          LeaveStandalone();
           continue;
         }
       }
@@ -539,6 +633,10 @@ uint32_t ArbiterClient::client_id() const {
 uint64_t ArbiterClient::registrations() const {
   MutexLock lock(mu_);
   return registrations_;
+}
+bool ArbiterClient::registered_once() const {
+  MutexLock lock(mu_);
+  return registrations_ != 0;
 }
 bool ArbiterClient::holding() const {
   MutexLock lock(mu_);

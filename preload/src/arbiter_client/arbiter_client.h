@@ -105,21 +105,34 @@ struct ArbiterClientOptions {
   uint64_t quota_bytes = 0;    // GSHARE_VGPU_MEMORY (non-zero)
   uint32_t slo_ms = 1000;      // GSHARE_SLO_MS
   std::string function_name;   // GSHARE_FUNCTION
+  std::string pod_namespace;   // GSHARE_POD_NAMESPACE (validated; "" = unknown)
+  std::string pod_name;        // GSHARE_POD_NAME (validated; "" = unknown)
   std::chrono::nanoseconds idle_release{std::chrono::microseconds(300)};  // GSHARE_IDLE_RELEASE_US
   bool fail_closed = false;    // GSHARE_ARBITER_FAIL=closed
   bool prepare_swap_out = true;  // GSHARE_PREPIN: ShimHost::PrepareSwapOut while idle
   bool use_lease = true;         // GSHARE_LEASE: take the sole-tenant lease when offered
   std::chrono::nanoseconds reconnect_interval{std::chrono::milliseconds(50)};
   std::chrono::nanoseconds register_timeout{std::chrono::seconds(2)};
+  // A first registration that finds no arbiter (nothing listening, not accepting, gone while
+  // registering) is retried in the background, the process stand-alone meanwhile: after
+  // register_retry_initial, doubling up to register_retry_max (GSHARE_REGISTER_RETRY).
+  // register_retry_max 0: never retried (Start returns kUnavailable, as before).
+  std::chrono::nanoseconds register_retry_initial{std::chrono::milliseconds(50)};
+  std::chrono::nanoseconds register_retry_max{std::chrono::seconds(5)};
   spdlog::logger* log = nullptr;  // null: silent
 };
 
 class ArbiterClient {
  public:
-  // Registers and starts the service thread. Errors: kUnavailable (no arbiter: the caller runs
-  // stand-alone), kRefused (message = the arbiter's reason), others from shm/.
+  // Registers and starts the service thread. Errors: kRefused (message = the arbiter's reason),
+  // others from shm/; kUnavailable (no arbiter) only when register_retry_max is 0. With retries
+  // on, a first registration that finds no arbiter returns a client that is not registered
+  // (registered_once() false, *first_error set when given): the process runs stand-alone, as
+  // without an arbiter, and the service thread registers in the background (kFlagLate, with
+  // back-off) — from then on submissions need the token, as after a re-registration.
   static shm::Result<std::unique_ptr<ArbiterClient>> Start(const ArbiterClientOptions& options,
-                                                           ShimHost* host);
+                                                           ShimHost* host,
+                                                           shm::Status* first_error = nullptr);
   ~ArbiterClient();
   ArbiterClient(const ArbiterClient&) = delete;
   ArbiterClient& operator=(const ArbiterClient&) = delete;
@@ -153,6 +166,8 @@ class ArbiterClient {
   bool connected() const EXCLUDES(mu_);
   uint32_t client_id() const EXCLUDES(mu_);
   uint64_t registrations() const EXCLUDES(mu_);
+  // True once a registration was accepted (false while a late first registration is retried).
+  bool registered_once() const EXCLUDES(mu_);
   bool holding() const EXCLUDES(mu_);
   // Acquisitions that took the arbiter's lease (no round trip) / that waited for a grant.
   uint64_t lease_takes() const EXCLUDES(mu_);
@@ -160,9 +175,17 @@ class ArbiterClient {
 
  private:
   enum class TokenState { kNone, kAcquiring, kHeld, kReleasing, kStandalone };
+  // A first registration (in Start), a late first one (retried by the service thread after the
+  // first found no arbiter) or a re-registration (after the arbiter was lost).
+  enum class Registration { kFirst, kLate, kAgain };
 
   ArbiterClient(const ArbiterClientOptions& options, ShimHost* host);
-  shm::Status Connect(bool re_register) EXCLUDES(mu_);
+  shm::Status Connect(Registration kind) EXCLUDES(mu_);
+  // The service thread's late first registration: one attempt when its back-off has passed.
+  // True when it registered (the caller then leaves stand-alone mode).
+  bool TryLateRegistration(uint64_t now) EXCLUDES(mu_);
+  // A (re-)registration was accepted: a stand-alone process's submissions need the token again.
+  void LeaveStandalone() EXCLUDES(mu_);
   void ServiceLoop() EXCLUDES(mu_);
   void HandleSwapOrder(const shm::SwapOrder& order) EXCLUDES(mu_);
   // The swap progress sink: reports the running order's progress in its channel (any thread).
@@ -192,6 +215,12 @@ class ArbiterClient {
   std::shared_ptr<shm::ClientChannel> channel_ GUARDED_BY(mu_);  // kept alive by users
   uint32_t client_id_ GUARDED_BY(mu_) = 0;
   uint64_t registrations_ GUARDED_BY(mu_) = 0;
+  // A late first registration is pending (service thread: retried with back-off until accepted;
+  // stops on a refusal or a version mismatch, leaving the process stand-alone for good).
+  bool late_pending_ GUARDED_BY(mu_) = false;
+  uint64_t late_next_ns_ = 0;                      // service thread only
+  std::chrono::nanoseconds late_backoff_{0};       // service thread only
+  uint64_t late_attempts_ = 0;                     // service thread only
   shm::GrantInfo grant_ GUARDED_BY(mu_);
   uint32_t last_order_seq_ = 0;                    // service thread only
   // The order being carried out and its channel, for the swap progress sink (which runs on the

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <charconv>
+#include <chrono>
 #include <cstdlib>
 #include <string_view>
 
@@ -132,6 +133,38 @@ Config ParseConfig(const char* (*getenv_fn)(const char*, void*), void* ctx, int 
     if (ec != std::errc() || end != device.data() + device.size() || config.device < 0) {
       AddError(&config.error, "GSHARE_DEVICE='" + device + "' is not a device ordinal (0, 1, ...)");
       config.device = 0;
+    }
+  }
+  const std::string retry = Get(getenv_fn, ctx, "GSHARE_REGISTER_RETRY");
+  if (retry == "0" || retry == "off") {
+    config.register_retry_max_ns = 0;
+  } else if (!retry.empty()) {
+    std::string why;
+    const auto d = gshare::ParseDuration(retry, &why);
+    if (!d) {
+      AddError(&config.error, "GSHARE_REGISTER_RETRY='" + retry + "' is not a duration (" + why +
+                                  "); expected e.g. 5s, 500ms, or 0 or off (never retry)");
+    } else if (*d > std::chrono::hours(1)) {
+      AddError(&config.error, "GSHARE_REGISTER_RETRY='" + retry + "' is longer than 1 h");
+    } else {
+      config.register_retry_max_ns = static_cast<uint64_t>(d->count());
+    }
+  }
+  // The pod (attribution only): a malformed value is dropped, never fatal. Never quoted: it
+  // may hold anything (the problem names the offending byte's offset and value).
+  config.pod_name = Get(getenv_fn, ctx, "GSHARE_POD_NAME");
+  if (!config.pod_name.empty()) {
+    if (std::string why = shm::PodNameProblem(config.pod_name); !why.empty()) {
+      AddError(&config.warnings, "GSHARE_POD_NAME " + why + "; dropped (the pod is not named)");
+      config.pod_name.clear();
+    }
+  }
+  config.pod_namespace = Get(getenv_fn, ctx, "GSHARE_POD_NAMESPACE");
+  if (!config.pod_namespace.empty()) {
+    if (std::string why = shm::PodNamespaceProblem(config.pod_namespace); !why.empty()) {
+      AddError(&config.warnings,
+               "GSHARE_POD_NAMESPACE " + why + "; dropped (the pod's namespace is not named)");
+      config.pod_namespace.clear();
     }
   }
   const std::string lease = Get(getenv_fn, ctx, "GSHARE_LEASE");

@@ -22,6 +22,14 @@ struct Config {
   std::string arbiter_socket;       // GSHARE_ARBITER_SOCKET ("" = stand-alone, no arbiter)
   uint32_t idle_release_us = 300;   // GSHARE_IDLE_RELEASE_US (token released after this idle)
   bool arbiter_fail_closed = false; // GSHARE_ARBITER_FAIL=closed (default open)
+  // GSHARE_REGISTER_RETRY: a first registration that finds no arbiter is retried in the
+  // background, stand-alone meanwhile, with back-off from 50 ms doubling up to this (a
+  // duration; default 5 s; 0 = never retried, stand-alone for good as before).
+  uint64_t register_retry_max_ns = 5'000'000'000;
+  // GSHARE_POD_NAME / GSHARE_POD_NAMESPACE: the Kubernetes pod, sent to the arbiter for
+  // attribution (downward API). A malformed value is dropped ("" here) with a warning.
+  std::string pod_name;
+  std::string pod_namespace;
   // GSHARE_PREPIN: pin the swap-out staging while idle, ahead of a swap-out (1, default) or only
   // when a swap-out needs it (0: no pinned host memory until the first swap-out, which then
   // pins on its critical path).
@@ -38,6 +46,9 @@ struct Config {
   int device = 0;
   // Empty when every variable parsed; otherwise one message per malformed variable, naming it.
   std::string error;
+  // Values dropped without failing anything (the pod's name and namespace: labels only), one
+  // message per variable, naming it; logged as a warning.
+  std::string warnings;
 };
 
 // Reads the variables through `getenv_fn` (getenv in the shim, a map in unit tests).

@@ -3,6 +3,7 @@
 
 #include <pthread.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <type_traits>
@@ -68,6 +69,7 @@ void Runtime::Setup() {
     const std::string log_error = InitLog(config_.log_level, config_.log_file);
     if (!log_error.empty()) Log().error("{}", log_error);
   }
+  if (!config_.warnings.empty()) Log().warn("{}", config_.warnings);
   if (!config_.error.empty()) {
     Log().error("invalid configuration: {}; every CUDA call will fail with "
                 "CUDA_ERROR_INVALID_VALUE",
@@ -223,20 +225,34 @@ void Runtime::StartArbiterClient() {
   options.quota_bytes = memory()->counters().quota_bytes;
   if (config_.slo_ms) options.slo_ms = *config_.slo_ms;
   options.function_name = config_.function_name;
+  options.pod_name = config_.pod_name;
+  options.pod_namespace = config_.pod_namespace;
+  options.register_retry_max = std::chrono::nanoseconds(config_.register_retry_max_ns);
+  options.register_retry_initial =
+      std::min(options.register_retry_initial, options.register_retry_max);
   options.idle_release = std::chrono::microseconds(config_.idle_release_us);
   options.fail_closed = config_.arbiter_fail_closed;
   options.prepare_swap_out = config_.prepin;
   options.use_lease = config_.lease;
   options.log = &Log();
   arbiter_host_ = new ArbiterHost(this);
-  auto client = ArbiterClient::Start(options, arbiter_host_);
+  shm::Status first_error;
+  auto client = ArbiterClient::Start(options, arbiter_host_, &first_error);
   if (!client.ok()) {
     Log().warn("arbiter at {} not usable ({}): running stand-alone (quota only, no time slicing)",
                config_.arbiter_socket, client.status().ToString());
     return;
   }
-  Log().info("registered with the arbiter at {} as client {}", config_.arbiter_socket,
-             (*client)->client_id());
+  if ((*client)->registered_once()) {
+    Log().info("registered with the arbiter at {} as client {}", config_.arbiter_socket,
+               (*client)->client_id());
+  } else {
+    Log().warn("arbiter at {} not reachable yet ({}): running stand-alone (quota only, no time "
+               "slicing) and registering in the background (back-off up to {} ms, "
+               "GSHARE_REGISTER_RETRY)",
+               config_.arbiter_socket, first_error.ToString(),
+               config_.register_retry_max_ns / 1'000'000);
+  }
   arbiter_.store(client->release(), std::memory_order_release);  // never destroyed
   // A normal exit says goodbye (a clean unregister instead of a "client death"): Runtime::AtExit,
   // registered by Init.

@@ -20,7 +20,9 @@
 namespace gshare::shm {
 
 inline constexpr uint32_t kWireMagic = 0x52485347;  // "GSHR" read as little-endian bytes
-inline constexpr uint16_t kWireAbiVersion = 1;
+// 2 (issue 18): RegisterRequest gained pod_namespace and pod_name (the Kubernetes pod, for
+// attribution) and the flag kFlagLate; a version-1 peer is refused with kVersionMismatch.
+inline constexpr uint16_t kWireAbiVersion = 2;
 
 enum class MessageType : uint16_t {
   kRegisterRequest = 1,  // client -> arbiter
@@ -37,11 +39,21 @@ inline constexpr uint32_t kMaxGpus = 1024;
 inline constexpr uint64_t kResidentSlackBytes = uint64_t{64} << 20;
 inline constexpr size_t kFunctionNameSize = 128;  // bytes including the terminating NUL
 inline constexpr size_t kReasonSize = 192;        // bytes including the terminating NUL
+// The pod's namespace (a DNS-1123 label, <= 63 bytes) and name (a DNS-1123 subdomain, <= 253
+// bytes), NUL-terminated and zero-padded; empty when unknown (GSHARE_POD_NAMESPACE/_NAME).
+inline constexpr size_t kPodNamespaceSize = 64;
+inline constexpr size_t kPodNameSize = 256;
+inline constexpr size_t kMaxPodNamespaceLength = 63;
+inline constexpr size_t kMaxPodNameLength = 253;
 
 // Request flags.
 inline constexpr uint32_t kFlagReRegister = 1U << 0;  // the client ran before (arbiter restart)
 inline constexpr uint32_t kFlagResident = 1U << 1;    // re-registering client is resident on gpu
-inline constexpr uint32_t kKnownRequestFlags = kFlagReRegister | kFlagResident;
+// A first registration made after the process ran stand-alone (no arbiter when it started):
+// like a re-registration it describes what it holds (resident, current_gpu, resident_bytes),
+// but it never had a client id (previous_client_id 0). Excludes kFlagReRegister.
+inline constexpr uint32_t kFlagLate = 1U << 2;
+inline constexpr uint32_t kKnownRequestFlags = kFlagReRegister | kFlagResident | kFlagLate;
 inline constexpr uint32_t kNoGpu = 0xFFFFFFFF;
 
 #pragma pack(push, 1)
@@ -63,6 +75,8 @@ struct RegisterRequestWire {
                           // (or kNoGpu); a first registration: kNoGpu
   uint64_t resident_bytes;  // with kFlagReRegister: device bytes it holds now (<= quota + slack)
   char function_name[kFunctionNameSize];  // printable ASCII, NUL-terminated, zero-padded
+  char pod_namespace[kPodNamespaceSize];   // "" or a DNS-1123 label, NUL-terminated, zero-padded
+  char pod_name[kPodNameSize];             // "" or a DNS-1123 subdomain, same rules
 };
 
 struct RegisterReplyWire {
@@ -83,8 +97,12 @@ struct GoodbyeWire {
 #pragma pack(pop)
 
 static_assert(sizeof(WireHeader) == 16);
-static_assert(sizeof(RegisterRequestWire) == 16 + 32 + kFunctionNameSize);
+static_assert(sizeof(RegisterRequestWire) == 16 + 32 + kFunctionNameSize + kPodNamespaceSize +
+                                                 kPodNameSize);
+static_assert(sizeof(RegisterRequestWire) == 496);
 static_assert(offsetof(RegisterRequestWire, function_name) == 48);
+static_assert(offsetof(RegisterRequestWire, pod_namespace) == 176);
+static_assert(offsetof(RegisterRequestWire, pod_name) == 240);
 static_assert(sizeof(RegisterReplyWire) == 16 + 32 + kReasonSize);
 static_assert(offsetof(RegisterReplyWire, reason) == 48);
 static_assert(sizeof(GoodbyeWire) == 16 + kReasonSize);
@@ -103,6 +121,8 @@ struct RegisterRequest {
   uint32_t current_gpu = kNoGpu;
   uint64_t resident_bytes = 0;
   std::string function_name;  // may be empty
+  std::string pod_namespace;  // may be empty; else PodNamespaceProblem() is ""
+  std::string pod_name;       // may be empty; else PodNameProblem() is ""
 };
 
 struct RegisterReply {
@@ -118,6 +138,13 @@ struct RegisterReply {
 struct Goodbye {
   std::string reason;
 };
+
+// Why `value` is not a Kubernetes namespace (a DNS-1123 label: 1-63 bytes of a-z, 0-9 and '-',
+// starting and ending with a letter or digit) / pod name (a DNS-1123 subdomain: 1-253 bytes,
+// dot-separated labels of the same characters), "" if it is. The value is never quoted (it may
+// hold control characters): the first bad byte is named by offset and hex value.
+std::string PodNamespaceProblem(std::string_view value);
+std::string PodNameProblem(std::string_view value);
 
 // Encoders validate too (so a bug on our side never puts a bad message on the wire).
 Result<std::vector<std::byte>> EncodeRequest(const RegisterRequest& request);
