@@ -125,8 +125,16 @@ std::unique_ptr<Registry> Registry::Open(const std::string& name,
     for (int i = 0; i < 2000 && shared->magic.load(std::memory_order_acquire) != kRegistryMagic; ++i) {
       SleepMs(1);
     }
-    if (shared->magic.load(std::memory_order_acquire) != kRegistryMagic ||
+    if (shared->magic.load(std::memory_order_acquire) == kRegistryMagic &&
         shared->version != kRegistryVersion) {
+      *error = "device registry " + path + " has layout version " + std::to_string(shared->version) +
+               ", this simcuda uses " + std::to_string(kRegistryVersion) +
+               " (a process of another simcuda build uses it; use another SIMCUDA_REGISTRY)";
+      munmap(mem, sizeof(Shared));
+      close(fd);
+      return nullptr;
+    }
+    if (shared->magic.load(std::memory_order_acquire) != kRegistryMagic) {
       *error = "device registry " + path + " is not initialised or has another version";
       munmap(mem, sizeof(Shared));
       close(fd);

@@ -1,4 +1,5 @@
 // Unit tests of the shared device registry: capacity accounting, timelines, reclamation.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -8,6 +9,7 @@
 #include <string>
 
 #include "registry.h"
+#include "registry_layout.h"
 
 namespace simcuda {
 namespace {
@@ -158,6 +160,27 @@ TEST_F(RegistryTest, KilledParentOfALiveForkedChildIsReclaimed) {
 TEST(ProcessStartTimeTest, KnowsLiveAndDeadProcesses) {
   EXPECT_NE(ProcessStartTime(getpid()), 0u);
   EXPECT_EQ(ProcessStartTime(0x7ffffff0), 0u);
+}
+
+// A registry of another layout version (an older simcuda build's) is refused, naming both.
+TEST_F(RegistryTest, RefusesAnotherLayoutVersion) {
+  std::string error;
+  {
+    auto reg = Registry::Open(name_, {1000}, 1.0, &error);
+    ASSERT_NE(reg, nullptr) << error;
+  }
+  const int fd = shm_open(name_.c_str(), O_RDWR, 0);
+  ASSERT_GE(fd, 0);
+  void* mem = mmap(nullptr, sizeof(Registry::Shared), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  ASSERT_NE(mem, MAP_FAILED);
+  auto* shared = static_cast<Registry::Shared*>(mem);
+  shared->version = kRegistryVersion - 1;
+  EXPECT_EQ(Registry::Open(name_, {1000}, 1.0, &error), nullptr);
+  EXPECT_NE(error.find("layout version " + std::to_string(kRegistryVersion - 1)), std::string::npos)
+      << error;
+  shared->version = kRegistryVersion;
+  munmap(mem, sizeof(Registry::Shared));
 }
 
 }  // namespace
