@@ -202,6 +202,8 @@ json ArbiterImpl::InstancesJson() const {
       const Phase p = PhaseOf(*c);
       warm += IsWarm(p) ? 1 : 0;
       instances.push_back({{"client", c->id},
+                           {"namespace", c->pod_namespace},
+                           {"pod", c->pod_name},
                            {"pid", c->pid},
                            {"gpu", gpus_[c->gpu].info.ordinal},
                            {"phase", PhaseName(p)},
@@ -222,6 +224,8 @@ json ArbiterImpl::ClientsJson(uint64_t now) {
     const Client& c = *cp;
     json j = {{"client", c.id},
               {"function", c.name},
+              {"namespace", c.pod_namespace},  // the pod's ("" unknown: GSHARE_POD_*)
+              {"pod", c.pod_name},
               {"pid", c.pid},
               {"uid", c.uid},
               {"quota_bytes", c.quota},

@@ -46,7 +46,7 @@ void ArbiterImpl::OnReleased(Client& c, uint32_t g, uint64_t now_ns, bool burst_
   }
   if (c.tel.burst_start_ns == 0) return;  // a burst that started before we saw it
   const uint64_t latency = end_ns > c.tel.burst_start_ns ? end_ns - c.tel.burst_start_ns : 0;
-  FunctionTelemetry& ft = telemetry_.Function(c.name);
+  FunctionTelemetry& ft = telemetry_.Function(SeriesKey(c.name, c.pod_namespace, c.pod_name));
   ++ft.bursts;
   ++c.tel.bursts;
   ft.burst.Observe(latency);
@@ -102,7 +102,7 @@ std::string ArbiterImpl::MetricsText(uint64_t now_ns) {
   in.clients = clients_.size();
   in.telemetry = &telemetry_;
   for (const auto& [id, c] : clients_) {
-    auto& n = in.instances[c->name];
+    auto& n = in.instances[SeriesKey(c->name, c->pod_namespace, c->pod_name)];
     ++n.total;
     n.warm += IsWarm(PhaseOf(*c)) ? 1 : 0;
   }

@@ -49,6 +49,15 @@ class Writer {
 
 std::string GpuLabel(uint32_t ordinal) { return "gpu=\"" + std::to_string(ordinal) + "\""; }
 
+// function="...", then namespace="..." and pod="..." when known (an empty label is the same as
+// none to Prometheus: series of clients that named no pod keep exactly their old labels).
+std::string SeriesLabels(const SeriesKey& key) {
+  std::string out = "function=\"" + EscapeLabel(key.function) + "\"";
+  if (!key.pod_namespace.empty()) out += ",namespace=\"" + EscapeLabel(key.pod_namespace) + "\"";
+  if (!key.pod.empty()) out += ",pod=\"" + EscapeLabel(key.pod) + "\"";
+  return out;
+}
+
 }  // namespace
 
 std::string EscapeLabel(const std::string& value) {
@@ -122,8 +131,8 @@ std::string PrometheusText(const MetricsInput& in) {
   // Instances of each function now, warm (memory on its GPU) or not: for a platform's router.
   w.Family("function_instances", "gauge",
            "Instances (registered clients) of the function, by whether they are warm (resident).");
-  for (const auto& [name, n] : in.instances) {
-    const std::string fn = "function=\"" + EscapeLabel(name) + "\"";
+  for (const auto& [key, n] : in.instances) {
+    const std::string fn = SeriesLabels(key);
     w.Sample("function_instances", fn + ",warm=\"true\"", n.warm);
     w.Sample("function_instances", fn + ",warm=\"false\"", n.total - n.warm);
   }
@@ -165,7 +174,7 @@ std::string PrometheusText(const MetricsInput& in) {
                   GpuLabel(s.gpus[i].ordinal) + ",direction=\"" + dirs[d] + "\"", tg(i).swap_time[d]);
 
   // Per function.
-  auto fn_label = [](const std::string& name) { return "function=\"" + EscapeLabel(name) + "\""; };
+  auto fn_label = [](const SeriesKey& key) { return SeriesLabels(key); };
   w.Family("function_requests_total", "counter", "Requests (bursts) completed by the function.");
   for (const auto& [name, f] : t->functions) w.Sample("function_requests_total", fn_label(name), f.bursts);
   w.Family("function_slo_met_total", "counter", "Requests completed within the function's SLO.");

@@ -31,12 +31,13 @@ struct MetricsInput {
   size_t clients = 0;
   std::vector<GpuMetrics> gpus;          // same order as stats.gpus
   const Telemetry* telemetry = nullptr;  // may be null (no telemetry yet)
-  // Per function name: its instances (clients) now, and how many are warm (IsWarm).
+  // Per function (and pod, when named): its instances (clients) now, and how many are warm
+  // (IsWarm). Bounded by the clients.
   struct Instances {
     uint32_t warm = 0;
     uint32_t total = 0;
   };
-  std::map<std::string, Instances> instances;
+  std::map<SeriesKey, Instances> instances;
 };
 
 std::string PrometheusText(const MetricsInput& in);

@@ -21,10 +21,10 @@ uint64_t Histogram::cumulative(size_t i) const {
   return n;
 }
 
-FunctionTelemetry& Telemetry::Function(const std::string& name) {
-  if (auto it = functions.find(name); it != functions.end()) return it->second;
-  if (functions.size() >= kMaxFunctions) return functions[kOtherFunction];
-  return functions[name];
+FunctionTelemetry& Telemetry::Function(const SeriesKey& key) {
+  if (auto it = functions.find(key); it != functions.end()) return it->second;
+  if (functions.size() >= kMaxFunctions) return functions[SeriesKey(kOtherFunction)];
+  return functions[key];
 }
 
 void Telemetry::Prune(uint64_t now_ns) {

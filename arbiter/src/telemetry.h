@@ -13,6 +13,7 @@
 #include <deque>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace gshare::arbiter {
@@ -36,7 +37,23 @@ class Histogram {
   double sum_s_ = 0;
 };
 
-// Per function name (replicas of one function share a name), kept after clients leave.
+// What the per-function series are kept by: the function's name and, when the client named it
+// (GSHARE_POD_NAMESPACE / GSHARE_POD_NAME), its pod. Replicas of one function outside
+// Kubernetes share a series; in Kubernetes each pod has its own (metrics labels function,
+// namespace, pod). Implicitly made from a bare function name.
+struct SeriesKey {
+  std::string function;
+  std::string pod_namespace;  // "" unknown
+  std::string pod;            // "" unknown
+  SeriesKey() = default;
+  SeriesKey(std::string f, std::string ns = {}, std::string p = {})  // NOLINT: implicit
+      : function(std::move(f)), pod_namespace(std::move(ns)), pod(std::move(p)) {}
+  SeriesKey(const char* f) : function(f) {}  // NOLINT: implicit
+  auto operator<=>(const SeriesKey&) const = default;
+  bool operator==(const SeriesKey&) const = default;
+};
+
+// Per series (above), kept after clients leave.
 struct FunctionTelemetry {
   uint64_t bursts = 0;      // requests completed (BurstEnd)
   uint64_t slo_met = 0;     // completed within the SLO (functions with an SLO only)
@@ -94,17 +111,18 @@ struct SloMiss {
 struct Telemetry {
   static constexpr uint64_t kHoldWindowNs = 5'000'000'000;  // utilisation window
   static constexpr size_t kRecentMisses = 32;
-  // Function series kept (metrics cardinality); later names are counted under kOtherFunction.
+  // Series kept (metrics cardinality: functions x pods); later ones count under kOtherFunction
+  // (no pod labels).
   static constexpr size_t kMaxFunctions = 1024;
   static constexpr const char* kOtherFunction = "(other)";
 
-  std::map<std::string, FunctionTelemetry> functions;
+  std::map<SeriesKey, FunctionTelemetry> functions;
   std::vector<GpuTelemetry> gpus;            // by GPU index
   std::vector<std::deque<Hold>> recent;      // by GPU index, holds ending in the window
   std::deque<SloMiss> misses;                // newest last
 
-  // The series of function `name` (kOtherFunction once kMaxFunctions names exist).
-  FunctionTelemetry& Function(const std::string& name);
+  // The series of `key` (kOtherFunction once kMaxFunctions series exist).
+  FunctionTelemetry& Function(const SeriesKey& key);
   // Drops holds that ended before now - kHoldWindowNs.
   void Prune(uint64_t now_ns);
 };

@@ -27,6 +27,7 @@
 #include "gshare/shm/unix_socket.h"
 #include "gshare/shm/wire.h"
 #include "fake_function_util.h"
+#include "raw_register.h"
 #include "test_util.h"
 
 namespace gshare::arbiter::testing {
@@ -68,22 +69,6 @@ TEST(ArbiterProcess, OversubscribedFunctionsTakeTurnsAndAllFinish) {
 }
 
 // Sends raw bytes as a registration and returns the arbiter's reply.
-shm::Result<shm::RegisterReply> RawRegister(const std::string& socket, const std::vector<std::byte>& bytes) {
-  const int fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::strncpy(addr.sun_path, socket.c_str(), sizeof(addr.sun_path) - 1);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    ::close(fd);
-    return shm::Status(shm::StatusCode::kUnavailable, "connect");
-  }
-  shm::UniqueFd owned(fd);
-  if (auto s = shm::SendPacket(fd, bytes, {}, seconds(5)); !s.ok()) return s;
-  auto packet = shm::ReceivePacket(fd, seconds(5));
-  if (!packet.ok()) return packet.status();
-  return shm::DecodeReply(packet->bytes);
-}
-
 TEST(ArbiterProcess, MalformedRegistrationsAreRefusedAndServingContinues) {
   TempDir dir;
   ArbiterProcess arb(dir, {"--gpu-memory", "1GiB", "--libcuda", "/nonexistent/libcuda.so.1"});

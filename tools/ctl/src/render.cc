@@ -54,6 +54,15 @@ std::string Bytes(const json& v) {
   return v.is_number() ? FormatByteSize(v.get<uint64_t>()) : "-";
 }
 
+std::string Pod(const json& client) {
+  const json& ns = At(client, "namespace");
+  const json& name = At(client, "pod");
+  const std::string n = ns.is_string() ? ns.get<std::string>() : "";
+  const std::string p = name.is_string() ? name.get<std::string>() : "";
+  if (n.empty() && p.empty()) return "-";
+  return (n.empty() ? "?" : n) + "/" + (p.empty() ? "?" : p);
+}
+
 std::string Millis(const json& v) {
   if (!v.is_number()) return "-";
   const double ms = v.get<double>();
@@ -141,15 +150,16 @@ std::string RenderOrphanCounters(const json& s) {
 }
 
 std::string RenderClients(const json& reply) {
-  Table t({"ID", "FUNCTION", "PID", "UID", "QUOTA", "SLO", "STATE", "GPU", "TOKEN", "BURSTS",
-           "SLO MET", "WAITS", "SWAPS"});
+  Table t({"ID", "FUNCTION", "POD", "PID", "UID", "QUOTA", "SLO", "STATE", "GPU", "TOKEN",
+           "BURSTS", "SLO MET", "WAITS", "SWAPS"});
   for (const json& c : At(reply, "clients")) {
     std::string token = "-";
     if (At(c, "holding") == true) token = "holding";
     else if (At(c, "waiting") == true) token = "waiting";
     std::string slo = Str(At(c, "slo_ms")) + " ms";
     if (At(c, "pending_slo_ms").is_number()) slo += " (-> " + Str(c["pending_slo_ms"]) + ")";
-    t.Add({Str(At(c, "client")), Str(At(c, "function")), Str(At(c, "pid")), Str(At(c, "uid")),
+    t.Add({Str(At(c, "client")), Str(At(c, "function")), Pod(c), Str(At(c, "pid")),
+           Str(At(c, "uid")),
            Bytes(At(c, "quota_bytes")), slo, Str(At(c, "state")), Str(At(c, "gpu")), token,
            Str(At(c, "bursts")), Percent(At(c, "slo_attainment")), Str(At(c, "waits")),
            Str(At(c, "swaps_in")) + "/" + Str(At(c, "swaps_out"))});
@@ -158,11 +168,11 @@ std::string RenderClients(const json& reply) {
 }
 
 std::string RenderInstances(const json& reply) {
-  Table t({"FUNCTION", "WARM", "CLIENT", "PID", "GPU", "PHASE", "BUSY"});
+  Table t({"FUNCTION", "WARM", "CLIENT", "POD", "PID", "GPU", "PHASE", "BUSY"});
   for (const json& f : At(reply, "functions"))
     for (const json& i : At(f, "instances"))
       t.Add({Str(At(f, "function")), Str(At(f, "warm")) + "/" + Str(At(f, "total")),
-             Str(At(i, "client")), Str(At(i, "pid")), Str(At(i, "gpu")), Str(At(i, "phase")),
+             Str(At(i, "client")), Pod(i), Str(At(i, "pid")), Str(At(i, "gpu")), Str(At(i, "phase")),
              At(i, "busy") == true ? "busy" : "idle"});
   return t.str();
 }

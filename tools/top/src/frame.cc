@@ -82,13 +82,14 @@ std::string RenderFrame(const json& status, const json& clients, const FrameStyl
     o << "\n";
   }
   o << bold << "FUNCTIONS" << reset << "\n";
-  ctl::Table t({"ID", "FUNCTION", "PID", "STATE", "GPU", "TOKEN", "QUOTA", "SLO", "BURSTS",
-                "SLO MET", "LAST", "HELD"});
+  ctl::Table t({"ID", "FUNCTION", "POD", "PID", "STATE", "GPU", "TOKEN", "QUOTA", "SLO",
+                "BURSTS", "SLO MET", "LAST", "HELD"});
   for (const json& c : clients.value("clients", json::array())) {
     std::string token = "-";
     if (c.value("holding", false)) token = "holding";
     else if (c.value("waiting", false)) token = "waiting";
-    t.Add({S(c["client"]), S(c["function"]), S(c["pid"]), S(c["state"]), S(c["gpu"]), token,
+    t.Add({S(c["client"]), S(c["function"]), ctl::Pod(c), S(c["pid"]), S(c["state"]), S(c["gpu"]),
+           token,
            ctl::Bytes(c["quota_bytes"]), S(c["slo_ms"]) + " ms", S(c["bursts"]),
            ctl::Percent(c["slo_attainment"]), ctl::Millis(c["last_latency_ms"]),
            ctl::Millis(c["held_ms_total"])});

@@ -25,6 +25,9 @@ class Table {
 std::string Bytes(const nlohmann::json& v);           // "512 MiB", "-" when not a number
 std::string Millis(const nlohmann::json& v);          // "12.3 ms"
 std::string Percent(const nlohmann::json& fraction);  // "95.0%", "-" when null
+// A client's pod as "namespace/name" from its "namespace" and "pod" fields ("?" for a part it
+// did not name), "-" when it named neither (not in Kubernetes, or GSHARE_POD_* unset).
+std::string Pod(const nlohmann::json& client);
 
 // `gshare-ctl status`: a line about the arbiter, the GPU table (with orphaned bytes), the
 // orphans and their counters, recent SLO misses.
