@@ -3,6 +3,10 @@
 //   BM_DecisionCost/<policy>: microseconds inside Policy::Handle per event (counter
 //     us_per_event), with the ratio to keepalive's cost measured in the same process
 //     (ratio_to_keepalive);
+//   BM_DecisionCost/aggressive_corun: the same with every GPU marked for co-running (the co-run
+//     decision at each dispatch, issue 20), counters as above plus corun_grants;
+//   BM_InterferencePredict / BM_InterferenceObserve: one prediction, and one observation
+//     (amortising the refit every InterferencePredictor::kRefitEvery observations);
 //   BM_Replay: the whole simulation of the hour under aggressive (requests per CPU second and
 //     per wall second);
 //   BM_Replay10M: the same workload over 8 hours (~10 M requests), on one core
@@ -15,6 +19,7 @@
 #include <utility>
 #include <string>
 
+#include "gshare/policy/interference.h"
 #include "gshare/sim/engine.h"
 #include "gshare/sim/inputs.h"
 
@@ -44,13 +49,16 @@ sim::SimOptions Node(size_t gpus = 1000) {
   return o;
 }
 
-double MeasureUsPerEvent(const std::string& name, uint64_t* events) {
-  const sim::SimOptions node = Node();
+double MeasureUsPerEvent(const std::string& name, uint64_t* events, bool corun = false,
+                         uint64_t* corun_grants = nullptr) {
+  sim::SimOptions node = Node();
+  for (policy::GpuSpec& g : node.gpus) g.corun = corun;
   policy::PolicyConfig c;
   c.gpus = node.gpus;
   auto made = policy::Make(name, c);
   const sim::RunResult r = sim::Simulate(Workload(600), node, *made.policy, true);
   *events = r.events;
+  if (corun_grants != nullptr) *corun_grants = r.corun_grants;
   return r.events ? r.policy_seconds * 1e6 / static_cast<double>(r.events) : 0.0;
 }
 
@@ -68,6 +76,42 @@ void BM_DecisionCost(benchmark::State& state, const std::string& name) {
 }
 BENCHMARK_CAPTURE(BM_DecisionCost, aggressive, std::string("aggressive"))
     ->Unit(benchmark::kMillisecond)->Iterations(1);
+void BM_DecisionCostCorun(benchmark::State& state) {
+  double us = 0, baseline = 0;
+  uint64_t events = 0, ignored = 0, grants = 0;
+  for (auto _ : state) {
+    us = MeasureUsPerEvent("aggressive", &events, /*corun=*/true, &grants);
+    baseline = MeasureUsPerEvent("keepalive", &ignored);
+  }
+  state.counters["us_per_event"] = us;
+  state.counters["events"] = static_cast<double>(events);
+  state.counters["corun_grants"] = static_cast<double>(grants);
+  state.counters["ratio_to_keepalive"] = baseline > 0 ? us / baseline : 0.0;
+}
+BENCHMARK(BM_DecisionCostCorun)->Name("BM_DecisionCost/aggressive_corun")
+    ->Unit(benchmark::kMillisecond)->Iterations(1);
+
+policy::CorunQuery Query(int i) {
+  const double x = static_cast<double>(i % 17) / 17.0;
+  return policy::CorunQuery{{0.5, 0.1 + 0.5 * x, x}, {{0.25, 0.2, 0.3}, {0.5, 0.4 * x, 0.1}}};
+}
+void BM_InterferencePredict(benchmark::State& state) {
+  policy::InterferencePredictor p;
+  for (int i = 0; i < 200; ++i) p.Observe(Query(i), 1.2 * Query(i).Prior());
+  int i = 0;
+  for (auto _ : state) benchmark::DoNotOptimize(p.Predict(Query(i++)).mean);
+}
+BENCHMARK(BM_InterferencePredict)->Unit(benchmark::kMicrosecond);
+void BM_InterferenceObserve(benchmark::State& state) {
+  policy::InterferencePredictor p;
+  int i = 0;
+  for (auto _ : state) {
+    p.Observe(Query(i), 1.1 * Query(i).Prior());
+    ++i;
+  }
+}
+BENCHMARK(BM_InterferenceObserve)->Unit(benchmark::kMicrosecond);
+
 BENCHMARK_CAPTURE(BM_DecisionCost, dual_queue, std::string("dual-queue"))
     ->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK_CAPTURE(BM_DecisionCost, proxy_swap, std::string("proxy-swap"))

@@ -22,21 +22,17 @@ double Effective(const Corunner& c) { return std::min(Demand(c.compute), Share(c
 }  // namespace
 
 double ContentionSlowdown(std::span<const Corunner> set, size_t i) {
-  double compute = 0;
-  double bandwidth = 0;
-  for (const Corunner& c : set) {
-    compute += Effective(c);
-    bandwidth += Bandwidth(c.bandwidth);
-  }
-  const Corunner& self = set[i];
-  const double rho = (Effective(self) / Demand(self.compute)) / std::max(1.0, compute);
-  const double beta = std::max(1.0, bandwidth);
-  const double b = Bandwidth(self.bandwidth);
-  return (1.0 - b) / rho + b * std::max(1.0 / rho, beta);
+  return 1.0 / ContentionRate(set, i);
 }
 
 double ContentionRate(std::span<const Corunner> set, size_t i) {
-  return 1.0 / ContentionSlowdown(set, i);
+  double overflow = 0;  // A = sum_j min(d_j, s_j)
+  for (const Corunner& c : set) overflow += Effective(c);
+  overflow = std::max(1.0, overflow);
+  auto rho = [&](const Corunner& c) { return (Effective(c) / overflow) / Demand(c.compute); };
+  double traffic = 0;  // U = sum_j b_j * rho_j: memory traffic at those rates, in units of peak
+  for (const Corunner& c : set) traffic += Bandwidth(c.bandwidth) * rho(c);
+  return rho(set[i]) / std::max(1.0, traffic);
 }
 
 double CorunQuery::Prior() const {

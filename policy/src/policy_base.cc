@@ -258,17 +258,17 @@ void PolicyBase::GrantCorun(Time now, FunctionId f, GpuId g) {
 void PolicyBase::TryCorun(Time now, GpuId g) {
   Gpu& gpu = gpus_[g];
   if (!gpu.spec.corun || gpu.tenant == kNoFunction || !fns_[gpu.tenant].running) return;
-  for (size_t i = 0; i < gpu.ready.size();) {
-    const FunctionId f = gpu.ready[i].first;
+  // In queue order, and never past a function that may not co-run: co-run grants must not
+  // overtake it (a stream of them would keep the GPU held and starve it of its exclusive turn).
+  while (!gpu.ready.empty()) {
+    const FunctionId f = gpu.ready.front().first;
     const Fn& fn = fns_[f];
-    if (fn.where == Residency::kResident && fn.gpu == g && !fn.transfer && !fn.running &&
-        !fn.pending.empty() && MayCorun(now, f, g)) {
-      TakeReady(g, i);
-      GrantCorun(now, f, g);
-      i = 0;  // the set grew: the others are judged against it
-      continue;
+    if (fn.where != Residency::kResident || fn.gpu != g || fn.transfer || fn.running ||
+        fn.pending.empty() || !MayCorun(now, f, g)) {
+      return;
     }
-    ++i;
+    TakeReady(g, 0);
+    GrantCorun(now, f, g);
   }
 }
 

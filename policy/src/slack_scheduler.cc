@@ -45,6 +45,9 @@ constexpr double kCorunSd = 2.0;
 constexpr double kCorunPays = 1.15;
 constexpr double kCorunThreat = 0.9;
 constexpr double kCorunCost = 0.05;
+// corun: a function's load stretched by its predicted slowdown (utilisation x mean) must stay
+// below this, or its own queue would grow (an instance at 0.5 load slowed 2x never catches up).
+constexpr double kCorunMaxLoad = 0.7;
 
 class SlackScheduler final : public PolicyBase {
  public:
@@ -100,23 +103,32 @@ class SlackScheduler final : public PolicyBase {
       set.push_back(corun_.Of(h, fns_[h].spec));
     }
     double rates = 0;
-    std::vector<double> bound(set.size());
+    std::vector<double> bound(set.size()), means(set.size());
     for (size_t i = 0; i < set.size(); ++i) {
       const Slowdown s = corun_.predictor().Predict(QueryOf(set, i));
       rates += 1.0 / s.mean;
+      means[i] = s.mean;
       bound[i] = s.Bound(kCorunSd);
     }
     if (rates < kCorunPays) return false;
+    if (Utilisation(f) * means[0] > kCorunMaxLoad) return false;
     const Fn& fn = fns_[f];
-    if (start + static_cast<Time>(static_cast<double>(Predict(f)) * bound[0]) > fn.deadline() - kMargin) {
+    // f's whole backlog, each burst slowed at the bound, meets the last one's deadline.
+    const double f_work = static_cast<double>(Predict(f)) * static_cast<double>(fn.pending.size());
+    if (start + static_cast<Time>(f_work * bound[0]) > fn.pending.back() + fn.spec.slo - kMargin) {
       return false;
     }
     for (size_t i = 0; i < holders.size(); ++i) {
       const Fn& h = fns_[holders[i]];
       if (!h.running) continue;
-      const double left = std::max(0.0, static_cast<double>(h.grant_pred) - corun_.DoneAt(holders[i], now));
-      if (now + static_cast<Time>(left) > h.deadline()) continue;  // late even alone
-      if (now + static_cast<Time>(left * bound[i + 1]) > h.deadline() - kMargin) return false;
+      if (Utilisation(holders[i]) * means[i + 1] > kCorunMaxLoad) return false;
+      // Its burst's rest and the bursts queued behind it (a holder that cannot make its
+      // deadline even alone is not held against f).
+      const double left = std::max(0.0, static_cast<double>(h.grant_pred) - corun_.DoneAt(holders[i], now)) +
+                          static_cast<double>(Predict(holders[i])) * static_cast<double>(h.pending.size() - 1);
+      const Time last = h.pending.back() + h.spec.slo;
+      if (now + static_cast<Time>(left) > last) continue;
+      if (now + static_cast<Time>(left * bound[i + 1]) > last - kMargin) return false;
     }
     return true;
   }
@@ -124,32 +136,6 @@ class SlackScheduler final : public PolicyBase {
     if (!CorunGpu(g) || !Usable(g)) return false;
     return CorunFits(now, f, g, Holders(g), now);
   }
-  // Whether f, placed on g now, could start at once beside g's holders (the placement's view).
-  bool CorunPlaceable(Time now, FunctionId f, GpuId g) const {
-    if (!CorunGpu(g)) return false;
-    const std::vector<FunctionId> holders = Holders(g);
-    if (holders.empty()) return false;
-    const Time swap_end = SwapTime(f, g) == 0 ? now : std::max(now, gpus_[g].link_free) + SwapTime(f, g);
-    return CorunFits(now, f, g, holders, swap_end);
-  }
-  // Whether f and m could co-run on g (the placement's pairwise view): one fault domain, no
-  // back-off, it pays, and typical bursts of each stay within their SLOs at the bound.
-  bool CorunPair(Time now, FunctionId f, FunctionId m) const {
-    if (!SameDomain(f, m) || corun_.BackedOff(f, m, now)) return false;
-    const std::vector<Corunner> set{corun_.Of(f, fns_[f].spec), corun_.Of(m, fns_[m].spec)};
-    const Slowdown sf = corun_.predictor().Predict(QueryOf(set, 0));
-    const Slowdown sm = corun_.predictor().Predict(QueryOf(set, 1));
-    if (1.0 / sf.mean + 1.0 / sm.mean < kCorunPays) return false;
-    return static_cast<double>(Typical(f)) * sf.Bound(kCorunSd) <= static_cast<double>(fns_[f].spec.slo - kMargin) &&
-           static_cast<double>(Typical(m)) * sm.Bound(kCorunSd) <= static_cast<double>(fns_[m].spec.slo - kMargin);
-  }
-  // A function's share of the GPU while it runs co-run: the larger of its compute share and
-  // bandwidth demand.
-  double Footprint(FunctionId f) const {
-    return std::max(std::min(fns_[f].spec.compute_demand, corun_.share(f)),
-                    std::clamp(fns_[f].spec.bandwidth_demand, 0.0, 1.0));
-  }
-
   void OnRegistered(Time /*now*/, FunctionId f) override { corun_.Register(f, fns_[f].spec); }
 
   void OnCorunChange(Time now, GpuId g, FunctionId joined) override {
@@ -193,7 +179,8 @@ class SlackScheduler final : public PolicyBase {
     if (corun_.clean(f)) corun_.predictor().Observe(corun_.query(f), observed);
     if (!fn.pending.empty() && !corun_.partners(f).empty()) {
       const Duration latency = now - fn.pending.front();
-      const double stretch = static_cast<double>(e.gpu_time) - corun_.done(f);
+      // What co-running added to the burst: its time held beyond a typical solo burst.
+      const double stretch = static_cast<double>(e.gpu_time - Typical(f));
       if (static_cast<double>(latency) > kCorunThreat * static_cast<double>(fn.spec.slo) &&
           stretch > kCorunCost * static_cast<double>(fn.spec.slo)) {
         corun_.Revoke(f, g, now, /*gpu_too=*/latency > fn.spec.slo);
@@ -261,7 +248,7 @@ class SlackScheduler final : public PolicyBase {
       // The victims' copy-out comes first on the link (config_.swap_out_copies).
       if (CorunGpu(g) && !Home(f, g) && gpu.members.size() + 1 > gpu.spec.max_clients) continue;
       const Duration out = RoomTime(now, g, need, evict_mode());
-      if (PredictedStart(now, f, g, out) + e > deadline && !(fits && CorunPlaceable(now, f, g))) continue;
+      if (PredictedStart(now, f, g, out) + e > deadline) continue;
       if (opt_.interference && !Compatible(f, g)) continue;
       if (!opt_.residency) return g;  // first fit
       if (!fits) {
@@ -313,21 +300,13 @@ class SlackScheduler final : public PolicyBase {
   // with `collisions`, the misses their bursts would cause each other (Collisions) stay within
   // kMissBudget for f and for each of them (this catches frequent short collisions that the
   // typical rule allows); and their combined utilisation leaves g room (queues stay short).
-  // corun GPUs: a pair that could co-run (CorunPair) neither waits for the other nor counts
-  // its whole time: each counts its utilisation times its share of the GPU (Footprint).
   bool Compatible(FunctionId f, GpuId g) const {
     const Duration ef = Typical(f);
     const Duration f_slack = fns_[f].spec.slo - ef;
-    const bool corun = CorunGpu(g);
-    double util = Utilisation(f) * (corun ? Footprint(f) : 1.0);
+    double util = Utilisation(f);
     double f_misses = 0;
     for (FunctionId m : gpus_[g].members) {
       if (m == f) continue;
-      if (corun && CorunPair(/*now=*/0, f, m)) {  // back-offs are the dispatch's (MayCorun)
-        util += Utilisation(m) * Footprint(m);
-        if (util > kMaxUtil) return false;
-        continue;
-      }
       if (opt_.typical) {
         const Duration em = Typical(m);
         if (em > f_slack || ef > fns_[m].spec.slo - em) return false;
@@ -386,7 +365,6 @@ class SlackScheduler final : public PolicyBase {
     Fn& fn = fns_[f];
     const GpuId home = fn.gpu;
     if (PredictedStart(now, f, home) + Predict(f) <= fn.deadline()) return false;
-    if (CorunPlaceable(now, f, home)) return false;  // it can start at once beside the holders
     if (fn.pinned) return false;  // cannot afford the move's swap either
     // Only where it fits without evicting anyone: a move that evicts others moves them in
     // turn (with `residency`; without it, any feasible GPU).

@@ -13,15 +13,12 @@ namespace {
 
 // The model's equations written out again, independently of interference.cc.
 double Analytic(const std::vector<Corunner>& set, size_t i) {
-  double compute = 0, bandwidth = 0;
-  for (const Corunner& c : set) {
-    compute += std::min(c.compute, c.share);
-    bandwidth += c.bandwidth;
-  }
-  const Corunner& s = set[i];
-  const double rho = (std::min(s.compute, s.share) / s.compute) / std::max(1.0, compute);
-  const double beta = std::max(1.0, bandwidth);
-  return (1 - s.bandwidth) / rho + s.bandwidth * std::max(1 / rho, beta);
+  double a = 0;
+  for (const Corunner& c : set) a += std::min(c.compute, c.share);
+  auto rho = [&](const Corunner& c) { return std::min(c.compute, c.share) / std::max(1.0, a) / c.compute; };
+  double u = 0;
+  for (const Corunner& c : set) u += c.bandwidth * rho(c);
+  return std::max(1.0, u) / rho(set[i]);
 }
 
 TEST(ContentionModel, KnownValues) {
@@ -36,7 +33,10 @@ TEST(ContentionModel, KnownValues) {
   EXPECT_DOUBLE_EQ(ContentionSlowdown(cnns, 1), 1.0);
   // Two LLM decodes (bandwidth-bound): compute fits, bandwidth 1.7x oversubscribed.
   std::vector<Corunner> llms{{0.5, 0.3, 0.85}, {0.5, 0.3, 0.85}};
-  EXPECT_NEAR(ContentionSlowdown(llms, 0), 0.15 + 0.85 * 1.7, 1e-12);
+  EXPECT_NEAR(ContentionSlowdown(llms, 0), 1.7, 1e-12);
+  // Compute and bandwidth both oversubscribed: traffic counts at the compute rates.
+  std::vector<Corunner> both{{1, 0.8, 0.9}, {1, 0.8, 0.9}};  // rho = 0.625, U = 1.125
+  EXPECT_NEAR(ContentionSlowdown(both, 1), 1.125 / 0.625, 1e-12);
   // A share below the demand caps the function even alone.
   std::vector<Corunner> capped{{0.25, 0.5, 0.0}};
   EXPECT_DOUBLE_EQ(ContentionSlowdown(capped, 0), 2.0);

@@ -116,6 +116,8 @@ void ExpectSameModels(const Catalog& a, const Catalog& b) {
     EXPECT_DOUBLE_EQ(x.decode_ms_per_token, y.decode_ms_per_token) << x.name;
     EXPECT_EQ(x.slo_ms, y.slo_ms) << x.name;
     EXPECT_DOUBLE_EQ(x.share, y.share) << x.name;
+    EXPECT_DOUBLE_EQ(x.compute_demand, y.compute_demand) << x.name;
+    EXPECT_DOUBLE_EQ(x.bandwidth_demand, y.bandwidth_demand) << x.name;
   }
 }
 

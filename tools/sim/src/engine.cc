@@ -8,6 +8,7 @@
 #include <queue>
 
 #include "fmt/format.h"
+#include "gshare/policy/interference.h"
 
 namespace gshare::sim {
 
@@ -31,6 +32,7 @@ struct Pending {
   uint64_t bytes;
   Duration took;
   bool burst_done;  // kRunEnd: the burst finished (else its slice expired)
+  uint64_t token = 0;  // kRunEnd on a co-run GPU: valid only while it equals FnState::token
   bool operator>(const Pending& o) const { return at != o.at ? at > o.at : seq > o.seq; }
 };
 
@@ -51,6 +53,14 @@ struct FnState {
   Duration head_warm = 0;      // time it waited for a weights-only swap-in (from parked)
   Time swap_issued = 0;        // the swap-in in flight: when issued, and whether cold
   bool swap_cold = false;
+  // Running on a GPU marked corun (processor sharing at the contention model's rates):
+  double solo_left = 0;        // solo execution left of the head request (us)
+  double rate = 1.0;           // its rate now (policy::ContentionRate)
+  Time since = 0;              // when solo_left was last advanced
+  Time run_start = 0;          // this grant's start (wall time held counts from it)
+  Time slice_end = policy::kNever;
+  uint64_t token = 0;          // of its one valid pending run end
+  bool burst_corun = false;    // some slice of the head request ran beside others
 };
 
 struct GpuState {
@@ -61,6 +71,8 @@ struct GpuState {
   FunctionId tenant = policy::kNoFunction;
   Time link_free = 0;
   Time last_run_end = 0;  // end of the last burst (or slice) it ran
+  std::vector<FunctionId> holders;  // corun GPUs: every running function (tenant = the first)
+  Time busy_since = 0;              // corun GPUs: since when it has had holders
 };
 
 class Engine {
@@ -86,8 +98,10 @@ class Engine {
   RunResult Run() {
     CountDedicated();
     Deliver(0, policy::Started{});
+    shares_.assign(w_.functions.size(), 1.0);
     for (FunctionId f = 0; f < w_.functions.size(); ++f) {
       Deliver(0, policy::FunctionRegistered{f, w_.functions[f]});
+      shares_[f] = policy_.ShareFor(f).compute_share;  // the process starts with it (policy.h)
     }
     size_t next = 0;
     uint64_t idle_timers = 0;
@@ -364,6 +378,8 @@ class Engine {
         return;
       }
       case ActionKind::kGrant: {
+        if (has_g && o_.gpus[a.gpu].corun) return GrantCorun(a);
+        if (a.corun) return Violation(fmt::format("co-run grant f{} on gpu {} not marked corun", a.function, a.gpu));
         if (!has_f || !has_g || fns_[a.function].where != Residency::kResident ||
             fns_[a.function].gpu != a.gpu || fns_[a.function].transfer ||
             fns_[a.function].pending.empty() || fns_[a.function].running ||
@@ -385,8 +401,84 @@ class Engine {
     }
   }
 
+  // A grant on a GPU marked corun: f joins the GPU's holders (a co-run grant) or becomes its
+  // only one; every holder then progresses at its contention-model rate (Reschedule).
+  void GrantCorun(const Action& a) {
+    const bool has_f = a.function < fns_.size();
+    GpuState& gpu = gpus_[a.gpu];
+    bool ok = has_f && fns_[a.function].where == Residency::kResident && fns_[a.function].gpu == a.gpu &&
+              !fns_[a.function].transfer && !fns_[a.function].pending.empty() && !fns_[a.function].running &&
+              !gpu.unavailable && (a.corun ? !gpu.holders.empty() : gpu.holders.empty()) &&
+              gpu.holders.size() + 1 <= o_.gpus[a.gpu].max_clients;
+    for (FunctionId h : gpu.holders) {
+      if (has_f && !o_.corun_across_domains &&
+          w_.functions[h].fault_domain != w_.functions[a.function].fault_domain) {
+        ok = false;
+      }
+    }
+    if (!ok) return Violation(fmt::format("{}grant f{} on gpu {}", a.corun ? "co-run " : "", a.function, a.gpu));
+    FnState& fn = fns_[a.function];
+    fn.running = true;
+    if (fn.grant_at < 0) fn.grant_at = now_;
+    fn.solo_left = static_cast<double>(fn.remaining);
+    fn.since = now_;
+    fn.run_start = now_;
+    fn.slice_end = a.slice > 0 ? now_ + a.slice : policy::kNever;
+    if (gpu.holders.empty()) gpu.busy_since = now_;
+    gpu.holders.push_back(a.function);
+    gpu.tenant = gpu.holders.front();
+    if (a.corun) ++result_.corun_grants;
+    if (gpu.holders.size() > 1) {
+      for (FunctionId h : gpu.holders) fns_[h].burst_corun = true;
+    }
+    Reschedule(a.gpu);
+  }
+
+  // Processor sharing: advance every holder of g at its old rate, give each its new rate for
+  // the current set, and schedule its run end (burst done, or slice end) at that rate.
+  void Reschedule(GpuId g) {
+    GpuState& gpu = gpus_[g];
+    std::vector<policy::Corunner> set;
+    for (FunctionId h : gpu.holders) {
+      FnState& fn = fns_[h];
+      fn.solo_left -= static_cast<double>(now_ - fn.since) * fn.rate;
+      fn.since = now_;
+      set.push_back(policy::CorunnerOf(w_.functions[h], shares_[h]));
+    }
+    for (size_t i = 0; i < gpu.holders.size(); ++i) {
+      const FunctionId h = gpu.holders[i];
+      FnState& fn = fns_[h];
+      fn.rate = policy::ContentionRate(set, i);
+      const Time done = now_ + static_cast<Duration>(std::ceil(std::max(0.0, fn.solo_left) / fn.rate - 1e-9));
+      const Time at = std::min(done, fn.slice_end);
+      Push({at, 0, Ev::kRunEnd, h, g, policy::SwapKind::kIn, 0, 0, done <= fn.slice_end, ++fn.token});
+    }
+  }
+
+  void CompleteCorun(const Pending& e) {
+    FnState& fn = fns_[e.f];
+    if (e.token != fn.token || !fn.running) return;  // superseded by a Reschedule
+    GpuState& gpu = gpus_[e.g];
+    fn.solo_left -= static_cast<double>(now_ - fn.since) * fn.rate;
+    fn.since = now_;
+    fn.running = false;
+    std::erase(gpu.holders, e.f);
+    gpu.tenant = gpu.holders.empty() ? policy::kNoFunction : gpu.holders.front();
+    gpu.last_run_end = e.at;
+    if (gpu.holders.empty()) busy_time_ += now_ - gpu.busy_since;
+    fn.burst_exec += now_ - fn.run_start;  // wall time held: stretched by the co-runners
+    const bool done = e.burst_done || fn.solo_left < 0.5;
+    fn.remaining = done ? 0 : std::max<Duration>(1, static_cast<Duration>(std::ceil(fn.solo_left)));
+    Reschedule(e.g);  // the others speed up
+    if (!done) return Deliver(e.at, policy::SliceExpired{e.f, e.g});
+    const bool corun = fn.burst_corun;
+    fn.burst_corun = false;
+    FinishHead(e.f, e.g, corun);
+  }
+
   void Complete(const Pending& e) {
     now_ = std::max(now_, e.at);
+    if (e.kind == Ev::kRunEnd && o_.gpus[e.g].corun) return CompleteCorun(e);
     FnState& fn = fns_[e.f];
     if (e.kind == Ev::kSwapDone) {
       if (e.swap != policy::SwapKind::kOut) fn.transfer = false;
@@ -403,6 +495,13 @@ class Engine {
     fn.remaining -= e.took;
     fn.burst_exec += e.took;
     if (!e.burst_done) return Deliver(e.at, policy::SliceExpired{e.f, e.g});
+    FinishHead(e.f, e.g, false);
+  }
+
+  // The head request of f finished on g: latency, SLO, causes; then BurstEnd.
+  void FinishHead(FunctionId f, GpuId g, bool corun) {
+    FnState& fn = fns_[f];
+    const Pending e{now_, 0, Ev::kRunEnd, f, g, policy::SwapKind::kIn, 0, 0, true};
     const size_t idx = fn.pending.front();
     fn.pending.pop_front();
     const Residency was = fn.arrived_as.front();
@@ -424,7 +523,7 @@ class Engine {
     }
     const Duration used = fn.burst_exec;
     if (!fn.pending.empty()) StartHead(fn, now_, w_.requests[fn.pending.front()].exec);
-    Deliver(e.at, policy::BurstEnd{e.f, e.g, used});
+    Deliver(e.at, policy::BurstEnd{e.f, e.g, used, corun});
   }
 
   void Finish() {
@@ -443,6 +542,7 @@ class Engine {
     result_.busy_seconds = static_cast<double>(busy_time_) / policy::kUsPerSecond;
     const double price = o_.gpus.empty() ? 0.0 : o_.gpus[0].price_per_hour;
     result_.cost_usd = policy::GpuCostUsd(gpu_time_, price);
+    result_.corun_revocations = policy_.corun_stats().revocations;
     SummariseLatencies(&result_);
   }
 
@@ -452,6 +552,7 @@ class Engine {
   bool measure_;
   std::vector<FnState> fns_;
   std::vector<GpuState> gpus_;
+  std::vector<double> shares_;  // each function's compute share (Policy::ShareFor)
   std::vector<std::vector<FunctionId>> members_;  // warm_routing: each group's instances
   std::priority_queue<Pending, std::vector<Pending>, std::greater<>> heap_;
   std::vector<Change> changes_;  // GPU availability changes from options.outages, by time

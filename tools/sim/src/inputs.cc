@@ -122,6 +122,8 @@ Inputs LoadInputs(const InputOptions& o) {
     spec.context_bytes = catalog.context_bytes + m.activation_bytes;
     spec.exec_p50 = static_cast<Duration>(std::llround(workload::ExecQuantileMs(m, 0.5) * 1000));
     spec.exec_p90 = static_cast<Duration>(std::llround(workload::ExecQuantileMs(m, 0.9) * 1000));
+    spec.compute_demand = m.compute_demand;
+    spec.bandwidth_demand = m.bandwidth_demand;
     // SLO: the paper's K x p90 of the function's execution time (measured on its requests when
     // it has enough of them: token-driven models differ from the catalog's log-normal), floored.
     double p90_ms = workload::ExecQuantileMs(m, 0.9);

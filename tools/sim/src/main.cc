@@ -128,6 +128,13 @@ int main(int argc, char** argv) {
   app.add_flag("--swap-out-copies", swap_out_copies,
                "evictions copy what they free to the host over the link first, as the live "
                "arbiter does (the policy is told so too); default: swap-outs are free");
+  bool corun = false;
+  app.add_flag("--corun", corun,
+               "mark every GPU for co-running (MPS; the policy's corun idea, the contention model "
+               "of docs/scheduling.md); default: time slicing only");
+  bool corun_across_domains = false;
+  app.add_flag("--corun-across-domains", corun_across_domains,
+               "with --corun: functions of different fault domains may co-run");
   double slice_ms = 0;
   app.add_option("--slice-ms", slice_ms, "grant slices of this length (0: whole bursts; the arbiter's --slice)")
       ->check(CLI::NonNegativeNumber);
@@ -190,8 +197,10 @@ int main(int argc, char** argv) {
   gpu.link_bytes_per_us = link_gbps * 1000.0;
   gpu.price_per_hour = price;
   gpu.restore_overhead = static_cast<policy::Duration>(restore_ms * 1000);
+  gpu.corun = corun;
   options.gpus.assign(static_cast<size_t>(gpus), gpu);
   options.swap_out_copies = swap_out_copies;
+  options.corun_across_domains = corun_across_domains;
   options.warm_routing = in.routing == "warm-first";
   for (const auto& f : inputs.workload.functions) {
     if (policy::FootprintBytes(f, policy::Residency::kResident) > gpu.memory_bytes) {
@@ -208,6 +217,7 @@ int main(int argc, char** argv) {
   }
   config.pool_gpus = pool;
   config.swap_out_copies = swap_out_copies;
+  config.corun_across_domains = corun_across_domains;
   config.slice = static_cast<policy::Duration>(slice_ms * 1000);
 
   const sim::WorkloadBounds bounds = sim::ComputeBounds(inputs.workload, gpu);

@@ -101,6 +101,10 @@ nlohmann::json RunJson(const RunResult& r, const WorkloadBounds* bounds) {
                         {"memory_overcommits", r.memory_overcommits},
                         {"end_s", static_cast<double>(r.end_time) / 1e6}};
   if (!r.first_violation.empty()) run["first_violation"] = r.first_violation;
+  if (r.corun_grants > 0 || r.corun_revocations > 0) {  // co-run GPUs only: other runs unchanged
+    run["corun_grants"] = r.corun_grants;
+    run["corun_revocations"] = r.corun_revocations;
+  }
   if (bounds != nullptr) {
     run["ceiling_gap_points"] = 100.0 * (r.slo_attainment - Ceiling(r));
     run["busy_share"] = BusyShare(r);

@@ -13,6 +13,8 @@
 //   prefill_per_token = "0.1ms"   # optional durations (token-driven models)
 //   decode_per_token = "8ms"
 //   share = 1.0                   # optional number >= 0, default 1
+//   compute_demand = 0.3          # optional, (0, 1], default 1 (co-running only)
+//   bandwidth_demand = 0.15       # optional, [0, 1], default 1 (co-running only)
 #include "gshare/workload/catalog.h"
 
 #include <chrono>
@@ -125,7 +127,7 @@ class TableReader {
 const std::set<std::string_view> kTopKeys = {"context", "model"};
 const std::set<std::string_view> kModelKeys = {
     "name", "weights", "activation", "exec", "exec_cv", "slo", "prefill_per_token",
-    "decode_per_token", "share"};
+    "decode_per_token", "share", "compute_demand", "bandwidth_demand"};
 
 std::optional<Error> ReadModel(const toml::table& table, std::string_view source, size_t index,
                                ModelSpec* model) {
@@ -152,6 +154,14 @@ std::optional<Error> ReadModel(const toml::table& table, std::string_view source
   model->prefill_ms_per_token = prefill.value_or(0);
   model->decode_ms_per_token = decode.value_or(0);
   if (auto e = reader.Number("share", false, &model->share)) return e;
+  if (auto e = reader.Number("compute_demand", false, &model->compute_demand)) return e;
+  if (!(model->compute_demand > 0) || model->compute_demand > 1) {
+    return Error{reader.Where(*table.get("compute_demand")) + "compute_demand must be in (0, 1]"};
+  }
+  if (auto e = reader.Number("bandwidth_demand", false, &model->bandwidth_demand)) return e;
+  if (model->bandwidth_demand > 1) {
+    return Error{reader.Where(*table.get("bandwidth_demand")) + "bandwidth_demand must be in [0, 1]"};
+  }
   return std::nullopt;
 }
 

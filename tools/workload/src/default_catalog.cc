@@ -39,6 +39,13 @@ Catalog DefaultCatalog() {
       Model("llm_1b", 2200 * kMiB, 512 * kMiB, 300.0, 0.5, 11.7, 0.03, 2.0),
       Model("llm_7b", 14'000'000'000ull, 2 * kGiB, 1000.0, 0.5, 21.8, 0.1, 8.0),
   };
+  // Co-run demands (data/default-catalog.toml explains them): compute, bandwidth.
+  const double demands[][2] = {{0.10, 0.05}, {0.30, 0.15}, {0.35, 0.15}, {0.25, 0.15}, {0.25, 0.20},
+                               {0.40, 0.25}, {0.10, 0.05}, {0.20, 0.55}, {0.30, 0.85}};
+  for (size_t i = 0; i < c.models.size(); ++i) {
+    c.models[i].compute_demand = demands[i][0];
+    c.models[i].bandwidth_demand = demands[i][1];
+  }
   return c;
 }
 

@@ -3,20 +3,20 @@
 // model" states the same equations), and the interference predictor that starts from it and
 // learns the difference from observed co-run bursts (dlib's kernel ridge regression).
 //
-// The model. Each co-running function i has a compute share s_i (MPS active-thread
-// percentage / 100, fixed when its process starts), a compute demand d_i (fraction of the GPU
-// its kernels could use alone) and a bandwidth demand b_i (fraction of the device's memory
-// bandwidth it uses alone). With c_i = min(d_i, s_i), C = sum_j c_j and B = sum_j b_j over the
-// set running at the same time (i included):
-//   compute rate   rho_i = (c_i / d_i) / max(1, C)
-//   bandwidth      beta  = max(1, B)
-//   slowdown_i     = (1 - b_i) / rho_i + b_i * max(1 / rho_i, beta)
-//   rate r_i       = 1 / slowdown_i   (solo work done per unit of wall time, relative to alone
-//                                      at full share)
-// Read: a fraction b_i of i's solo time is bandwidth-bound; during it i progresses at
-// min(rho_i, 1 / beta), during the rest at rho_i. A function alone at full share has rate 1.
-// Two functions that each fill the GPU (d = b = 1, the FunctionSpec defaults) get rate 1/2
-// each: co-running them is no better than time slicing.
+// The model (the same as simcuda's MPS mode, docs/simcuda.md). Each co-running function j has
+// a compute share s_j (MPS active-thread percentage / 100, fixed when its process starts), a
+// compute demand d_j (fraction of the GPU's SMs its kernels fill alone) and a bandwidth demand
+// b_j (fraction of the device's peak memory bandwidth it uses alone). Over the set running at
+// the same time (i included):
+//   a_j    = min(d_j, s_j)                 SMs it may take (a share is a cap, not a reservation)
+//   A      = sum_j a_j
+//   rho_j  = (a_j / max(1, A)) / d_j       its compute rate (1 = as fast as alone)
+//   U      = sum_j b_j * rho_j             memory traffic at those rates, in units of peak
+//   rate_i = rho_i / max(1, U)             bandwidth shared in proportion above 100%
+//   slowdown_i = 1 / rate_i
+// A function alone at full share has rate 1. Two functions that each fill the GPU (d = b = 1,
+// the FunctionSpec defaults) get rate 1/2 each: co-running them is no better than time
+// slicing.
 //
 // Thread-safety: the model functions are pure; an InterferencePredictor is a plain value, not
 // thread-safe (the policy's one thread).

@@ -71,6 +71,12 @@ struct SimOptions {
   // Record each request's GPU and first grant (RunResult::request_gpu, request_start): for
   // comparing a policy's schedule with the exact optimum's, window by window.
   bool record_requests = false;
+  // Co-running: GPUs whose GpuSpec::corun is set run the bursts granted on them at the same
+  // time, each at its rate under the contention model (policy/interference.h), recomputed
+  // whenever a holder starts or finishes (processor sharing); a GPU's busy time counts once
+  // while it has any holder. Functions of different fault domains co-run only with this set
+  // (the policy is told the same: PolicyConfig::corun_across_domains).
+  bool corun_across_domains = false;
 };
 
 struct RunResult {
@@ -100,7 +106,9 @@ struct RunResult {
   // burst it ran (its keep-warm tail is left out, as the exact model has none after its
   // horizon). Used to grade short windows against the exact optimum.
   double gpu_seconds_to_last_use = 0;
-  double busy_seconds = 0;   // sum of granted execution
+  double busy_seconds = 0;   // sum of granted execution (a co-run GPU: time with any holder)
+  uint64_t corun_grants = 0;       // grants with corun = true
+  uint64_t corun_revocations = 0;  // the policy's (Policy::corun_stats)
   int peak_gpus = 0;
   uint64_t swap_bytes = 0;   // bytes over all links, both directions
   // Placement churn: swap-ins issued (and the bytes they moved), those that moved a function

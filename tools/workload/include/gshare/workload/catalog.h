@@ -34,6 +34,11 @@ struct ModelSpec {
   std::optional<double> slo_ms;
   // Relative weight of this model when AssignModels() draws models for functions (>= 0).
   double share = 1.0;
+  // Co-running (issue 20; only GPUs marked for co-running use them): the fraction of the GPU's
+  // compute its kernels could use alone at batch 1 (0, 1], and of the device's memory
+  // bandwidth it uses alone [0, 1]. The defaults mean "fills the GPU" (never worth co-running).
+  double compute_demand = 1.0;
+  double bandwidth_demand = 1.0;
 };
 
 struct Catalog {

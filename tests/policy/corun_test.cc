@@ -1,0 +1,132 @@
+// The `corun` idea of aggressive on hand-built scenarios: a ready function is granted beside
+// the GPU's running holder when that pays and keeps both within their SLOs, never when it
+// would miss, never across fault domains (unless the config says so), never where it does not
+// pay; an observed threat revokes the pair and backs off; GPUs not marked corun and
+// aggressive-no-corun behave exactly as before; share classes.
+#include <gtest/gtest.h>
+
+#include "driver.h"
+
+namespace gshare::policy::testing {
+namespace {
+
+FunctionSpec Demanding(double d, double b, Duration slo = 20'000, uint32_t domain = 0) {
+  FunctionSpec f = Fn(1, 1'000, slo);
+  f.compute_demand = d;
+  f.bandwidth_demand = b;
+  f.fault_domain = domain;
+  return f;
+}
+
+PolicyConfig Config(bool corun, bool across = false) {
+  PolicyConfig c;
+  GpuSpec g = SmallGpu();
+  g.corun = corun;
+  c.gpus.assign(1, g);
+  c.corun_across_domains = across;
+  return c;
+}
+
+bool HasCorunGrant(const ActionList& out, FunctionId f) {
+  for (const Action& a : out) {
+    if (a.kind == ActionKind::kGrant && a.function == f && a.corun) return true;
+  }
+  return false;
+}
+
+// f0 is running on GPU 0 and f1's request arrives and is swapped in: returns every action
+// from f1's arrival on (its grant, co-run or not, or nothing while it waits).
+struct Scenario {
+  Driver d;
+  ActionList all;
+  Scenario(const std::string& policy, const PolicyConfig& config, const FunctionSpec& f0,
+           const FunctionSpec& f1)
+      : d(policy, config) {
+    Record(d.Send(0, FunctionRegistered{0, f0}));
+    Record(d.Send(0, FunctionRegistered{1, f1}));
+    Record(d.Send(10, BurstStart{0}));
+    Record(d.Send(2'010, SwapDone{0, 0, SwapKind::kIn, 1'000'000, 2'000}));
+    Record(d.Send(2'100, BurstStart{1}));
+  }
+  // Completes f1's swap-in if one was issued; returns the actions from then on.
+  ActionList LandF1() {
+    if (!Has(all, ActionKind::kSwapIn, 1)) return {};
+    ActionList out = d.Send(4'100, SwapDone{1, 0, SwapKind::kIn, 1'000'000, 2'000});
+    Record(out);
+    return out;
+  }
+  void Record(const ActionList& out) { all.insert(all.end(), out.begin(), out.end()); }
+};
+
+TEST(Corun, CoRunsWhenItPays) {
+  Scenario s("aggressive", Config(true), Demanding(0.2, 0.1), Demanding(0.2, 0.1));
+  ASSERT_TRUE(Has(s.all, ActionKind::kGrant, 0)) << Describe(s.all);
+  const ActionList out = s.LandF1();
+  EXPECT_TRUE(HasCorunGrant(out, 1)) << Describe(out);
+  EXPECT_EQ(s.d.policy->corun_stats().grants, 1u);
+}
+
+TEST(Corun, NotWhenItWouldMissAnSlo) {
+  // Both nearly fill the GPU: co-running pays (rates 2 x 0.625) but a burst would take
+  // 1.6 x 1 ms, past the 2.5 ms SLO less the margin.
+  Scenario s("aggressive", Config(true), Demanding(0.8, 0.0, 2'500), Demanding(0.8, 0.0, 2'500));
+  const ActionList out = s.LandF1();
+  EXPECT_FALSE(HasCorunGrant(s.all, 1)) << Describe(s.all);
+  EXPECT_EQ(s.d.policy->corun_stats().grants, 0u);
+  // The same pair with room in its SLO co-runs.
+  Scenario ok("aggressive", Config(true), Demanding(0.8, 0.0, 20'000), Demanding(0.8, 0.0, 20'000));
+  EXPECT_TRUE(HasCorunGrant(ok.LandF1(), 1));
+}
+
+TEST(Corun, NotWhereItDoesNotPay) {
+  // The FunctionSpec defaults fill the GPU: co-running does no more than time slicing.
+  Scenario s("aggressive", Config(true), Fn(1, 1'000, 20'000), Fn(1, 1'000, 20'000));
+  s.LandF1();
+  EXPECT_FALSE(HasCorunGrant(s.all, 1)) << Describe(s.all);
+}
+
+TEST(Corun, NeverAcrossFaultDomains) {
+  Scenario s("aggressive", Config(true), Demanding(0.2, 0.1, 20'000, 1000),
+             Demanding(0.2, 0.1, 20'000, 1001));
+  s.LandF1();
+  EXPECT_FALSE(HasCorunGrant(s.all, 1)) << Describe(s.all);
+  // Unless the operator widened the fault domain.
+  Scenario wide("aggressive", Config(true, /*across=*/true), Demanding(0.2, 0.1, 20'000, 1000),
+                Demanding(0.2, 0.1, 20'000, 1001));
+  EXPECT_TRUE(HasCorunGrant(wide.LandF1(), 1));
+}
+
+TEST(Corun, RevokesAndBacksOffAfterAnObservedThreat) {
+  Scenario s("aggressive", Config(true), Demanding(0.2, 0.1), Demanding(0.2, 0.1));
+  ASSERT_TRUE(HasCorunGrant(s.LandF1(), 1));
+  // f1's co-run burst took 19 ms of its 20 ms SLO (the prediction said ~1 ms): a threat.
+  s.d.Send(21'000, BurstEnd{1, 0, 16'900, /*corun=*/true});
+  EXPECT_EQ(s.d.policy->corun_stats().revocations, 1u);
+  // f0 still runs; f1's next request waits for an exclusive turn instead of co-running.
+  const ActionList again = s.d.Send(21'100, BurstStart{1});
+  EXPECT_FALSE(HasCorunGrant(again, 1)) << Describe(again);
+  const ActionList after = s.d.Send(22'000, BurstEnd{0, 0, 20'000, /*corun=*/true});
+  EXPECT_TRUE(Has(after, ActionKind::kGrant, 1)) << Describe(after);
+  EXPECT_FALSE(HasCorunGrant(after, 1));
+}
+
+TEST(Corun, OffAndUnmarkedGpusBehaveExactlyAsBefore) {
+  const FunctionSpec a = Demanding(0.2, 0.1), b = Demanding(0.2, 0.1);
+  Scenario unmarked("aggressive", Config(false), a, b);
+  Scenario off("aggressive-no-corun", Config(true), a, b);
+  unmarked.LandF1();
+  off.LandF1();
+  EXPECT_EQ(Describe(unmarked.all), Describe(off.all));
+  EXPECT_FALSE(HasCorunGrant(unmarked.all, 1));
+  EXPECT_FALSE(HasCorunGrant(off.all, 1));
+  for (const Action& x : unmarked.all) EXPECT_FALSE(x.corun);
+  // Share classes: full GPU without the idea; the smallest quarter covering the demand with it.
+  EXPECT_DOUBLE_EQ(off.d.policy->ShareFor(0).compute_share, 1.0);
+  EXPECT_DOUBLE_EQ(unmarked.d.policy->ShareFor(0).compute_share, 0.25);
+  Driver fifo("fifo", Config(true));
+  fifo.Send(0, FunctionRegistered{0, a});
+  EXPECT_DOUBLE_EQ(fifo.policy->ShareFor(0).compute_share, 1.0);
+}
+
+}  // namespace
+}  // namespace gshare::policy::testing

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Issue 20's co-run table (docs/scheduling.md, "Co-running: results"): every GPU marked for
+# co-running (--corun), aggressive (with its corun idea) against time-only aggressive
+# (aggressive-no-corun) on the shipped trace, synthetic seeds 1-3, held-out seeds 4-5, and the
+# demo scenario. Render with tools/sim/scripts/results_table.py --corun OUT_DIR.
+# Usage: tools/sim/scripts/corun.sh [BUILD_DIR] [OUT_DIR]
+set -euo pipefail
+build=${1:-build}
+out=${2:-sim-results}
+sim="$build/bin/gshare-sim"
+mkdir -p "$out"
+both=aggressive,aggressive-no-corun
+run() {  # name, then gshare-sim arguments
+  local name=$1
+  shift
+  echo "== $name: gshare-sim $*"
+  "$sim" "$@" --json "$out/$name.json" | tee "$out/$name.txt"
+}
+run corun-trace --format azure-llm --functions 100 --gpus 200 --seed 1 --corun --policy "$both"
+for seed in 1 2 3 4 5; do
+  run "corun-synthetic-$seed" --synthetic --functions 300 --duration 3600 --gpus 400 --seed "$seed" \
+    --corun --policy "$both"
+done
+scenario=$(dirname "$0")/../scenarios/demo
+run corun-demo-scenario --format csv --trace "$scenario/requests.csv" --catalog "$scenario/catalog.toml" \
+  --models-by-name --gpus 2 --link-gbps 2.2 --policy-link-gbps 24 --slice-ms 100 --gpu-memory 2GiB \
+  --corun --policy "$both"
