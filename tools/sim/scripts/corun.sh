@@ -2,7 +2,8 @@
 # Issue 20's co-run table (docs/scheduling.md, "Co-running: results"): every GPU marked for
 # co-running (--corun), aggressive (with its corun idea) against time-only aggressive
 # (aggressive-no-corun) on the shipped trace, synthetic seeds 1-3, held-out seeds 4-5, and the
-# demo scenario. Render with tools/sim/scripts/results_table.py --corun OUT_DIR.
+# demo scenario. The table in docs/scheduling.md is read from OUT_DIR/corun-*.json (fields
+# slo_attainment, dedicated_attainment, gpu_seconds, busy_seconds, corun_grants, corun_revocations).
 # Usage: tools/sim/scripts/corun.sh [BUILD_DIR] [OUT_DIR]
 set -euo pipefail
 build=${1:-build}
