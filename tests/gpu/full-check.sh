@@ -4,7 +4,8 @@
 # (sample_overhead_bench --real-gpu, with the arbiter with and without the sole-tenant lease,
 # and stand-alone when the first run is over the 5% target; a kernel on VMM vs cuMemAlloc
 # buffers), the multi-GPU checks on a host with two GPUs or more (tests/gpu/multi_gpu_check.sh),
-# and the end-to-end demo on the real driver (gshare-demo --real-gpu --quick). Each part has its own time limit, so one that hangs cannot take the others' time.
+# the end-to-end demo on the real driver (gshare-demo --real-gpu --quick), and with
+# GSHARE_MPS_CHECK=1 the MPS check (tests/gpu/mps-check.sh, LOG_DIR/mps-check/). Each part has its own time limit, so one that hangs cannot take the others' time.
 # Usage: tests/gpu/full-check.sh BUILD_DIR LOG_DIR
 #   BUILD_DIR: a build tree or a folder from tests/gpu/pack-prebuilt.sh (then set
 #   GSHARE_SMOKE_PREBUILT=1); LOG_DIR receives smoke.txt, smoke-logs.tar.gz, overhead*.txt,
@@ -58,5 +59,15 @@ if [[ -x "$B/bin/gshare-demo" ]]; then
   echo "gshare-demo exit $?"
   sed -n '/== gshare demo: summary ==/,$p' "$L/demo.txt" | head -40
   tar -C "$L" -czf "$L/demo-logs.tar.gz" demo-run 2>/dev/null && rm -rf "$L/demo-run"
+fi
+
+# Optional (GSHARE_MPS_CHECK=1): co-running under a private MPS daemon (tests/gpu/mps-check.sh:
+# pair slowdowns, client limit, VMM and checkpoint of MPS clients, simulator parameters) into
+# LOG_DIR/mps-check/. About 4 minutes; it leaves the GPU's compute mode and time slice alone.
+if [[ "${GSHARE_MPS_CHECK:-0}" == 1 ]]; then
+  echo "== MPS check =="
+  OUT=$L/mps-check timeout 480 bash "$ROOT/tests/gpu/mps-check.sh" --build "$B" > "$L/mps-check.txt" 2>&1
+  echo "mps-check exit $?"
+  grep -E '^(PASS|FAIL|SKIP|RESULT)|^mps_|^# (SIMCUDA|mps_|VMM)' "$L/mps-check.txt" | head -40
 fi
 exit "$smoke"

@@ -7,6 +7,8 @@
 #   then, on the GPU host: GSHARE_SMOKE_PREBUILT=1 tests/gpu/smoke.sh OUT_DIR
 #   (gshare-demo, gshare-trace, sample_overhead_bench and the workload data come along when built,
 #   for `OUT_DIR/bin/gshare-demo --real-gpu ...` and `sample_overhead_bench --real-gpu`).
+#   tests/gpu/mps-check.sh needs nothing packed (python3 + the driver; its helper mps_probe.py
+#   runs from the source tree); its step 7 uses OUT_DIR via `--build OUT_DIR`.
 set -euo pipefail
 B=${1:?usage: pack-prebuilt.sh BUILD_DIR OUT_DIR}
 O=${2:?usage: pack-prebuilt.sh BUILD_DIR OUT_DIR}
