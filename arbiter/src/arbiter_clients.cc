@@ -443,7 +443,7 @@ void ArbiterImpl::RemoveClient(uint32_t client_id, Unregister reason, uint64_t n
     }
     return;
   }
-  if (c.holding && gpus_[c.hold_gpu].holder == c.id) gpus_[c.hold_gpu].holder = 0;
+  if (c.holding) DropHold(c);
   if (c.where == Where::kCheckpointed) {
     // Frozen by a checkpoint: its process is thawed by the worker (it runs on, disconnected);
     // if that restores its memory, the reservation is kept as an orphan then.

@@ -147,13 +147,24 @@ json ArbiterImpl::StatusJson(uint64_t now) {
     };
     if (g < telemetry_.recent.size())
       for (const Hold& h : telemetry_.recent[g]) add(h.client, h.function, h.start_ns, h.end_ns);
-    if (gs.holder != 0) {
-      if (const auto it = clients_.find(gs.holder); it != clients_.end()) {
+    // "holder": the first (the only one unless the GPU runs a co-run set); "holders": all.
+    json holders = json::array();
+    for (uint32_t hid : gs.holders.ids()) {
+      if (const auto it = clients_.find(hid); it != clients_.end()) {
         const Client& h = *it->second;
-        j["holder"] = {{"client", h.id}, {"function", h.name}, {"pid", h.pid},
-                       {"held_ms", Ms(now - h.grant_ns)}};
+        json one = {{"client", h.id}, {"function", h.name}, {"pid", h.pid},
+                    {"held_ms", Ms(now - h.grant_ns)}};
+        if (!j.contains("holder")) j["holder"] = one;
+        holders.push_back(std::move(one));
         add(h.id, h.name, h.grant_ns, now);
       }
+    }
+    j["holders"] = std::move(holders);
+    if (corun_.Enabled(g)) {
+      const uint64_t until = corun_.BackoffUntil(g);
+      j["corun"] = {{"enabled", true},
+                    {"backoff_ms", until > now ? Ms(until - now) : 0},
+                    {"mps", mps_.Json(g)}};
     }
     json util = json::array();
     double total = 0;
@@ -301,8 +312,8 @@ json ArbiterImpl::Drain(uint32_t g, bool drain, uint64_t now) {
 void ArbiterImpl::EnforceDrains(uint64_t now) {
   for (uint32_t g = 0; g < gpus_.size(); ++g) {
     if (!gpus_[g].drained) continue;
-    if (gpus_[g].holder != 0)
-      if (Client* h = ById(gpus_[g].holder); h != nullptr && !h->preempt_sent) Preempt(*h, now);
+    for (uint32_t hid : std::vector<uint32_t>(gpus_[g].holders.ids()))
+      if (Client* h = ById(hid); h != nullptr && !h->preempt_sent) Preempt(*h, now);
     std::vector<Client*> out;
     for (auto& [id, c] : clients_) {
       if (ReservedOn(*c) != g || c->holding) continue;

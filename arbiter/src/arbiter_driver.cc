@@ -227,9 +227,8 @@ void ArbiterImpl::FinishEnforce(Client& c, const DriverOutcome& o, uint64_t now_
   c.chan.Revoke();
   if (c.holding) {
     OnReleased(c, g, now_ns, false, now_ns);
-    c.holding = false;
+    DropHold(c);
     c.preempt_sent = false;
-    if (gpus_[g].holder == c.id) gpus_[g].holder = 0;
   }
   c.where = Where::kCheckpointed;
   Unreserve(c);

@@ -24,7 +24,8 @@
 //  2. A swap-in order is issued only after its quota has been reserved on the target GPU.
 //     A reservation is released only when a swap-out is acknowledged, a checkpoint succeeded,
 //     or the client is gone.
-//  3. gpus_[g].holder is the one client holding GPU g's token (0 = none); that client's
+//  3. gpus_[g].holders are the clients holding GPU g's token: at most one, or on a GPU marked
+//     for co-running a set of MPS clients of one fault domain (corun.h); each holder's
 //     holding == true and hold_gpu == g.
 //  4. Each client has at most one swap order in flight (transfer.issued).
 //  5. Client ids are never reused within an epoch.
@@ -51,11 +52,13 @@
 #include <vector>
 
 #include "control_server.h"
+#include "corun.h"
 #include "doorbell_guard.h"
 #include "driver.h"
 #include "driver_worker.h"
 #include "fd_reaper.h"
 #include "metrics_server.h"
+#include "mps_daemons.h"
 #include "registration_intake.h"
 #include "reservation_book.h"
 #include "tenant_limits.h"
@@ -123,11 +126,15 @@ struct Client {
   shm::ArbiterChannel chan;
   pid_t pid = 0;
   uid_t uid = 0;
+  gid_t gid = 0;
   uint64_t quota = 0;
   uint32_t slo_ms = 0;
   std::string name;
   std::string pod_namespace;  // the Kubernetes pod, "" when unknown (DNS-1123, checked)
   std::string pod_name;
+  // Its process's MPS compute share in percent as its registration reported it (0: not an MPS
+  // client: it never co-runs). Fixed for the process's life.
+  uint32_t mps_share = 0;
 
   Where where = Where::kOut;
   uint32_t gpu = 0;                           // index: where resident / last resident
@@ -148,6 +155,8 @@ struct Client {
   uint64_t last_use_ns = 0;
   uint64_t channel_busy_since_ns = 0;  // first read that found a write in progress (0: none)
   uint64_t deadline_ns = 0;  // current burst: start + SLO (for the next-in-line hint)
+  uint64_t burst_start_ns = 0;  // current burst's start as the client reported it
+  bool corun_grant = false;  // its current grant joined (or formed) a co-run set
   bool hinted = false;       // told it is next in line
 
   // The lease (arbiter_lease.cc). An offer outstanding is chan.lease_offered(); lease_gpu is
@@ -227,7 +236,7 @@ enum class OrphanRelease : uint8_t { kExited, kReRegistered, kNoDevice };
 // A GPU's memory accounts are in the ReservationBook (book_), not here.
 struct GpuState {
   GpuInfo info;
-  uint32_t holder = 0;  // client id, 0 = none
+  GpuHolders holders;  // who holds the token (invariant 3)
   bool drained = false;  // gshare-ctl drain: everyone swapped out, no new residency
 };
 
@@ -360,7 +369,25 @@ class ArbiterImpl final : public Arbiter {
   void CheckOrders(uint64_t now_ns);
   // UINT64_MAX: no order in flight. See the constants above kOrderMinBytesPerS.
   uint64_t OrderDeadlineNs(const Client& c) const;
-  void Grant(Client& c, uint32_t g, policy::Duration slice_us, uint64_t now_ns);
+  // `corun`: the policy grants c beside g's current holders (a co-run set), which the co-run
+  // rules may refuse (answered as a slice that ended: the policy asks again).
+  void Grant(Client& c, uint32_t g, policy::Duration slice_us, uint64_t now_ns,
+             bool corun = false);
+  // Co-running (corun.h): the rules' view of c; why c may not join g's holders now ("" : it
+  // may); a member's burst that ended after `latency_ns`, revoking g's set if it threatens c's
+  // SLO (the others are asked to yield).
+  CorunMember MemberOf(const Client& c) const;
+  std::string CorunRefusal(const Client& c, uint32_t g, uint64_t now_ns) const;
+  void CheckCorunLatency(Client& c, uint32_t g, uint64_t latency_ns, uint64_t now_ns);
+  // Back to exclusive slices on g: the holder that has held longest keeps it, the others are
+  // asked to yield.
+  void BreakUpSet(uint32_t g, uint64_t now_ns);
+  // Releases c's hold of its GPU's token (the arbiter's side of a yield or removal).
+  void DropHold(Client& c);
+  // The MPS daemons: starting them at Init (when mps_control is set), a daemon's exit, restarts.
+  shm::Status StartMpsDaemons();
+  void OnMpsExit(uint32_t g, uint64_t now_ns);
+  void RestartMpsDaemons(uint64_t now_ns);
   void Preempt(Client& c, uint64_t now_ns);
   void Enforce(Client& c, uint64_t now_ns);  // StartEnforce once no grace is left
   void HintNext(uint32_t g);
@@ -439,6 +466,8 @@ class ArbiterImpl final : public Arbiter {
   FdReaper reaper_;
   std::vector<GpuState> gpus_;
   ReservationBook book_;  // memory promised on each GPU (invariants 1, 2, 6)
+  CorunBook corun_;       // co-run sets' rules and back-offs (corun.h)
+  MpsDaemons mps_;        // the co-run GPUs' private MPS daemons (mps_daemons.h)
   uint64_t epoch_ = 0;
   std::unique_ptr<policy::Policy> policy_;
   std::optional<DriverLib> driver_;
@@ -513,6 +542,7 @@ inline constexpr uint64_t kTagOrphan = 8ULL << 32;
 inline constexpr uint64_t kTagIntake = 9ULL << 32;
 inline constexpr uint64_t kTagDriver = 10ULL << 32;
 inline constexpr uint64_t kTagClientExit = 11ULL << 32;
+inline constexpr uint64_t kTagMps = 12ULL << 32;  // low half: the GPU index of its daemon
 
 uint64_t NowNs();
 

@@ -30,9 +30,9 @@ std::string ArbiterImpl::CheckInvariants() const {
     // 7: its fields are a state of the diagram.
     fail(CheckClientState(*c));
     // 3: a holder is its GPU's holder.
-    if (c->holding && (c->hold_gpu >= gpus_.size() || gpus_[c->hold_gpu].holder != id))
+    if (c->holding && (c->hold_gpu >= gpus_.size() || !gpus_[c->hold_gpu].holders.Holds(id)))
       fail("client " + std::to_string(id) + " holds GPU index " + std::to_string(c->hold_gpu) +
-           " whose holder is another");
+           " whose holders do not include it");
     // 4: at most one swap order in flight, and only the front one.
     for (size_t i = 1; i < c->transfers.size(); ++i)
       if (c->transfers[i].issued) fail("client " + std::to_string(id) + " has two orders in flight");
@@ -54,14 +54,30 @@ std::string ArbiterImpl::CheckInvariants() const {
   if (orphans_.size() != book_.orphans())
     fail("the reservation book holds " + std::to_string(book_.orphans()) + " orphans, the arbiter " +
          std::to_string(orphans_.size()));
-  // 3: the holder is a client that holds it.
+  // 3: the holders are clients that hold it; several only as a co-run set the rules allow.
   for (uint32_t g = 0; g < gpus_.size(); ++g) {
     const GpuState& gpu = gpus_[g];
-    if (gpu.holder == 0) continue;
-    const auto it = clients_.find(gpu.holder);
-    if (it == clients_.end() || !it->second->holding || it->second->hold_gpu != g)
-      fail("GPU " + std::to_string(gpu.info.ordinal) + "'s holder " + std::to_string(gpu.holder) +
-           " does not hold it");
+    const std::string name = "GPU " + std::to_string(gpu.info.ordinal);
+    std::vector<CorunMember> members;
+    for (uint32_t hid : gpu.holders.ids()) {
+      const auto it = clients_.find(hid);
+      if (it == clients_.end() || !it->second->holding || it->second->hold_gpu != g) {
+        fail(name + "'s holder " + std::to_string(hid) + " does not hold it");
+        continue;
+      }
+      members.push_back(MemberOf(*it->second));
+    }
+    if (gpu.holders.size() <= 1) continue;
+    if (!corun_.Enabled(g)) fail(name + " has " + std::to_string(gpu.holders.size()) +
+                                 " holders but is not marked for co-running");
+    if (gpu.holders.size() > corun_.config().max_members)
+      fail(name + " has more holders than corun_max_members");
+    for (const CorunMember& m : members) {
+      if (m.mps_share == 0) fail(name + "'s co-runner " + std::to_string(m.id) + " is not an MPS client");
+      if (FaultDomainKey(m, corun_.config().fault_domain) !=
+          FaultDomainKey(members.front(), corun_.config().fault_domain))
+        fail(name + "'s co-run set spans fault domains");
+    }
   }
   return why;
 }

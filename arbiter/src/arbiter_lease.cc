@@ -36,7 +36,7 @@ bool ArbiterImpl::MaybeOfferLease(Client& c, uint32_t g, const shm::ClientView& 
   if (c.burst_outstanding || c.lease_done_gpu_ns || c.pending_grant || !c.transfers.empty())
     return false;
   if (c.where != Where::kResident || c.gpu != g || ReservedOn(c) != g) return false;
-  if (gpus_[g].drained || gpus_[g].holder != 0) return false;
+  if (gpus_[g].drained || !gpus_[g].holders.empty()) return false;
   const uint32_t ordinal = gpus_[g].info.ordinal;
   const uint32_t seq =
       c.chan.OfferLease(ordinal, static_cast<uint64_t>(config_.slice.count()), now_ns);
@@ -51,9 +51,9 @@ void ArbiterImpl::AdoptLease(Client& c, uint64_t now_ns) {
   const uint32_t g = c.lease_gpu;
   GpuState& gpu = gpus_[g];
   const uint32_t ordinal = gpu.info.ordinal;
-  if (gpu.holder != 0 && gpu.holder != c.id)  // every grant on g revokes first: a bug if seen
+  if (const uint32_t other = gpu.holders.Other(c.id); other != 0)  // grants revoke first: a bug
     spdlog::error("client {} took its lease on GPU {} while client {} holds it", c.id, ordinal,
-                  gpu.holder);
+                  other);
   // The take came right after the client's burst-start report: count the grant from there
   // (bounded by its last release and now).
   uint64_t taken_ns = now_ns;
@@ -69,7 +69,8 @@ void ArbiterImpl::AdoptLease(Client& c, uint64_t now_ns) {
   c.last_use_ns = now_ns;
   c.hinted = false;
   c.lease_unconfirmed = true;
-  gpu.holder = c.id;
+  gpu.holders.Add(c.id);
+  c.corun_grant = false;
   ++stats_.grants;
   ++stats_.lease_takes;
   const bool new_burst = !c.burst_outstanding;
@@ -182,8 +183,9 @@ bool ArbiterImpl::LeaseBeforeGrant(Client& c, uint32_t g, policy::Duration slice
   }
   if (c.holding) return false;
   RevokeLeasesOn(g, &c, now_ns);
-  const uint32_t h = gpus_[g].holder;
-  if (h != 0 && h != c.id) {
+  // A lease holder is always alone on its GPU (leases are offered on free GPUs only).
+  const uint32_t h = gpus_[g].holders.Other(c.id);
+  if (h != 0) {
     const Client* o = ById(h);
     if (o != nullptr && o->lease_unconfirmed) {
       // A lease take won the race with this grant (the policy learns of it in the BurstStart

@@ -88,6 +88,9 @@ ArbiterImpl::ArbiterImpl(ArbiterConfig config, std::vector<GpuInfo> gpus)
     usable.push_back(g.memory_bytes - config_.memory_reserve_bytes);
   }
   book_ = ReservationBook(std::move(usable));
+  std::vector<uint32_t> ordinals;
+  for (const auto& g : gpus_) ordinals.push_back(g.info.ordinal);
+  corun_ = CorunBook(config_.corun, ordinals);
   limits_ = TenantLimits({config_.max_clients_per_uid, config_.max_clients_per_pid,
                           config_.registration_rate_per_uid});
 }
@@ -97,6 +100,10 @@ shm::Status ArbiterImpl::Init(bool handle_signals) {
   std::random_device rd;
   epoch_ = (static_cast<uint64_t>(rd()) << 32 | rd()) | 1;
 
+  for (uint32_t ordinal : config_.corun.gpus)
+    if (!GpuIndex(ordinal))
+      return shm::Status(shm::StatusCode::kInvalidArgument,
+                         "corun_gpus: GPU " + std::to_string(ordinal) + " is not managed (gpus)");
   policy::PolicyConfig pc;
   for (uint32_t g = 0; g < book_.gpus(); ++g) {
     policy::GpuSpec spec;
@@ -195,6 +202,7 @@ shm::Status ArbiterImpl::Init(bool handle_signals) {
   if (control_) {
     if (auto s = AddFd(control_->fd(), kTagControl); !s.ok()) return s;
   }
+  if (auto s = StartMpsDaemons(); !s.ok()) return s;
 
   const uint64_t now = NowNs();
   Deliver(now, policy::Started{});
@@ -320,7 +328,7 @@ bool ArbiterImpl::ShutdownComplete(uint64_t now_ns) const {
   if (!stopping_) return false;
   if (now_ns >= stop_deadline_ns_) return true;
   for (const auto& g : gpus_)
-    if (g.holder != 0) return false;
+    if (!g.holders.empty()) return false;
   return true;
 }
 
@@ -343,6 +351,7 @@ shm::Status ArbiterImpl::Run() {
     EnforceDrains(now);
     ApplyPendingSlos(now);
     PumpTransfers(now);
+    RestartMpsDaemons(now);
     MaybeCheckInvariants();
     if (ShutdownComplete(now)) break;
     // Metrics: at most 10 snapshots a second; a change in between is published by the timer.
@@ -379,6 +388,9 @@ shm::Status ArbiterImpl::Run() {
           break;
         case kTagClientExit:
           OnClientExit(id, now);
+          break;
+        case kTagMps:
+          OnMpsExit(id, now);
           break;
         case kTagSignal:
           OnSignal();
@@ -429,6 +441,7 @@ shm::Status ArbiterImpl::Run() {
                     kShutdownDriverWaitNs / 1'000'000'000);
   }
   if (worker_) OnDriverCompletions(NowNs());
+  mps_.Stop();  // after every client left: no co-runner has work in flight any more
   for (auto& [job, w] : awaiting_driver_) reaper_.Dispose(std::move(w.arrival.conn));
   awaiting_driver_.clear();
   spdlog::info("arbiter stopped: {} registrations, {} grants, {} swap-ins, {} swap-outs",

@@ -165,7 +165,7 @@ void ArbiterImpl::Execute(uint64_t now_ns, const policy::ActionList& actions) {
         break;
       }
       case policy::ActionKind::kGrant:
-        if (c != nullptr) Grant(*c, a.gpu, a.slice, now_ns);
+        if (c != nullptr) Grant(*c, a.gpu, a.slice, now_ns, a.corun);
         break;
       case policy::ActionKind::kPreempt:
         if (c != nullptr) Preempt(*c, now_ns);
@@ -369,7 +369,8 @@ void ArbiterImpl::CompleteTransfer(Client& c, const shm::ClientView& v, uint64_t
   PumpTransfers(now_ns);
 }
 
-void ArbiterImpl::Grant(Client& c, uint32_t g, policy::Duration slice_us, uint64_t now_ns) {
+void ArbiterImpl::Grant(Client& c, uint32_t g, policy::Duration slice_us, uint64_t now_ns,
+                        bool corun) {
   if (LeaseBeforeGrant(c, g, slice_us, now_ns)) return;  // arbiter_lease.cc
   if (stopping_ || c.holding) return;
   if (gpus_[g].drained || c.where != Where::kResident || c.gpu != g || ReservedOn(c) != g ||
@@ -381,9 +382,23 @@ void ArbiterImpl::Grant(Client& c, uint32_t g, policy::Duration slice_us, uint64
     if (!queued) QueueTransfer(c, {shm::SwapOp::kSwapIn, g, false, policy::SwapKind::kIn}, now_ns);
     return;
   }
-  if (gpus_[g].holder != 0 && gpus_[g].holder != c.id)
-    spdlog::error("policy granted GPU {} to client {} while client {} holds it",
-                  gpus_[g].info.ordinal, c.id, gpus_[g].holder);
+  if (const uint32_t other = gpus_[g].holders.Other(c.id); other != 0) {
+    if (!corun) {
+      spdlog::error("policy granted GPU {} to client {} while client {} holds it",
+                    gpus_[g].info.ordinal, c.id, other);
+    } else if (const std::string why = CorunRefusal(c, g, now_ns); !why.empty()) {
+      // The co-run rules say no (another fault domain, a back-off, not an MPS client...): the
+      // grant is answered as a slice that ended, and the policy asks again (exclusively).
+      spdlog::debug("client {}: co-run grant on GPU {} refused: {}", c.id, gpus_[g].info.ordinal, why);
+      ++stats_.corun_refusals;
+      if (c.pending_grant && c.pending_grant->first == g) c.pending_grant.reset();
+      Deliver(now_ns, policy::SliceExpired{c.fid, g});
+      return;
+    } else {
+      corun_.CountJoin();
+      ++stats_.corun_joins;
+    }
+  }
   const uint64_t slice_ns = slice_us > 0 ? static_cast<uint64_t>(slice_us) * 1000
                                          : static_cast<uint64_t>(config_.slice.count());
   const uint64_t deadline = now_ns + slice_ns;
@@ -402,10 +417,92 @@ void ArbiterImpl::Grant(Client& c, uint32_t g, policy::Duration slice_us, uint64
   c.slice_deadline_ns = deadline;
   c.preempt_sent = false;
   c.last_use_ns = now_ns;
-  gpus_[g].holder = c.id;
+  c.corun_grant = !gpus_[g].holders.empty();
+  for (uint32_t hid : gpus_[g].holders.ids())  // the set is co-running from now on
+    if (Client* h = ById(hid)) h->corun_grant = true;
+  gpus_[g].holders.Add(c.id);
   ++stats_.grants;
   OnGranted(c, g, now_ns);
   Record(shm::EventType::kGrant, &c, gpus_[g].info.ordinal, seq, deadline);
+}
+
+void ArbiterImpl::DropHold(Client& c) {
+  if (c.holding && c.hold_gpu < gpus_.size()) gpus_[c.hold_gpu].holders.Remove(c.id);
+  c.holding = false;
+  c.corun_grant = false;
+}
+
+CorunMember ArbiterImpl::MemberOf(const Client& c) const {
+  return CorunMember{c.id, c.uid, c.gid, c.name, c.mps_share};
+}
+
+std::string ArbiterImpl::CorunRefusal(const Client& c, uint32_t g, uint64_t now_ns) const {
+  std::vector<CorunMember> holders;
+  for (uint32_t hid : gpus_[g].holders.ids()) {
+    const auto it = clients_.find(hid);
+    if (it == clients_.end()) continue;
+    // A holder on its way out (asked to yield, or holding by a lease the policy has not
+    // granted) is no set to join.
+    if (it->second->preempt_sent) return "holder " + std::to_string(hid) + " is yielding";
+    if (it->second->lease_unconfirmed) return "holder " + std::to_string(hid) + " holds by lease";
+    holders.push_back(MemberOf(*it->second));
+  }
+  if (!config_.corun.mps_control.empty() && !mps_.Running(g)) return "its MPS daemon is down";
+  return corun_.JoinRefusal(g, MemberOf(c), holders, now_ns);
+}
+
+shm::Status ArbiterImpl::StartMpsDaemons() {
+  if (!corun_.AnyEnabled()) return shm::Status::Ok();
+  if (config_.corun.mps_control.empty()) {
+    spdlog::info("corun_gpus without mps_control: the operator's MPS daemon serves them");
+    return shm::Status::Ok();
+  }
+  std::vector<MpsDaemons::Gpu> marked;
+  for (uint32_t g = 0; g < gpus_.size(); ++g)
+    if (corun_.Enabled(g)) marked.push_back({g, gpus_[g].info.ordinal});
+  if (auto s = mps_.Start(config_.corun.mps_control, config_.corun.mps_dir, marked); !s.ok())
+    return s;
+  for (const auto& m : marked)
+    if (auto s = AddFd(mps_.pidfd(m.index), kTagMps | m.index); !s.ok()) return s;
+  return shm::Status::Ok();
+}
+
+void ArbiterImpl::OnMpsExit(uint32_t g, uint64_t now_ns) {
+  if (mps_.pidfd(g) >= 0) DelFd(mps_.pidfd(g));
+  mps_.OnExit(g, now_ns);
+  if (mps_.Running(g) || g >= gpus_.size()) return;
+  // Its clients lost MPS: back to exclusive slices (the longest holder keeps the GPU).
+  BreakUpSet(g, now_ns);
+}
+
+void ArbiterImpl::RestartMpsDaemons(uint64_t now_ns) {
+  if (now_ns < mps_.NextRestartNs()) return;
+  for (uint32_t g : mps_.RestartDue(now_ns))
+    if (auto s = AddFd(mps_.pidfd(g), kTagMps | g); !s.ok())
+      spdlog::error("GPU {}: cannot watch its MPS daemon: {}", gpus_[g].info.ordinal, s.ToString());
+}
+
+void ArbiterImpl::BreakUpSet(uint32_t g, uint64_t now_ns) {
+  std::vector<Client*> set;
+  for (uint32_t hid : gpus_[g].holders.ids())
+    if (Client* h = ById(hid)) set.push_back(h);
+  std::sort(set.begin(), set.end(), [](const Client* a, const Client* b) { return a->grant_ns < b->grant_ns; });
+  for (size_t i = 1; i < set.size(); ++i) Preempt(*set[i], now_ns);
+}
+
+void ArbiterImpl::CheckCorunLatency(Client& c, uint32_t g, uint64_t latency_ns, uint64_t now_ns) {
+  if (!corun_.Threatens(latency_ns, c.slo_ms)) return;
+  std::vector<CorunMember> others;
+  for (uint32_t hid : gpus_[g].holders.ids())
+    if (const Client* h = ById(hid)) others.push_back(MemberOf(*h));
+  corun_.Revoke(g, MemberOf(c), others, now_ns);
+  ++stats_.corun_revocations;
+  spdlog::info("GPU {}: co-running revoked: client {} '{}' took {} ms against its {} ms SLO; "
+               "exclusive slices for {} ms",
+               gpus_[g].info.ordinal, c.id, c.name, latency_ns / 1'000'000, c.slo_ms,
+               corun_.config().backoff.count() / 1'000'000);
+  // Back to exclusive slices: the one that has held longest keeps the GPU, the others yield.
+  BreakUpSet(g, now_ns);
 }
 
 void ArbiterImpl::Preempt(Client& c, uint64_t now_ns) {
@@ -486,8 +583,8 @@ void ArbiterImpl::PollClient(Client& c, uint64_t now_ns) {
   }
   if (c.holding && view->released) {
     const uint32_t g = c.hold_gpu;
-    c.holding = false;
-    gpus_[g].holder = 0;
+    const bool corun_grant = c.corun_grant;
+    DropHold(c);
     c.last_use_ns = now_ns;
     ++stats_.yields;
     OnReleased(c, g, now_ns, !view->in_burst, view->burst_end_ns != 0 ? view->burst_end_ns : now_ns);
@@ -504,6 +601,10 @@ void ArbiterImpl::PollClient(Client& c, uint64_t now_ns) {
       if (gpu_time == 0) gpu_time = now_ns - c.grant_ns;
       if (v.burst_end_ns != 0) Record(shm::EventType::kBurstEnd, &c, gpus_[g].info.ordinal, v.burst_end_ns, gpu_time);
       c.burst_outstanding = false;
+      if (corun_grant) {
+        const uint64_t end = v.burst_end_ns != 0 ? v.burst_end_ns : now_ns;
+        CheckCorunLatency(c, g, end > c.burst_start_ns ? end - c.burst_start_ns : 0, now_ns);
+      }
       Deliver(now_ns, policy::BurstEnd{c.fid, g, std::max<policy::Duration>(1, ToUs(gpu_time))});
     }
     if (ById(c.id) == nullptr) return;
@@ -526,6 +627,7 @@ void ArbiterImpl::PollClient(Client& c, uint64_t now_ns) {
     c.burst_outstanding = true;
     c.last_use_ns = now_ns;
     c.deadline_ns = now_ns + uint64_t{c.slo_ms} * 1'000'000;
+    c.burst_start_ns = v.burst_start_ns != 0 ? std::min(v.burst_start_ns, now_ns) : now_ns;
     Record(shm::EventType::kBurstStart, &c, shm::kNoGpu, v.burst_start_ns);
     OnBurstStart(c, v.burst_start_ns != 0 ? v.burst_start_ns : now_ns);
     Deliver(now_ns, policy::BurstStart{c.fid});
@@ -543,17 +645,18 @@ void ArbiterImpl::PollAll(uint64_t now_ns) {
 void ArbiterImpl::CheckSlices(uint64_t now_ns) {
   CheckOrders(now_ns);
   for (uint32_t g = 0; g < gpus_.size(); ++g) {
-    GpuState& gpu = gpus_[g];
-    if (gpu.holder == 0) continue;
-    Client* c = ById(gpu.holder);
-    if (c == nullptr) {
-      gpu.holder = 0;
-      continue;
+    // A copy: enforcement may take a holder off the set.
+    for (uint32_t hid : std::vector<uint32_t>(gpus_[g].holders.ids())) {
+      Client* c = ById(hid);
+      if (c == nullptr) {
+        gpus_[g].holders.Remove(hid);
+        continue;
+      }
+      if (!c->preempt_sent && now_ns >= c->slice_deadline_ns && (stopping_ || SomeoneWaitsFor(clients_, g)))
+        Preempt(*c, now_ns);
+      if (c->preempt_sent && now_ns >= c->preempt_ns + static_cast<uint64_t>(config_.preempt_grace.count()))
+        Enforce(*c, now_ns);
     }
-    if (!c->preempt_sent && now_ns >= c->slice_deadline_ns && (stopping_ || SomeoneWaitsFor(clients_, g)))
-      Preempt(*c, now_ns);
-    if (c->preempt_sent && now_ns >= c->preempt_ns + static_cast<uint64_t>(config_.preempt_grace.count()))
-      Enforce(*c, now_ns);
   }
 }
 
@@ -613,7 +716,7 @@ void ArbiterImpl::DeepEvictIdle(uint64_t now_ns) {
 }
 
 uint64_t ArbiterImpl::NextDeadlineNs() const {
-  uint64_t at = UINT64_MAX;
+  uint64_t at = mps_.NextRestartNs();
   const policy::Time wake = policy_->NextWakeup();
   if (wake != policy::kNever) at = static_cast<uint64_t>(std::max<policy::Time>(wake, 0)) * 1000;
   for (const auto& [id, c] : clients_) {
@@ -625,16 +728,17 @@ uint64_t ArbiterImpl::NextDeadlineNs() const {
       at = std::min(at, c->last_use_ns + static_cast<uint64_t>(config_.deep_evict_after.count()));
   }
   for (uint32_t g = 0; g < gpus_.size(); ++g) {
-    if (gpus_[g].holder == 0) continue;
-    auto it = clients_.find(gpus_[g].holder);
-    if (it == clients_.end()) continue;
-    const Client& c = *it->second;
-    if (c.op != DriverOp::kNone) continue;  // being enforced on: its completion wakes the loop
-    if (c.preempt_sent) {
-      if (!c.enforce_warned)
-        at = std::min(at, c.preempt_ns + static_cast<uint64_t>(config_.preempt_grace.count()));
-    } else if (stopping_ || SomeoneWaitsFor(clients_, g)) {
-      at = std::min(at, c.slice_deadline_ns);
+    for (uint32_t hid : gpus_[g].holders.ids()) {
+      auto it = clients_.find(hid);
+      if (it == clients_.end()) continue;
+      const Client& c = *it->second;
+      if (c.op != DriverOp::kNone) continue;  // being enforced on: its completion wakes the loop
+      if (c.preempt_sent) {
+        if (!c.enforce_warned)
+          at = std::min(at, c.preempt_ns + static_cast<uint64_t>(config_.preempt_grace.count()));
+      } else if (stopping_ || SomeoneWaitsFor(clients_, g)) {
+        at = std::min(at, c.slice_deadline_ns);
+      }
     }
   }
   return at;

@@ -111,7 +111,7 @@ std::string ArbiterImpl::MetricsText(uint64_t now_ns) {
     m.ordinal = gpus_[g].info.ordinal;
     m.total_bytes = gpus_[g].info.memory_bytes;
     m.drained = gpus_[g].drained;
-    m.holder = gpus_[g].holder != 0;
+    m.holder = !gpus_[g].holders.empty();
     for (const auto& [id, c] : clients_) {
       if (c->where == Where::kResident && c->gpu == g) {
         m.resident_bytes += c->quota;

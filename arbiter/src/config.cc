@@ -458,6 +458,49 @@ const std::map<std::string, Key>& Keys() {
          },
         "PATH",
         "driver library dlopened for GPU discovery and enforcement (default libcuda.so.1)"}},
+      {"corun_gpus",
+       {[](ArbiterConfig& c, const std::string& v) { return SetGpuList(c.corun.gpus, v); },
+        "LIST", "GPU ordinals whose token is granted to co-run sets (default none: time slices only)"}},
+      {"corun_fault_domain",
+       {[](ArbiterConfig& c, const std::string& v) -> std::string {
+           if (v == "uid") c.corun.fault_domain = CorunFaultDomain::kUid;
+           else if (v == "gid") c.corun.fault_domain = CorunFaultDomain::kGid;
+           else if (v == "any") c.corun.fault_domain = CorunFaultDomain::kAny;
+           else return "'" + v + "' is not one of uid, gid, any";
+           return {};
+         },
+        "uid|gid|any",
+        "who may co-run on one GPU: one uid's functions (default), one gid's, or anyone's "
+        "(any: a fault of one tenant reaches every co-runner)"}},
+      {"corun_max_members",
+       {[](ArbiterConfig& c, const std::string& v) {
+           return SetUnsigned32(c.corun.max_members, v, 2, 48);
+         },
+        "N", "most functions co-running on one GPU, 2-48 (default 4)"}},
+      {"corun_backoff",
+       {[](ArbiterConfig& c, const std::string& v) { return SetDuration(c.corun.backoff, v, true); },
+        "DURATION", "after a revocation, exclusive slices on the GPU and the pair apart this long (default 30s)"}},
+      {"corun_threat",
+       {[](ArbiterConfig& c, const std::string& v) {
+           return SetUnsigned32(c.corun.threat_percent, v, 10, 100);
+         },
+        "PERCENT", "a co-runner's burst over this percentage of its SLO revokes the set, 10-100 (default 90)"}},
+      {"mps_control",
+       {[](ArbiterConfig& c, const std::string& v) -> std::string {
+           if (!v.empty() && v.find('\0') != std::string::npos) return "contains a NUL byte";
+           c.corun.mps_control = v;
+           return {};
+         },
+        "PATH", "MPS control program started per co-run GPU in the foreground (default none)"}},
+      {"mps_dir",
+       {[](ArbiterConfig& c, const std::string& v) -> std::string {
+           if (v.empty() || v.front() != '/') return "must be an absolute path";
+           // <mps_dir>/gpuNNNN/pipe/control must fit a Unix socket path.
+           if (v.size() > 64) return "longer than 64 bytes (its MPS sockets must fit 107)";
+           c.corun.mps_dir = v;
+           return {};
+         },
+        "DIR", "root of the co-run GPUs' private MPS pipe and log directories (default /run/gshare-mps)"}},
       {"log_level",
        {[](ArbiterConfig& c, const std::string& v) -> std::string {
            static const char* const kLevels[] = {"trace", "debug", "info", "warn",
@@ -528,6 +571,15 @@ std::string ControlSocketPath(const ArbiterConfig& config) {
 }
 
 const char* FailModeName(FailMode mode) { return mode == FailMode::kOpen ? "open" : "closed"; }
+
+const char* CorunFaultDomainName(CorunFaultDomain d) {
+  switch (d) {
+    case CorunFaultDomain::kUid: return "uid";
+    case CorunFaultDomain::kGid: return "gid";
+    case CorunFaultDomain::kAny: return "any";
+  }
+  return "?";
+}
 
 bool IpNet::Contains(const std::string& ip) const {
   std::array<uint8_t, 16> b{};

@@ -89,7 +89,7 @@ TEST(Counters, SummaryHasEveryCounterUnderItsKey) {
       "swap_outs", "swap_ins", "client_deaths", "malformed_channels", "enforcements", "restores",
       "context_moves", "doorbell_mutes", "flood_disconnects", "order_timeouts", "unenforceable",
       "deep_evictions", "lease_offers", "lease_takes", "lease_revokes", "lease_revokes_lost",
-      "lease_unconfirmed", "orphans_created", "orphans_released_exited",
+      "lease_unconfirmed", "corun_joins", "corun_refusals", "corun_revocations", "orphans_created", "orphans_released_exited",
       "orphans_released_reregistered", "orphans_released_no_device", "refusals_limit",
       "refusals_backoff", "resident_claims_refused", "exited_with_connection_held",
       "registration_timeouts", "registration_pending_refused", "registration_malformed",

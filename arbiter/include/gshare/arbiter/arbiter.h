@@ -66,6 +66,10 @@ struct ArbiterStats {
   uint64_t lease_revokes = 0;       // offers withdrawn before a take
   uint64_t lease_revokes_lost = 0;  // revocations that found the lease taken (the client held)
   uint64_t lease_unconfirmed = 0;   // takes the policy did not grant at once (holder preempted)
+  // Co-running (docs/arbiter.md, "Co-running").
+  uint64_t corun_joins = 0;        // grants that joined a co-run set
+  uint64_t corun_refusals = 0;     // co-run grants the rules refused (answered as a slice end)
+  uint64_t corun_revocations = 0;  // sets revoked: a member's latency threatened its SLO
   // Orphan reservations (docs/arbiter.md, "Orphans"): created when the arbiter disconnects a
   // live process that holds device memory; released by cause.
   uint64_t orphans_created = 0;

@@ -63,6 +63,34 @@ inline constexpr const char* kDefaultSocketPath = "/run/gshare/arbiter.sock";
 inline constexpr const char* kDefaultControlSocketPath = "/run/gshare-operator/control.sock";
 inline constexpr const char* kDefaultEventRingPath = "/run/gshare-operator/events";
 
+// Which co-runners may share a GPU's set (`corun_fault_domain`): a fatal fault of one MPS client
+// reaches every client on that GPU, so a set is one fault domain. kUid (the default): one user's
+// functions; kGid: one group's; kAny: everyone's (an operator's explicit trust decision: any
+// tenant's fault, or a hostile kernel, takes down every co-runner; docs/arbiter.md).
+enum class CorunFaultDomain : uint8_t { kUid, kGid, kAny };
+const char* CorunFaultDomainName(CorunFaultDomain d);
+
+// Co-running (docs/arbiter.md, "Co-running"). Off unless `gpus` names GPUs.
+struct CorunConfig {
+  // GPU ordinals marked for co-running (`corun_gpus`); empty: none, every GPU time-sliced.
+  std::vector<uint32_t> gpus;
+  CorunFaultDomain fault_domain = CorunFaultDomain::kUid;
+  // Most members of one set (`corun_max_members`, 2-48: MPS serves at most 48 clients a GPU).
+  uint32_t max_members = 4;
+  // After a revocation, how long the GPU serves exclusive slices and the pair stays apart
+  // (`corun_backoff`).
+  std::chrono::nanoseconds backoff{std::chrono::seconds(30)};
+  // A member's burst whose latency exceeds this percentage of its SLO revokes the set
+  // (`corun_threat`, 10-100).
+  uint32_t threat_percent = 90;
+  // The MPS control program started per co-run GPU in the foreground (`mps_control`, e.g.
+  // nvidia-cuda-mps-control or simcuda-mps-control); "": none is started (an operator runs one).
+  std::string mps_control;
+  // Root of each co-run GPU's private MPS directories (`mps_dir`): <mps_dir>/gpu<ordinal>/pipe
+  // (CUDA_MPS_PIPE_DIRECTORY of its clients) and .../log.
+  std::string mps_dir = "/run/gshare-mps";
+};
+
 struct ArbiterConfig {
   // Registration socket (`socket`, --socket). Its directory must exist.
   std::string socket_path = kDefaultSocketPath;
@@ -168,6 +196,8 @@ struct ArbiterConfig {
   std::vector<uint32_t> control_read_gids;
   std::vector<uint32_t> control_admin_uids;
   std::vector<uint32_t> control_admin_gids;
+  // Co-running on the GPUs marked for it (the corun_* and mps_* keys).
+  CorunConfig corun;
   // Command line only: write a JSON summary here on exit (tests and operators' post-mortems).
   std::string summary_path;
 };

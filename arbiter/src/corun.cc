@@ -1,0 +1,62 @@
+// The co-run rules (corun.h): who may join a GPU's set, when a set is revoked, the back-offs.
+#include "corun.h"
+
+namespace gshare::arbiter {
+
+uint64_t FaultDomainKey(const CorunMember& m, CorunFaultDomain domain) {
+  switch (domain) {
+    case CorunFaultDomain::kUid: return m.uid;
+    case CorunFaultDomain::kGid: return m.gid;
+    case CorunFaultDomain::kAny: return 0;
+  }
+  return m.uid;
+}
+
+CorunBook::CorunBook(const CorunConfig& config, const std::vector<uint32_t>& ordinals)
+    : config_(config), enabled_(ordinals.size(), false), gpu_backoff_(ordinals.size(), 0) {
+  for (size_t g = 0; g < ordinals.size(); ++g)
+    enabled_[g] = std::find(config.gpus.begin(), config.gpus.end(), ordinals[g]) != config.gpus.end();
+}
+
+std::string CorunBook::JoinRefusal(uint32_t g, const CorunMember& joiner,
+                                   const std::vector<CorunMember>& holders,
+                                   uint64_t now_ns) const {
+  if (!Enabled(g)) return "the GPU is not marked for co-running (corun_gpus)";
+  if (now_ns < gpu_backoff_[g]) return "the GPU backs off after a revocation";
+  if (joiner.mps_share == 0) return "its process is not an MPS client";
+  if (holders.size() + 1 > config_.max_members)
+    return "the set has corun_max_members (" + std::to_string(config_.max_members) + ") members";
+  Prune(now_ns);
+  const uint64_t domain = FaultDomainKey(joiner, config_.fault_domain);
+  for (const CorunMember& h : holders) {
+    if (h.id == joiner.id) return "it holds the GPU already";
+    if (h.mps_share == 0) return "holder " + std::to_string(h.id) + " is not an MPS client";
+    if (FaultDomainKey(h, config_.fault_domain) != domain)
+      return "holder " + std::to_string(h.id) + " is of another fault domain (corun_fault_domain)";
+    if (const auto it = pair_backoff_.find(PairOf(joiner.name, h.name));
+        it != pair_backoff_.end() && now_ns < it->second)
+      return "the pair with '" + h.name + "' backs off after a revocation";
+  }
+  return {};
+}
+
+bool CorunBook::Threatens(uint64_t latency_ns, uint32_t slo_ms) const {
+  // latency > slo * threat / 100, in integers.
+  return latency_ns * 100 > uint64_t{slo_ms} * 1'000'000 * config_.threat_percent;
+}
+
+void CorunBook::Revoke(uint32_t g, const CorunMember& victim,
+                       const std::vector<CorunMember>& others, uint64_t now_ns) {
+  const auto until = now_ns + static_cast<uint64_t>(config_.backoff.count());
+  if (g < gpu_backoff_.size()) gpu_backoff_[g] = std::max(gpu_backoff_[g], until);
+  for (const CorunMember& o : others)
+    if (o.id != victim.id) pair_backoff_[PairOf(victim.name, o.name)] = until;
+  ++revocations_;
+}
+
+void CorunBook::Prune(uint64_t now_ns) const {
+  for (auto it = pair_backoff_.begin(); it != pair_backoff_.end();)
+    it = now_ns >= it->second ? pair_backoff_.erase(it) : std::next(it);
+}
+
+}  // namespace gshare::arbiter

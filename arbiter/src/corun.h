@@ -1,0 +1,106 @@
+// Co-running (docs/arbiter.md, "Co-running"): on the GPUs an operator marks for it, the arbiter
+// grants the GPU to a set of functions at once instead of one holder at a time. This file holds
+// who holds a GPU (`GpuHolders`: one client, or a co-run set), and the rules of who may join a
+// set (`CorunBook`): members of one fault domain only, MPS clients only (a process that came up
+// without MPS runs alone), at most `max_members`, none while the GPU or the pair backs off after
+// a revocation. The arbiter revokes a set when a member's observed latency threatens its SLO:
+// the others are asked to yield, the GPU serves exclusive slices for the back-off, and the pair
+// stays apart for it.
+//
+// Thread-safety: plain values, used on the arbiter's loop only.
+#pragma once
+
+#include <sys/types.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gshare/arbiter/config.h"
+
+namespace gshare::arbiter {
+
+// The clients holding one GPU's token: none, one (exclusive, as without co-running) or a co-run
+// set. Small (at most the MPS client limit): a vector.
+class GpuHolders {
+ public:
+  bool empty() const { return ids_.empty(); }
+  size_t size() const { return ids_.size(); }
+  bool Holds(uint32_t id) const { return std::find(ids_.begin(), ids_.end(), id) != ids_.end(); }
+  // Some holder other than `id` (0: none): the one a grant to `id` would collide with.
+  uint32_t Other(uint32_t id) const {
+    for (uint32_t h : ids_)
+      if (h != id) return h;
+    return 0;
+  }
+  void Add(uint32_t id) {
+    if (!Holds(id)) ids_.push_back(id);
+  }
+  void Remove(uint32_t id) { ids_.erase(std::remove(ids_.begin(), ids_.end(), id), ids_.end()); }
+  void Clear() { ids_.clear(); }
+  const std::vector<uint32_t>& ids() const { return ids_; }
+
+ private:
+  std::vector<uint32_t> ids_;
+};
+
+// What the co-run rules need to know of a client.
+struct CorunMember {
+  uint32_t id = 0;
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::string name;      // the function's name (back-offs are per pair of functions)
+  uint32_t mps_share = 0;  // its process's MPS compute share in percent; 0: not an MPS client
+};
+
+// The fault domain key of a member under `domain` (members of one set share it).
+uint64_t FaultDomainKey(const CorunMember& m, CorunFaultDomain domain);
+
+class CorunBook {
+ public:
+  CorunBook() = default;
+  // `ordinals`: the managed GPUs' ordinals, by index. Marks the ones config.gpus names.
+  CorunBook(const CorunConfig& config, const std::vector<uint32_t>& ordinals);
+
+  bool Enabled(uint32_t g) const { return g < enabled_.size() && enabled_[g]; }
+  bool AnyEnabled() const { return std::find(enabled_.begin(), enabled_.end(), true) != enabled_.end(); }
+  const CorunConfig& config() const { return config_; }
+
+  // "" when `joiner` may run on GPU index g beside every one of `holders` now, else why not.
+  std::string JoinRefusal(uint32_t g, const CorunMember& joiner,
+                          const std::vector<CorunMember>& holders, uint64_t now_ns) const;
+
+  // A member's burst ended after `latency_ns` against its SLO: true when that threatens the
+  // SLO (latency above the threat fraction of it), i.e. the set must be revoked.
+  bool Threatens(uint64_t latency_ns, uint32_t slo_ms) const;
+
+  // Revokes co-running on g: the GPU serves exclusive slices until now + back-off, and each
+  // pair of `victim` with the others stays apart that long.
+  void Revoke(uint32_t g, const CorunMember& victim, const std::vector<CorunMember>& others,
+              uint64_t now_ns);
+  // When g may form sets again (0: now).
+  uint64_t BackoffUntil(uint32_t g) const { return g < gpu_backoff_.size() ? gpu_backoff_[g] : 0; }
+  uint64_t revocations() const { return revocations_; }
+  uint64_t joins() const { return joins_; }
+  void CountJoin() { ++joins_; }
+
+ private:
+  using Pair = std::pair<std::string, std::string>;  // function names, ordered
+  static Pair PairOf(const std::string& a, const std::string& b) {
+    return a < b ? Pair{a, b} : Pair{b, a};
+  }
+  // Forgets pair back-offs that are over (bounded by the pairs revoked within one back-off).
+  void Prune(uint64_t now_ns) const;
+
+  CorunConfig config_;
+  std::vector<bool> enabled_;          // by GPU index
+  std::vector<uint64_t> gpu_backoff_;  // by GPU index: exclusive until (ns)
+  mutable std::map<Pair, uint64_t> pair_backoff_;
+  uint64_t revocations_ = 0;
+  uint64_t joins_ = 0;
+};
+
+}  // namespace gshare::arbiter

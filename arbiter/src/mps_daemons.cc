@@ -1,0 +1,247 @@
+// MpsDaemons (mps_daemons.h): spawning, reaping, restarting and quitting the co-run GPUs'
+// private MPS control daemons.
+#include "mps_daemons.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include <spdlog/spdlog.h>
+
+extern char** environ;
+
+namespace gshare::arbiter {
+namespace {
+
+int PidfdOpen(pid_t pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); }
+
+// mkdir -p for one more level; an existing directory is fine.
+bool MakeDir(const std::string& path, mode_t mode, std::string* error) {
+  if (::mkdir(path.c_str(), mode) == 0 || errno == EEXIST) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return true;
+    *error = path + " exists and is not a directory";
+    return false;
+  }
+  *error = "cannot create " + path + ": " + std::strerror(errno);
+  return false;
+}
+
+std::string ExitText(const siginfo_t& info) {
+  if (info.si_code == CLD_EXITED) return "exited with status " + std::to_string(info.si_status);
+  return std::string("killed by signal ") + ::strsignal(info.si_status);
+}
+
+}  // namespace
+
+shm::Status MpsDaemons::Start(const std::string& program, const std::string& root,
+                              const std::vector<Gpu>& gpus) {
+  program_ = program;
+  std::string error;
+  if (!MakeDir(root, 0755, &error))
+    return shm::Status(shm::StatusCode::kInvalidArgument, "mps_dir: " + error);
+  for (const Gpu& g : gpus) {
+    Daemon d;
+    d.gpu = g;
+    const std::string dir = root + "/gpu" + std::to_string(g.ordinal);
+    d.pipe_dir = dir + "/pipe";
+    d.log_dir = dir + "/log";
+    // Clients connect through the pipe directory (tenants: 0755, the daemon's sockets decide);
+    // the log is the operator's.
+    if (!MakeDir(dir, 0755, &error) || !MakeDir(d.pipe_dir, 0755, &error) ||
+        !MakeDir(d.log_dir, 0750, &error))
+      return shm::Status(shm::StatusCode::kInvalidArgument, "mps_dir: " + error);
+    daemons_.push_back(std::move(d));
+  }
+  for (Daemon& d : daemons_)
+    if (auto s = StartOne(d); !s.ok()) return s;
+  return shm::Status::Ok();
+}
+
+pid_t MpsDaemons::Spawn(const Daemon& d, const std::vector<std::string>& args, int stdin_fd,
+                        std::string* error) const {
+  // The MPS variables replace any the arbiter inherited; everything else (SIMCUDA_*, PATH)
+  // passes through.
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string kv(*e);
+    if (kv.rfind("CUDA_MPS_", 0) == 0 || kv.rfind("CUDA_VISIBLE_DEVICES=", 0) == 0) continue;
+    env.push_back(kv);
+  }
+  env.push_back("CUDA_MPS_PIPE_DIRECTORY=" + d.pipe_dir);
+  env.push_back("CUDA_MPS_LOG_DIRECTORY=" + d.log_dir);
+  env.push_back("CUDA_VISIBLE_DEVICES=" + std::to_string(d.gpu.ordinal));
+  std::vector<char*> envp, argv;
+  for (auto& s : env) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> a = args;
+  for (auto& s : a) argv.push_back(s.data());
+  argv.push_back(nullptr);
+
+  posix_spawn_file_actions_t fa;
+  posix_spawnattr_t attr;
+  ::posix_spawn_file_actions_init(&fa);
+  ::posix_spawnattr_init(&attr);
+  // The arbiter blocks the signals it reads through its signalfd: the child must not inherit
+  // that mask (nor ignored dispositions), or it could not be stopped.
+  sigset_t none, all;
+  sigemptyset(&none);
+  sigfillset(&all);
+  ::posix_spawnattr_setsigmask(&attr, &none);
+  ::posix_spawnattr_setsigdefault(&attr, &all);
+  ::posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
+                                        POSIX_SPAWN_SETPGROUP);
+  ::posix_spawnattr_setpgroup(&attr, 0);  // a terminal's ^C reaches the arbiter, not it
+  if (stdin_fd >= 0) {
+    ::posix_spawn_file_actions_adddup2(&fa, stdin_fd, STDIN_FILENO);
+  } else {
+    ::posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  }
+  pid_t pid = 0;
+  const int rc = ::posix_spawnp(&pid, argv[0], &fa, &attr, argv.data(), envp.data());
+  ::posix_spawn_file_actions_destroy(&fa);
+  ::posix_spawnattr_destroy(&attr);
+  if (rc != 0) {
+    *error = "mps_control: cannot start '" + args[0] + "': " + std::strerror(rc);
+    return 0;
+  }
+  return pid;
+}
+
+shm::Status MpsDaemons::StartOne(Daemon& d) {
+  std::string error;
+  const pid_t pid = Spawn(d, {program_, "-f"}, -1, &error);
+  if (pid == 0) return shm::Status(shm::StatusCode::kUnavailable, error);
+  const int fd = PidfdOpen(pid);
+  if (fd < 0) {
+    const int err = errno;
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+    return shm::Status::FromErrno("pidfd_open of the MPS daemon", err);
+  }
+  d.pid = pid;
+  d.pidfd.Reset(fd);
+  d.restart_at_ns = 0;
+  spdlog::info("GPU {}: MPS control daemon started (pid {}, pipe directory {})", d.gpu.ordinal,
+               pid, d.pipe_dir);
+  return shm::Status::Ok();
+}
+
+MpsDaemons::Daemon* MpsDaemons::Find(uint32_t g) {
+  for (Daemon& d : daemons_)
+    if (d.gpu.index == g) return &d;
+  return nullptr;
+}
+
+const MpsDaemons::Daemon* MpsDaemons::Find(uint32_t g) const {
+  for (const Daemon& d : daemons_)
+    if (d.gpu.index == g) return &d;
+  return nullptr;
+}
+
+int MpsDaemons::pidfd(uint32_t g) const {
+  const Daemon* d = Find(g);
+  return d != nullptr && d->pid != 0 ? d->pidfd.get() : -1;
+}
+
+bool MpsDaemons::Running(uint32_t g) const {
+  const Daemon* d = Find(g);
+  return d != nullptr && d->pid != 0;
+}
+
+void MpsDaemons::OnExit(uint32_t g, uint64_t now_ns) {
+  Daemon* d = Find(g);
+  if (d == nullptr || d->pid == 0) return;
+  siginfo_t info{};
+  if (::waitid(P_PIDFD, static_cast<id_t>(d->pidfd.get()), &info, WEXITED | WNOHANG) != 0 ||
+      info.si_pid == 0)
+    return;  // not exited after all (a spurious wake-up)
+  spdlog::error("GPU {}: MPS control daemon (pid {}) {}; its clients lose MPS, the GPU runs "
+                "exclusive slices; restarting it in {} ms",
+                d->gpu.ordinal, d->pid, ExitText(info), d->backoff_ns / 1'000'000);
+  d->pid = 0;
+  d->pidfd.Reset();
+  d->restart_at_ns = now_ns + d->backoff_ns;
+  d->backoff_ns = std::min(d->backoff_ns * 2, kMaxBackoffNs);
+}
+
+std::vector<uint32_t> MpsDaemons::RestartDue(uint64_t now_ns) {
+  std::vector<uint32_t> started;
+  for (Daemon& d : daemons_) {
+    if (d.pid != 0 || d.restart_at_ns == 0 || now_ns < d.restart_at_ns) continue;
+    if (auto s = StartOne(d); !s.ok()) {
+      spdlog::error("GPU {}: {}", d.gpu.ordinal, s.ToString());
+      d.restart_at_ns = now_ns + d.backoff_ns;
+      d.backoff_ns = std::min(d.backoff_ns * 2, kMaxBackoffNs);
+      continue;
+    }
+    ++d.restarts;
+    started.push_back(d.gpu.index);
+  }
+  return started;
+}
+
+uint64_t MpsDaemons::NextRestartNs() const {
+  uint64_t at = UINT64_MAX;
+  for (const Daemon& d : daemons_)
+    if (d.pid == 0 && d.restart_at_ns != 0) at = std::min(at, d.restart_at_ns);
+  return at;
+}
+
+std::string MpsDaemons::PipeDir(uint32_t g) const {
+  const Daemon* d = Find(g);
+  return d != nullptr ? d->pipe_dir : std::string();
+}
+
+nlohmann::json MpsDaemons::Json(uint32_t g) const {
+  const Daemon* d = Find(g);
+  if (d == nullptr) return nullptr;
+  return {{"pid", d->pid}, {"running", d->pid != 0}, {"pipe_dir", d->pipe_dir},
+          {"restarts", d->restarts}};
+}
+
+void MpsDaemons::Stop(int wait_ms) {
+  for (Daemon& d : daemons_) {
+    if (d.pid == 0) continue;
+    // `quit` through the control program's client mode, as an operator would.
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) == 0) {
+      std::string error;
+      const pid_t client = Spawn(d, {program_}, fds[0], &error);
+      ::close(fds[0]);
+      static constexpr char kQuit[] = "quit\n";
+      (void)!::write(fds[1], kQuit, sizeof(kQuit) - 1);
+      ::close(fds[1]);
+      if (client != 0) {
+        // Bounded: a client that cannot reach the daemon must not hold the shutdown.
+        shm::UniqueFd cfd(PidfdOpen(client));
+        pollfd cp{cfd.get(), POLLIN, 0};
+        if (cfd.valid() && ::poll(&cp, 1, wait_ms) <= 0) ::kill(client, SIGKILL);
+        ::waitpid(client, nullptr, 0);
+      }
+    }
+    pollfd p{d.pidfd.get(), POLLIN, 0};
+    if (::poll(&p, 1, wait_ms) <= 0) {
+      spdlog::warn("GPU {}: MPS control daemon (pid {}) did not quit in {} ms: killing it",
+                   d.gpu.ordinal, d.pid, wait_ms);
+      ::syscall(SYS_pidfd_send_signal, d.pidfd.get(), SIGKILL, nullptr, 0);
+    }
+    siginfo_t info{};
+    ::waitid(P_PIDFD, static_cast<id_t>(d.pidfd.get()), &info, WEXITED);
+    spdlog::info("GPU {}: MPS control daemon (pid {}) stopped", d.gpu.ordinal, d.pid);
+    d.pid = 0;
+    d.pidfd.Reset();
+    d.restart_at_ns = 0;
+  }
+}
+
+}  // namespace gshare::arbiter

@@ -1,0 +1,84 @@
+// MpsDaemons: one private MPS control daemon per co-run GPU (docs/arbiter.md, "Co-running"),
+// started by the arbiter in the foreground (`<mps_control> -f`) with its own pipe and log
+// directories (<mps_dir>/gpu<ordinal>/pipe and .../log) and CUDA_VISIBLE_DEVICES naming that
+// GPU alone. It never changes the GPU's compute mode or the driver's time slice: a daemon
+// reached through its own pipe directory serves only the processes started with
+// CUDA_MPS_PIPE_DIRECTORY naming it. A daemon that exits is reaped and restarted after a
+// back-off (1 s doubling to 30 s); until then its GPU forms no co-run sets. At shutdown each is
+// sent `quit` through the control program's client mode and killed if it has not exited.
+//
+// Thread-safety: used on the arbiter's loop only. Start and Stop block briefly (spawning,
+// waiting for a quit); OnExit and RestartDue do not wait.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "gshare/shm/status.h"
+#include "gshare/shm/unique_fd.h"
+
+namespace gshare::arbiter {
+
+class MpsDaemons {
+ public:
+  struct Gpu {
+    uint32_t index = 0;    // the arbiter's GPU index
+    uint32_t ordinal = 0;  // the driver's ordinal (CUDA_VISIBLE_DEVICES of its daemon)
+  };
+  static constexpr uint64_t kFirstBackoffNs = 1'000'000'000;
+  static constexpr uint64_t kMaxBackoffNs = 30'000'000'000;
+
+  MpsDaemons() = default;
+  MpsDaemons(const MpsDaemons&) = delete;
+  MpsDaemons& operator=(const MpsDaemons&) = delete;
+  ~MpsDaemons() { Stop(); }
+
+  // Creates each GPU's directories and starts its daemon. An error names the directory or the
+  // program (a program that cannot be started is an error; one that starts and dies is
+  // restarted later).
+  shm::Status Start(const std::string& program, const std::string& root,
+                    const std::vector<Gpu>& gpus);
+  // The pidfd of GPU index g's running daemon, -1 if none: the arbiter watches it.
+  int pidfd(uint32_t g) const;
+  bool Running(uint32_t g) const;
+  // g's daemon's pidfd became readable: it exited. Reaps it (its status is logged) and
+  // schedules its restart.
+  void OnExit(uint32_t g, uint64_t now_ns);
+  // Restarts the daemons whose back-off is over; the GPU indices started (new pidfds to watch).
+  std::vector<uint32_t> RestartDue(uint64_t now_ns);
+  uint64_t NextRestartNs() const;  // UINT64_MAX: none due
+  // CUDA_MPS_PIPE_DIRECTORY for the clients of GPU index g ("" if g has no daemon).
+  std::string PipeDir(uint32_t g) const;
+  // {"pid", "running", "pipe_dir", "restarts"} of g's daemon, or null if it has none.
+  nlohmann::json Json(uint32_t g) const;
+  // Quits every daemon (its control program's `quit`), waiting up to `wait_ms` each, then kills
+  // those still running. Idempotent.
+  void Stop(int wait_ms = 3000);
+
+ private:
+  struct Daemon {
+    Gpu gpu;
+    std::string pipe_dir, log_dir;
+    pid_t pid = 0;
+    shm::UniqueFd pidfd;
+    uint64_t restart_at_ns = 0;  // 0: not waiting to restart
+    uint64_t backoff_ns = kFirstBackoffNs;
+    uint32_t restarts = 0;
+  };
+  // Spawns `args` with d's MPS environment; returns the child's pid (0 and *error on failure).
+  pid_t Spawn(const Daemon& d, const std::vector<std::string>& args, int stdin_fd,
+              std::string* error) const;
+  shm::Status StartOne(Daemon& d);
+  Daemon* Find(uint32_t g);
+  const Daemon* Find(uint32_t g) const;
+
+  std::string program_;
+  std::vector<Daemon> daemons_;
+};
+
+}  // namespace gshare::arbiter

@@ -1,0 +1,134 @@
+// Unit tests of the arbiter's co-run rules (arbiter/src/corun.h): who holds a GPU (GpuHolders),
+// who may join a set (fault domain, MPS clients only, the member limit, GPUs not marked), the
+// revocation threshold and the back-offs per GPU and per pair; and the corun_* / mps_* config
+// keys with their errors.
+#include "corun.h"
+
+#include <gtest/gtest.h>
+
+#include "gshare/arbiter/config.h"
+
+namespace gshare::arbiter {
+namespace {
+
+constexpr uint64_t kSec = 1'000'000'000;
+
+CorunMember Member(uint32_t id, uid_t uid, const std::string& name, uint32_t share = 50,
+                   gid_t gid = 100) {
+  return CorunMember{id, uid, gid, name, share};
+}
+
+CorunConfig TwoGpusMarkedOne() {
+  CorunConfig c;
+  c.gpus = {7};  // ordinal 7: the second managed GPU below
+  c.max_members = 3;
+  c.backoff = std::chrono::seconds(10);
+  c.threat_percent = 80;
+  return c;
+}
+
+TEST(GpuHolders, HoldsOneOrASet) {
+  GpuHolders h;
+  EXPECT_TRUE(h.empty());
+  EXPECT_EQ(h.Other(1), 0u);
+  h.Add(1);
+  h.Add(1);  // idempotent
+  EXPECT_EQ(h.size(), 1u);
+  EXPECT_EQ(h.Other(1), 0u);
+  EXPECT_EQ(h.Other(2), 1u);
+  h.Add(2);
+  EXPECT_TRUE(h.Holds(2));
+  EXPECT_EQ(h.Other(1), 2u);
+  h.Remove(1);
+  EXPECT_FALSE(h.Holds(1));
+  EXPECT_EQ(h.ids(), std::vector<uint32_t>{2});
+}
+
+TEST(CorunBook, OnlyMarkedGpusOnlyOneUidOnlyMpsClients) {
+  CorunBook book(TwoGpusMarkedOne(), {3, 7});
+  EXPECT_FALSE(book.Enabled(0));
+  EXPECT_TRUE(book.Enabled(1));
+  const auto a = Member(1, 1000, "cnn");
+  EXPECT_NE(book.JoinRefusal(0, Member(2, 1000, "bert"), {a}, 0).find("corun_gpus"), std::string::npos);
+  EXPECT_EQ(book.JoinRefusal(1, Member(2, 1000, "bert"), {a}, 0), "");
+  // Another uid: another fault domain (the default), never in one set.
+  EXPECT_NE(book.JoinRefusal(1, Member(2, 1001, "bert"), {a}, 0).find("fault domain"), std::string::npos);
+  // A process that came up without MPS (share 0) runs alone, joining or holding.
+  EXPECT_NE(book.JoinRefusal(1, Member(2, 1000, "bert", 0), {a}, 0).find("not an MPS"), std::string::npos);
+  EXPECT_NE(book.JoinRefusal(1, Member(2, 1000, "bert"), {Member(1, 1000, "cnn", 0)}, 0).find("not an MPS"),
+            std::string::npos);
+  // The member limit (3): a third joins, a fourth does not.
+  const auto b = Member(2, 1000, "bert");
+  EXPECT_EQ(book.JoinRefusal(1, Member(3, 1000, "llm"), {a, b}, 0), "");
+  EXPECT_NE(book.JoinRefusal(1, Member(4, 1000, "x"), {a, b, Member(3, 1000, "llm")}, 0).find("corun_max_members"),
+            std::string::npos);
+}
+
+TEST(CorunBook, FaultDomainSettingWidensOnPurpose) {
+  CorunConfig by_gid = TwoGpusMarkedOne();
+  by_gid.fault_domain = CorunFaultDomain::kGid;
+  CorunBook gid_book(by_gid, {3, 7});
+  EXPECT_EQ(gid_book.JoinRefusal(1, Member(2, 1001, "b", 50, 100), {Member(1, 1000, "a", 50, 100)}, 0), "");
+  EXPECT_NE(gid_book.JoinRefusal(1, Member(2, 1000, "b", 50, 101), {Member(1, 1000, "a", 50, 100)}, 0), "");
+  CorunConfig any = TwoGpusMarkedOne();
+  any.fault_domain = CorunFaultDomain::kAny;
+  CorunBook any_book(any, {3, 7});
+  EXPECT_EQ(any_book.JoinRefusal(1, Member(2, 2000, "b", 50, 9), {Member(1, 1000, "a", 50, 100)}, 0), "");
+}
+
+TEST(CorunBook, RevocationBacksOffTheGpuAndThePair) {
+  CorunBook book(TwoGpusMarkedOne(), {3, 7});
+  // 80% of a 100 ms SLO: 80 ms does not threaten, 81 ms does.
+  EXPECT_FALSE(book.Threatens(80'000'000, 100));
+  EXPECT_TRUE(book.Threatens(81'000'000, 100));
+  const auto a = Member(1, 1000, "cnn"), b = Member(2, 1000, "bert"), c = Member(3, 1000, "llm");
+  book.Revoke(1, a, {a, b}, 5 * kSec);
+  EXPECT_EQ(book.revocations(), 1u);
+  EXPECT_EQ(book.BackoffUntil(1), 15 * kSec);
+  // The GPU serves exclusive slices during the back-off...
+  EXPECT_NE(book.JoinRefusal(1, c, {b}, 10 * kSec).find("backs off"), std::string::npos);
+  // ...after it, other pairs may form again, but not the revoked pair until its own back-off
+  // ends (renewed here by a second revocation of the pair at 12 s).
+  book.Revoke(0, a, {a, b}, 12 * kSec);  // GPU 0 is not marked: only the pair is remembered
+  EXPECT_EQ(book.JoinRefusal(1, c, {b}, 16 * kSec), "");
+  EXPECT_NE(book.JoinRefusal(1, a, {b}, 16 * kSec).find("pair"), std::string::npos);
+  EXPECT_EQ(book.JoinRefusal(1, a, {b}, 22 * kSec), "");
+}
+
+TEST(CorunConfig, KeysParseAndBadValuesNameTheKey) {
+  auto r = ParseConfigToml(
+      "corun_gpus = [0, 1]\ncorun_fault_domain = \"gid\"\ncorun_max_members = 8\n"
+      "corun_backoff = \"5s\"\ncorun_threat = 75\nmps_control = \"simcuda-mps-control\"\n"
+      "mps_dir = \"/run/x\"\n",
+      ArbiterConfig{});
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_EQ(r.config.corun.gpus, (std::vector<uint32_t>{0, 1}));
+  EXPECT_EQ(r.config.corun.fault_domain, CorunFaultDomain::kGid);
+  EXPECT_EQ(r.config.corun.max_members, 8u);
+  EXPECT_EQ(r.config.corun.backoff, std::chrono::seconds(5));
+  EXPECT_EQ(r.config.corun.threat_percent, 75u);
+  EXPECT_EQ(r.config.corun.mps_control, "simcuda-mps-control");
+  EXPECT_EQ(r.config.corun.mps_dir, "/run/x");
+  EXPECT_TRUE(ArbiterConfig{}.corun.gpus.empty());  // off by default
+  const std::pair<const char*, const char*> bad[] = {
+      {"corun_gpus = [0, 0]", "corun_gpus"},
+      {"corun_gpus = [-1]", "corun_gpus"},
+      {"corun_fault_domain = \"everyone\"", "corun_fault_domain"},
+      {"corun_max_members = 1", "corun_max_members"},
+      {"corun_max_members = 49", "corun_max_members"},
+      {"corun_threat = 5", "corun_threat"},
+      {"corun_backoff = \"soon\"", "corun_backoff"},
+      {"mps_dir = \"relative\"", "mps_dir"},
+  };
+  for (const auto& [text, key] : bad) {
+    auto e = ParseConfigToml(text, ArbiterConfig{});
+    EXPECT_FALSE(e.ok()) << text;
+    EXPECT_NE(e.error.find(key), std::string::npos) << text << ": " << e.error;
+  }
+  const char* argv[] = {"gshare-arbiter", "--corun-fault-domain", "nobody"};
+  auto cl = ParseCommandLine(3, argv);
+  EXPECT_NE(cl.error.find("--corun-fault-domain"), std::string::npos) << cl.error;
+}
+
+}  // namespace
+}  // namespace gshare::arbiter
