@@ -262,15 +262,13 @@ void ArbiterImpl::Admit(std::unique_ptr<Client> c, bool reregister, uint64_t now
          packed_name[2], packed_name[3]);
   if (!c->transfers.empty()) RecordOrderBegin(*c, c->transfers.front(), ordinal);
 
-  policy::FunctionSpec spec;
-  spec.model = c->name;
-  spec.weights_bytes = c->quota;
-  spec.context_bytes = 0;
-  spec.slo = static_cast<policy::Duration>(c->slo_ms) * 1000;
+  const policy::FunctionSpec spec = SpecOf(*c);
   c->fid = AllocateFid(c->id);
   const policy::FunctionId fid = c->fid;
+  Client& admitted = *c;
   clients_.emplace(c->id, std::move(c));
   Deliver(now_ns, policy::FunctionRegistered{fid, spec});
+  if (ById(admitted.id) != nullptr) AdviseShare(admitted);
 }
 
 void ArbiterImpl::FinishRegistration(Arrival a, int driver_state, uint64_t now_ns) {
@@ -290,6 +288,10 @@ void ArbiterImpl::FinishRegistration(Arrival a, int driver_state, uint64_t now_n
   c->id = next_client_id_++;
   c->pid = peer.pid;
   c->uid = peer.uid;
+  c->gid = peer.gid;
+  c->mps_share = req.mps_share;
+  c->compute_demand_pct = req.compute_demand_pct;
+  c->bandwidth_demand_pct = req.bandwidth_demand_pct;
   c->quota = req.quota_bytes;
   c->slo_ms = req.slo_ms;
   c->name = req.function_name.empty() ? "pid" + std::to_string(peer.pid) : req.function_name;

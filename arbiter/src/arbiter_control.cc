@@ -237,6 +237,9 @@ json ArbiterImpl::ClientsJson(uint64_t now) {
               {"function", c.name},
               {"namespace", c.pod_namespace},  // the pod's ("" unknown: GSHARE_POD_*)
               {"pod", c.pod_name},
+              {"mps_share", c.mps_share},  // 0: not an MPS client (never co-runs)
+              {"share_advice", c.share_advice},
+              {"corun", c.holding && c.corun_grant},
               {"pid", c.pid},
               {"uid", c.uid},
               {"quota_bytes", c.quota},
@@ -390,11 +393,7 @@ void ArbiterImpl::ApplyPendingSlos(uint64_t now) {
     c->slo_ms = *c->pending_slo;
     c->pending_slo.reset();
     if (c->where == Where::kResident) c->shadow = true;  // the policy will believe it on the host
-    policy::FunctionSpec spec;
-    spec.model = c->name;
-    spec.weights_bytes = c->quota;
-    spec.context_bytes = 0;
-    spec.slo = static_cast<policy::Duration>(c->slo_ms) * 1000;
+    const policy::FunctionSpec spec = SpecOf(*c);
     spdlog::info("client {} '{}': SLO now {} ms (policy function {} -> {})", c->id, c->name,
                  c->slo_ms, old_fid, c->fid);
     Record(shm::EventType::kSloChange, c, shm::kNoGpu, c->slo_ms);  // for gshare-trace

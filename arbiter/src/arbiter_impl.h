@@ -135,6 +135,12 @@ struct Client {
   // Its process's MPS compute share in percent as its registration reported it (0: not an MPS
   // client: it never co-runs). Fixed for the process's life.
   uint32_t mps_share = 0;
+  // The policy's share class for it (ShareFor at registration), in percent: what its process
+  // should be started with on a co-run GPU.
+  uint32_t share_advice = 100;
+  // What its kernels use alone, in percent, as the tenant declared it (0: unknown).
+  uint8_t compute_demand_pct = 0;
+  uint8_t bandwidth_demand_pct = 0;
 
   Where where = Where::kOut;
   uint32_t gpu = 0;                           // index: where resident / last resident
@@ -377,6 +383,10 @@ class ArbiterImpl final : public Arbiter {
   // may); a member's burst that ended after `latency_ns`, revoking g's set if it threatens c's
   // SLO (the others are asked to yield).
   CorunMember MemberOf(const Client& c) const;
+  // The policy's view of c (FunctionRegistered), and the share class the policy would give it
+  // (logged when its process runs at another).
+  policy::FunctionSpec SpecOf(const Client& c) const;
+  void AdviseShare(Client& c);
   std::string CorunRefusal(const Client& c, uint32_t g, uint64_t now_ns) const;
   void CheckCorunLatency(Client& c, uint32_t g, uint64_t latency_ns, uint64_t now_ns);
   // Back to exclusive slices on g: the holder that has held longest keeps it, the others are

@@ -108,10 +108,13 @@ shm::Status ArbiterImpl::Init(bool handle_signals) {
   for (uint32_t g = 0; g < book_.gpus(); ++g) {
     policy::GpuSpec spec;
     spec.memory_bytes = book_.usable(g);
+    spec.corun = corun_.Enabled(g);
+    spec.max_clients = config_.corun.max_members;
     pc.gpus.push_back(spec);
   }
   pc.slice = std::chrono::duration_cast<std::chrono::microseconds>(config_.slice).count();
-  pc.swap_out_copies = true;  // a swap-out copies the vGPU to the host before its memory is free
+  pc.swap_out_copies = true;
+  pc.corun_across_domains = config_.corun.fault_domain == CorunFaultDomain::kAny;  // a swap-out copies the vGPU to the host before its memory is free
   auto made = policy::Make(config_.policy, pc);
   if (!made.ok()) return shm::Status(shm::StatusCode::kInvalidArgument, "policy: " + made.error);
   policy_ = std::move(made.policy);

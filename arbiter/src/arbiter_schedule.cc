@@ -14,6 +14,7 @@
 //  - the policy's grant slice is advisory: the arbiter asks the holder to yield at the end of
 //    its slice only when another client waits, and enforces after the preemption grace.
 #include <algorithm>
+#include <cmath>
 #include <utility>
 #include <variant>
 
@@ -436,6 +437,31 @@ CorunMember ArbiterImpl::MemberOf(const Client& c) const {
   return CorunMember{c.id, c.uid, c.gid, c.name, c.mps_share};
 }
 
+policy::FunctionSpec ArbiterImpl::SpecOf(const Client& c) const {
+  policy::FunctionSpec spec;
+  spec.model = c.name;
+  spec.weights_bytes = c.quota;
+  spec.context_bytes = 0;
+  spec.slo = static_cast<policy::Duration>(c.slo_ms) * 1000;
+  // Unknown demands (0) fill the GPU: such a function never co-runs. A process that is not an
+  // MPS client cannot co-run either, whatever it declared.
+  if (c.mps_share != 0 && c.compute_demand_pct != 0) {
+    spec.compute_demand = c.compute_demand_pct / 100.0;
+    spec.bandwidth_demand = c.bandwidth_demand_pct / 100.0;
+  }
+  spec.fault_domain = static_cast<uint32_t>(FaultDomainKey(MemberOf(c), config_.corun.fault_domain));
+  return spec;
+}
+
+void ArbiterImpl::AdviseShare(Client& c) {
+  const policy::ShareClass share = policy_->ShareFor(c.fid);
+  c.share_advice = static_cast<uint32_t>(std::lround(share.compute_share * 100));
+  if (c.mps_share != 0 && corun_.Enabled(c.gpu) && c.mps_share != c.share_advice)
+    spdlog::warn("client {} '{}' runs at an MPS share of {}% where the policy's share class is "
+                 "{}%: start it with CUDA_MPS_ACTIVE_THREAD_PERCENTAGE={}",
+                 c.id, c.name, c.mps_share, c.share_advice, c.share_advice);
+}
+
 std::string ArbiterImpl::CorunRefusal(const Client& c, uint32_t g, uint64_t now_ns) const {
   std::vector<CorunMember> holders;
   for (uint32_t hid : gpus_[g].holders.ids()) {
@@ -605,7 +631,9 @@ void ArbiterImpl::PollClient(Client& c, uint64_t now_ns) {
         const uint64_t end = v.burst_end_ns != 0 ? v.burst_end_ns : now_ns;
         CheckCorunLatency(c, g, end > c.burst_start_ns ? end - c.burst_start_ns : 0, now_ns);
       }
-      Deliver(now_ns, policy::BurstEnd{c.fid, g, std::max<policy::Duration>(1, ToUs(gpu_time))});
+      policy::BurstEnd end{c.fid, g, std::max<policy::Duration>(1, ToUs(gpu_time))};
+      end.corun = corun_grant;
+      Deliver(now_ns, end);
     }
     if (ById(c.id) == nullptr) return;
     // The sole tenant of its GPU is granted again as soon as it asks: its next acquisition
@@ -699,7 +727,10 @@ void ArbiterImpl::CheckOrders(uint64_t now_ns) {
 }
 
 bool ArbiterImpl::DeepEvictable(const Client& c) const {
+  // Not an MPS client: the checkpoint API's behaviour for MPS clients is unverified (docs/
+  // arbiter.md, "Co-running"; tests/gpu/mps-check.sh measures it).
   return config_.deep_evict_after.count() > 0 && CanCheckpoint() && c.op == DriverOp::kNone &&
+         c.mps_share == 0 &&
          c.where == Where::kResident && !c.holding && !c.burst_outstanding && c.transfers.empty() &&
          !stopping_;
 }

@@ -106,6 +106,11 @@ pid_t MpsDaemons::Spawn(const Daemon& d, const std::vector<std::string>& args, i
   } else {
     ::posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
   }
+  // Its own output goes to its log directory, never to the arbiter's (a daemon outliving a
+  // killed arbiter must not hold the arbiter's output open).
+  const std::string out = d.log_dir + "/output.log";
+  ::posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, out.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0640);
+  ::posix_spawn_file_actions_adddup2(&fa, STDOUT_FILENO, STDERR_FILENO);
   pid_t pid = 0;
   const int rc = ::posix_spawnp(&pid, argv[0], &fa, &attr, argv.data(), envp.data());
   ::posix_spawn_file_actions_destroy(&fa);
@@ -117,7 +122,31 @@ pid_t MpsDaemons::Spawn(const Daemon& d, const std::vector<std::string>& args, i
   return pid;
 }
 
+bool MpsDaemons::SendQuit(const Daemon& d, int wait_ms) const {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return false;
+  std::string error;
+  const pid_t client = Spawn(d, {program_}, fds[0], &error);
+  ::close(fds[0]);
+  static constexpr char kQuit[] = "quit\n";
+  (void)!::write(fds[1], kQuit, sizeof(kQuit) - 1);
+  ::close(fds[1]);
+  if (client == 0) return false;
+  // Bounded: a client that cannot reach the daemon must not hold the arbiter.
+  shm::UniqueFd cfd(PidfdOpen(client));
+  pollfd cp{cfd.get(), POLLIN, 0};
+  if (cfd.valid() && ::poll(&cp, 1, wait_ms) <= 0) ::kill(client, SIGKILL);
+  int status = 0;
+  ::waitpid(client, &status, 0);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
 shm::Status MpsDaemons::StartOne(Daemon& d) {
+  // A daemon still serving this pipe directory (left by an arbiter that was killed) is asked
+  // to quit first: the new one would refuse to start beside it.
+  if (SendQuit(d, 3000))
+    spdlog::warn("GPU {}: a previous MPS control daemon served {}; it was asked to quit",
+                 d.gpu.ordinal, d.pipe_dir);
   std::string error;
   const pid_t pid = Spawn(d, {program_, "-f"}, -1, &error);
   if (pid == 0) return shm::Status(shm::StatusCode::kUnavailable, error);
@@ -213,22 +242,7 @@ void MpsDaemons::Stop(int wait_ms) {
   for (Daemon& d : daemons_) {
     if (d.pid == 0) continue;
     // `quit` through the control program's client mode, as an operator would.
-    int fds[2];
-    if (::pipe2(fds, O_CLOEXEC) == 0) {
-      std::string error;
-      const pid_t client = Spawn(d, {program_}, fds[0], &error);
-      ::close(fds[0]);
-      static constexpr char kQuit[] = "quit\n";
-      (void)!::write(fds[1], kQuit, sizeof(kQuit) - 1);
-      ::close(fds[1]);
-      if (client != 0) {
-        // Bounded: a client that cannot reach the daemon must not hold the shutdown.
-        shm::UniqueFd cfd(PidfdOpen(client));
-        pollfd cp{cfd.get(), POLLIN, 0};
-        if (cfd.valid() && ::poll(&cp, 1, wait_ms) <= 0) ::kill(client, SIGKILL);
-        ::waitpid(client, nullptr, 0);
-      }
-    }
+    (void)SendQuit(d, wait_ms);
     pollfd p{d.pidfd.get(), POLLIN, 0};
     if (::poll(&p, 1, wait_ms) <= 0) {
       spdlog::warn("GPU {}: MPS control daemon (pid {}) did not quit in {} ms: killing it",

@@ -74,6 +74,9 @@ class MpsDaemons {
   pid_t Spawn(const Daemon& d, const std::vector<std::string>& args, int stdin_fd,
               std::string* error) const;
   shm::Status StartOne(Daemon& d);
+  // Runs the control program's client mode with `quit` for d's directory (bounded by wait_ms);
+  // true when it said a daemon was told to quit.
+  bool SendQuit(const Daemon& d, int wait_ms) const;
   Daemon* Find(uint32_t g);
   const Daemon* Find(uint32_t g) const;
 

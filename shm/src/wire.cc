@@ -123,6 +123,9 @@ Status ValidateRequest(const RegisterRequest& r, StatusCode code) {
   if (!r.pod_name.empty()) {
     if (std::string why = PodNameProblem(r.pod_name); !why.empty()) return bad("pod_name " + why);
   }
+  if (r.mps_share > 100) return bad("mps_share above 100 percent");
+  if (r.compute_demand_pct > 100) return bad("compute_demand_pct above 100 percent");
+  if (r.bandwidth_demand_pct > 100) return bad("bandwidth_demand_pct above 100 percent");
   return {};
 }
 
@@ -244,6 +247,9 @@ Result<std::vector<std::byte>> EncodeRequest(const RegisterRequest& request) {
       !s.ok()) {
     return s;
   }
+  w.mps_share = request.mps_share;
+  w.compute_demand_pct = request.compute_demand_pct;
+  w.bandwidth_demand_pct = request.bandwidth_demand_pct;
   return ToBytes(w);
 }
 
@@ -294,6 +300,10 @@ Result<RegisterRequest> DecodeRequest(std::span<const std::byte> bytes) {
       ReadFixedString(wire->pod_name, sizeof(wire->pod_name), "pod_name", /*allow_empty=*/true);
   if (!pod_name.ok()) return pod_name.status();
   r.pod_name = std::move(pod_name).value();
+  if (wire->reserved2 != 0) return Status(StatusCode::kMalformed, "reserved2 is not zero");
+  r.mps_share = wire->mps_share;
+  r.compute_demand_pct = wire->compute_demand_pct;
+  r.bandwidth_demand_pct = wire->bandwidth_demand_pct;
   if (Status s = ValidateRequest(r, StatusCode::kMalformed); !s.ok()) return s;
   return r;
 }

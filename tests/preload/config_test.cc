@@ -112,6 +112,26 @@ TEST(Config, RegisterRetry) {
 // GSHARE_POD_NAME / GSHARE_POD_NAMESPACE (Kubernetes' downward API): valid values are kept; a
 // malformed one is dropped with a warning naming the variable, never an error (it is a label:
 // the process must run on).
+// GSHARE_CORUN_DEMAND: what the function's kernels use alone, for co-running (percentages);
+// malformed values fail the configuration naming the variable and the item.
+TEST(Config, CorunDemand) {
+  Config c = Parse({{"GSHARE_CORUN_DEMAND", "compute=20,bandwidth=5"}});
+  EXPECT_TRUE(c.error.empty()) << c.error;
+  EXPECT_EQ(c.compute_demand_pct, 20);
+  EXPECT_EQ(c.bandwidth_demand_pct, 5);
+  c = Parse({{"GSHARE_CORUN_DEMAND", "compute=100"}});
+  EXPECT_TRUE(c.error.empty()) << c.error;
+  EXPECT_EQ(c.compute_demand_pct, 100);
+  EXPECT_EQ(c.bandwidth_demand_pct, 0);
+  EXPECT_EQ(Parse({}).compute_demand_pct, 0);  // unknown: never co-run
+  for (const char* bad : {"compute=0", "compute=101", "compute=", "compute", "sm=20",
+                          "compute=20,", "compute=2x", "compute=-1", ",bandwidth=3"}) {
+    c = Parse({{"GSHARE_CORUN_DEMAND", bad}});
+    EXPECT_NE(c.error.find("GSHARE_CORUN_DEMAND"), std::string::npos) << bad << ": " << c.error;
+    EXPECT_EQ(c.compute_demand_pct, 0) << bad;
+  }
+}
+
 TEST(Config, PodNameAndNamespace) {
   const std::string longest_name = std::string(63, 'a') + "." + std::string(63, 'b') + "." +
                                    std::string(63, 'c') + "." + std::string(61, 'd');

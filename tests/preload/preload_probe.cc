@@ -36,6 +36,9 @@
 //                                      the devices the program sees (count, ordinal 0 and 1, PCI
 //                                      bus id and peer queries), its context's device, where an
 //                                      allocation lives, and a kernel and copies on it
+//   preload_probe bursts <count> <kernel_ms> <gap_ms>
+//                                      bursts of a kernel busy for kernel_ms, gap_ms apart; each
+//                                      burst's start and end (co-running, probe/bursts.cc)
 //   preload_probe contexts             current-context switches between default-stream
 //                                      submissions, driven by stdin (probe/contexts.cc)
 #include <cstdint>
@@ -60,6 +63,8 @@ int main(int argc, char** argv) {
   }
   if (mode == "kernels") return probe::Kernels();
   if (mode == "contexts") return probe::Contexts();
+  if (mode == "bursts" && argc > 4)
+    return probe::Bursts(std::atoi(argv[2]), std::atoi(argv[3]), std::atoi(argv[4]));
   if (mode == "devices" && argc > 2) return probe::Devices(argv[2]);
   if (mode == "lookup") return probe::Lookup();
   if (mode == "stress" && argc > 3) return probe::Stress(std::atoi(argv[2]), std::atoi(argv[3]));

@@ -77,7 +77,7 @@ TEST(WireTest, PodFields) {
   r.pod_namespace = "team-a";
   r.pod_name = "resnet-7d4b9c-x2k4p";
   const auto bytes = Bytes(r);
-  ASSERT_EQ(bytes.size(), 496u);
+  ASSERT_EQ(bytes.size(), 504u);
   auto back = DecodeRequest(bytes);
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_EQ(back->pod_namespace, "team-a");
@@ -138,6 +138,32 @@ TEST(WireTest, LateFirstRegistration) {
   EXPECT_NE(EncodeRequest(bad).status().message().find("previous_client_id"), std::string::npos);
 }
 
+// Version 3: what a co-runner's process got (its MPS share) and what its kernels need travel
+// with the request; values beyond 100 percent and a non-zero reserved word are malformed.
+TEST(WireTest, CorunFields) {
+  RegisterRequest r = ValidRequest();
+  r.mps_share = 50;
+  r.compute_demand_pct = 20;
+  r.bandwidth_demand_pct = 7;
+  const auto bytes = Bytes(r);
+  auto back = DecodeRequest(bytes);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->mps_share, 50u);
+  EXPECT_EQ(back->compute_demand_pct, 20u);
+  EXPECT_EQ(back->bandwidth_demand_pct, 7u);
+  EXPECT_EQ(DecodeRequest(Bytes(ValidRequest()))->mps_share, 0u);
+  ExpectMalformed(DecodeRequest(Patch<uint32_t>(bytes, offsetof(RegisterRequestWire, mps_share), 101)).status(),
+                  "mps_share");
+  ExpectMalformed(
+      DecodeRequest(Patch<uint8_t>(bytes, offsetof(RegisterRequestWire, compute_demand_pct), 200)).status(),
+      "compute_demand_pct");
+  ExpectMalformed(
+      DecodeRequest(Patch<uint8_t>(bytes, offsetof(RegisterRequestWire, bandwidth_demand_pct), 101)).status(),
+      "bandwidth_demand_pct");
+  ExpectMalformed(DecodeRequest(Patch<uint16_t>(bytes, offsetof(RegisterRequestWire, reserved2), 1)).status(),
+                  "reserved2");
+}
+
 TEST(WireTest, ReplyAndGoodbyeRoundTrip) {
   auto bytes = EncodeReply(ValidReply());
   ASSERT_TRUE(bytes.ok());
@@ -175,11 +201,15 @@ TEST(WireTest, HeaderErrors) {
   EXPECT_EQ(version.status().code(), StatusCode::kVersionMismatch);
   EXPECT_NE(version.status().message().find("version " + std::to_string(kWireAbiVersion + 1)),
             std::string::npos);
-  // A version-1 peer (before the pod fields) is refused with both versions named.
-  auto old = DecodeRequest(Patch<uint16_t>(good, 4, 1));
-  EXPECT_EQ(old.status().code(), StatusCode::kVersionMismatch);
-  EXPECT_NE(old.status().message().find("version 1, this side speaks 2"), std::string::npos)
-      << old.status().ToString();
+  // Older peers (version 1: before the pod fields; 2: before the co-run fields) are refused
+  // with both versions named.
+  for (uint16_t v : {uint16_t{1}, uint16_t{2}}) {
+    auto old = DecodeRequest(Patch<uint16_t>(good, 4, v));
+    EXPECT_EQ(old.status().code(), StatusCode::kVersionMismatch);
+    EXPECT_NE(old.status().message().find("version " + std::to_string(v) + ", this side speaks 3"),
+              std::string::npos)
+        << old.status().ToString();
+  }
   ExpectMalformed(DecodeRequest(Patch<uint16_t>(good, 6, 99)).status(), "unknown message type");
   ExpectMalformed(DecodeRequest(Patch<uint32_t>(good, 8, 100)).status(), "header length");
   ExpectMalformed(DecodeRequest(Patch<uint32_t>(good, 12, 1)).status(), "reserved");

@@ -107,6 +107,9 @@ shm::Status ArbiterClient::Connect(Registration kind) {
   req.function_name = options_.function_name;
   req.pod_namespace = options_.pod_namespace;
   req.pod_name = options_.pod_name;
+  req.mps_share = options_.mps_share;
+  req.compute_demand_pct = options_.compute_demand_pct;
+  req.bandwidth_demand_pct = options_.bandwidth_demand_pct;
   const bool re_register = kind != Registration::kFirst;
   if (re_register) {
     // A late first registration describes what the process holds as a re-registration does

@@ -107,6 +107,11 @@ struct ArbiterClientOptions {
   std::string function_name;   // GSHARE_FUNCTION
   std::string pod_namespace;   // GSHARE_POD_NAMESPACE (validated; "" = unknown)
   std::string pod_name;        // GSHARE_POD_NAME (validated; "" = unknown)
+  // Co-running: the MPS share its process runs at (0: not an MPS client), the declared demands
+  // (GSHARE_CORUN_DEMAND; 0: unknown).
+  uint32_t mps_share = 0;
+  uint8_t compute_demand_pct = 0;
+  uint8_t bandwidth_demand_pct = 0;
   std::chrono::nanoseconds idle_release{std::chrono::microseconds(300)};  // GSHARE_IDLE_RELEASE_US
   bool fail_closed = false;    // GSHARE_ARBITER_FAIL=closed
   bool prepare_swap_out = true;  // GSHARE_PREPIN: ShimHost::PrepareSwapOut while idle

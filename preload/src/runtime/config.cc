@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <cstdlib>
@@ -68,6 +69,34 @@ std::string FunctionNameProblem(const std::string& name) {
     }
   }
   return {};
+}
+
+// GSHARE_CORUN_DEMAND: "compute=P,bandwidth=P" (either may be left out), whole percentages
+// 1-100. A malformed value is an error naming the variable and the item.
+void ParseCorunDemand(const std::string& value, Config* config) {
+  if (value.empty()) return;
+  size_t at = 0;
+  while (at <= value.size()) {
+    const size_t comma = std::min(value.find(',', at), value.size());
+    const std::string item = value.substr(at, comma - at);
+    const size_t eq = item.find('=');
+    const std::string key = item.substr(0, eq);
+    uint8_t* out = key == "compute" ? &config->compute_demand_pct
+                   : key == "bandwidth" ? &config->bandwidth_demand_pct
+                                        : nullptr;
+    unsigned pct = 0;
+    const char* begin = item.data() + (eq == std::string::npos ? item.size() : eq + 1);
+    const auto [end, ec] = std::from_chars(begin, item.data() + item.size(), pct);
+    if (out == nullptr || eq == std::string::npos || ec != std::errc() ||
+        end != item.data() + item.size() || begin == end || pct < 1 || pct > 100) {
+      AddError(&config->error, "GSHARE_CORUN_DEMAND: '" + item +
+                                   "' is not compute=PERCENT or bandwidth=PERCENT (1-100)");
+      config->compute_demand_pct = config->bandwidth_demand_pct = 0;
+      return;
+    }
+    *out = static_cast<uint8_t>(pct);
+    at = comma + 1;
+  }
 }
 
 }  // namespace
@@ -167,6 +196,7 @@ Config ParseConfig(const char* (*getenv_fn)(const char*, void*), void* ctx, int 
       config.pod_namespace.clear();
     }
   }
+  ParseCorunDemand(Get(getenv_fn, ctx, "GSHARE_CORUN_DEMAND"), &config);
   const std::string lease = Get(getenv_fn, ctx, "GSHARE_LEASE");
   if (lease == "0") {
     config.lease = false;

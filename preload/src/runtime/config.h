@@ -30,6 +30,11 @@ struct Config {
   // attribution (downward API). A malformed value is dropped ("" here) with a warning.
   std::string pod_name;
   std::string pod_namespace;
+  // GSHARE_CORUN_DEMAND ("compute=20,bandwidth=10"): the percentages of the GPU's SMs and memory
+  // bandwidth the function's kernels use alone, as the tenant declares them, for the arbiter's
+  // co-running (docs/arbiter.md, "Co-running"); 0: unknown (never co-run).
+  uint8_t compute_demand_pct = 0;
+  uint8_t bandwidth_demand_pct = 0;
   // GSHARE_PREPIN: pin the swap-out staging while idle, ahead of a swap-out (1, default) or only
   // when a swap-out needs it (0: no pinned host memory until the first swap-out, which then
   // pins on its critical path).

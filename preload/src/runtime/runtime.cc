@@ -4,8 +4,10 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <type_traits>
 #include <sstream>
 #include <thread>
@@ -219,12 +221,42 @@ CUresult Runtime::CreateMemory() {
   return CUDA_SUCCESS;
 }
 
+uint32_t Runtime::MpsShare() {
+  // The driver says whether this process came up as an MPS client of its device (a missing or
+  // unreachable daemon makes it run time-sliced, silently); its share is the one its
+  // environment gave the driver before cuInit (100 when unset).
+  using GetDevice = CUresult (*)(CUdevice*, int);
+  using GetAttribute = CUresult (*)(int*, CUdevice_attribute, CUdevice);
+  const auto get_device = reinterpret_cast<GetDevice>(real_.Resolve("cuDeviceGet"));
+  const auto get_attr = reinterpret_cast<GetAttribute>(real_.Resolve("cuDeviceGetAttribute"));
+  CUdevice dev = 0;
+  int enabled = 0;
+  if (get_device == nullptr || get_attr == nullptr || get_device(&dev, config_.device) != CUDA_SUCCESS ||
+      get_attr(&enabled, CU_DEVICE_ATTRIBUTE_MPS_ENABLED, dev) != CUDA_SUCCESS || enabled != 1)
+    return 0;
+  const char* pct = std::getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
+  if (pct == nullptr || *pct == '\0') return 100;
+  unsigned share = 0;
+  const char* end = pct + std::strlen(pct);
+  const auto [p, ec] = std::from_chars(pct, end, share);
+  if (ec != std::errc() || p != end || share < 1 || share > 100) {
+    Log().warn("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE='{}' is not a percentage: reported as not an MPS "
+               "client (it never co-runs)", pct);
+    return 0;
+  }
+  Log().info("MPS client of device {} at a {}% compute share", config_.device, share);
+  return share;
+}
+
 void Runtime::StartArbiterClient() {
   ArbiterClientOptions options;
   options.socket_path = config_.arbiter_socket;
   options.quota_bytes = memory()->counters().quota_bytes;
   if (config_.slo_ms) options.slo_ms = *config_.slo_ms;
   options.function_name = config_.function_name;
+  options.mps_share = MpsShare();
+  options.compute_demand_pct = config_.compute_demand_pct;
+  options.bandwidth_demand_pct = config_.bandwidth_demand_pct;
   options.pod_name = config_.pod_name;
   options.pod_namespace = config_.pod_namespace;
   options.register_retry_max = std::chrono::nanoseconds(config_.register_retry_max_ns);

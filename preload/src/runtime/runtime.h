@@ -154,6 +154,8 @@ class Runtime {
   static Runtime& InitSlow() EXCLUDES(init_mutex_);
   void Setup();
   CUresult CreateMemory() REQUIRES(init_call_mutex_) EXCLUDES(swap_mutex_);
+  // The compute share of this process's MPS client in percent, 0 when it is not one.
+  uint32_t MpsShare() REQUIRES(init_call_mutex_);
   void StartArbiterClient() REQUIRES(init_call_mutex_) EXCLUDES(swap_mutex_);
   void SetUpInflightTracker();
   // atexit (registered by Init, in every mode): marks the process exiting (the control socket

@@ -52,4 +52,8 @@ int Accounting(const std::string& what, const std::string& arg);
 // between submissions to the legacy default stream; commands on stdin.
 int Contexts();
 
+// bursts.cc: `count` bursts of a kernel busy for kernel_ms with gap_ms between them; prints
+// each burst's start and end (CLOCK_MONOTONIC) and the MPS attribute (co-running tests).
+int Bursts(int count, int kernel_ms, int gap_ms);
+
 }  // namespace gshare::probe

@@ -22,7 +22,9 @@ namespace gshare::shm {
 inline constexpr uint32_t kWireMagic = 0x52485347;  // "GSHR" read as little-endian bytes
 // 2 (issue 18): RegisterRequest gained pod_namespace and pod_name (the Kubernetes pod, for
 // attribution) and the flag kFlagLate; a version-1 peer is refused with kVersionMismatch.
-inline constexpr uint16_t kWireAbiVersion = 2;
+// 3 (issue 20): RegisterRequest gained mps_share, compute_demand_pct and bandwidth_demand_pct
+// (co-running: what the process's MPS client got, what its kernels need).
+inline constexpr uint16_t kWireAbiVersion = 3;
 
 enum class MessageType : uint16_t {
   kRegisterRequest = 1,  // client -> arbiter
@@ -77,6 +79,15 @@ struct RegisterRequestWire {
   char function_name[kFunctionNameSize];  // printable ASCII, NUL-terminated, zero-padded
   char pod_namespace[kPodNamespaceSize];   // "" or a DNS-1123 label, NUL-terminated, zero-padded
   char pod_name[kPodNameSize];             // "" or a DNS-1123 subdomain, same rules
+  // Co-running (docs/arbiter.md, "Co-running"). mps_share: the compute share in percent its
+  // process's MPS client runs at (1-100; the driver reported MPS enabled), 0 when it is not an
+  // MPS client. The demands: the fraction of the GPU's SMs and memory bandwidth its kernels use
+  // running alone, in percent (1-100), as the tenant declares them (GSHARE_CORUN_DEMAND); 0:
+  // unknown (taken as filling the GPU: it never co-runs).
+  uint32_t mps_share;
+  uint8_t compute_demand_pct;
+  uint8_t bandwidth_demand_pct;
+  uint16_t reserved2;  // must be 0
 };
 
 struct RegisterReplyWire {
@@ -98,8 +109,9 @@ struct GoodbyeWire {
 
 static_assert(sizeof(WireHeader) == 16);
 static_assert(sizeof(RegisterRequestWire) == 16 + 32 + kFunctionNameSize + kPodNamespaceSize +
-                                                 kPodNameSize);
-static_assert(sizeof(RegisterRequestWire) == 496);
+                                                 kPodNameSize + 8);
+static_assert(sizeof(RegisterRequestWire) == 504);
+static_assert(offsetof(RegisterRequestWire, mps_share) == 496);
 static_assert(offsetof(RegisterRequestWire, function_name) == 48);
 static_assert(offsetof(RegisterRequestWire, pod_namespace) == 176);
 static_assert(offsetof(RegisterRequestWire, pod_name) == 240);
@@ -123,6 +135,9 @@ struct RegisterRequest {
   std::string function_name;  // may be empty
   std::string pod_namespace;  // may be empty; else PodNamespaceProblem() is ""
   std::string pod_name;       // may be empty; else PodNameProblem() is ""
+  uint32_t mps_share = 0;           // 0 or 1..100
+  uint8_t compute_demand_pct = 0;   // 0 (unknown) or 1..100
+  uint8_t bandwidth_demand_pct = 0;
 };
 
 struct RegisterReply {

@@ -1,0 +1,209 @@
+// Co-running (issue 20) with real processes: a real gshare-arbiter on simcuda with GPU 0 marked
+// for co-running starts its private MPS daemon (simcuda-mps-control), two unmodified programs of
+// one uid under the shim come up as MPS clients of it (their registration reports the share),
+// and the policy grants the GPU to both at once: their kernels overlap in time, which simcuda's
+// MPS mode lets happen only between MPS clients. Without the daemon the same programs run
+// time-sliced (no overlap, no co-run grant); a daemon killed is restarted; the arbiter's
+// shutdown stops it.
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <chrono>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "child_process.h"
+#include "gshare/arbiter/control_client.h"
+#include "shim_test_env.h"
+#include "test_util.h"
+
+namespace gshare::arbiter::testing {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+struct Interval {
+  unsigned long long start = 0, end = 0;
+};
+
+// A probe serving `count` bursts; the intervals its kernels ran in (the last kernel_ms of each
+// burst's call) once it is done.
+class BurstProbe {
+ public:
+  BurstProbe(std::vector<std::string> env, int count, int kernel_ms, int gap_ms)
+      : child_({PROBE_BIN, "bursts", std::to_string(count), std::to_string(kernel_ms),
+                std::to_string(gap_ms)},
+               EnvMap(env)),
+        kernel_ns_(static_cast<unsigned long long>(kernel_ms) * 1'000'000ULL) {}
+  // Reads the probe's lines up to "done"; false if it ended or stalled before.
+  bool Run() {
+    std::string line;
+    while (child_.ReadLine(&line, LineWait())) {
+      if (line.rfind("mps_enabled=", 0) == 0) mps_enabled_ = std::stoi(line.substr(12));
+      Interval iv;
+      int burst = 0, result = 0;
+      if (std::sscanf(line.c_str(), "burst=%d start_ns=%llu end_ns=%llu result=%d", &burst,
+                      &iv.start, &iv.end, &result) == 4) {
+        // The kernel ran in the last kernel_ms of the call (before: waiting for the token).
+        iv.start = std::max(iv.start, iv.end - kernel_ns_);
+        bursts_.push_back(iv);
+      }
+      if (line.rfind("done errors=0", 0) == 0) return true;
+      if (line.rfind("done", 0) == 0 || line.rfind("error", 0) == 0) return false;
+    }
+    return false;
+  }
+  int Wait() { return child_.Wait(ExitWait()); }
+  int mps_enabled() const { return mps_enabled_; }
+  const std::vector<Interval>& bursts() const { return bursts_; }
+
+ private:
+  test::ChildProcess child_;
+  unsigned long long kernel_ns_;
+  int mps_enabled_ = -1;
+  std::vector<Interval> bursts_;
+};
+
+// Pairs of bursts of a and b that ran at the same time for at least `min_ns`.
+int Overlaps(const std::vector<Interval>& a, const std::vector<Interval>& b, unsigned long long min_ns) {
+  int n = 0;
+  for (const Interval& x : a)
+    for (const Interval& y : b) {
+      const unsigned long long lo = std::max(x.start, y.start), hi = std::min(x.end, y.end);
+      n += hi > lo && hi - lo >= min_ns ? 1 : 0;
+    }
+  return n;
+}
+
+class ShimCorun : public ::testing::Test {
+ protected:
+  ShimCorun() : simcuda(::testing::UnitTest::GetInstance()->current_test_info()->name(), "1x512MiB") {}
+  void SetUp() override {
+    ASSERT_EQ(::mkdir((dir / "mps").c_str(), 0755), 0);
+    arb.env = simcuda.env();
+    ASSERT_TRUE(arb.Start()) << ReadFile(arb.log());
+  }
+  nlohmann::json Call(const std::string& cmd) {
+    auto reply = ControlCall(dir / "control.sock", {{"cmd", cmd}}, seconds(10));
+    return reply.ok() ? *reply : nlohmann::json();
+  }
+  // GPU 0's MPS daemon as the status shows it, once `pred` holds (safety net, scaled).
+  template <typename Pred>
+  nlohmann::json DaemonWhen(Pred pred) {
+    const auto deadline = std::chrono::steady_clock::now() + Scaled(seconds(30));
+    nlohmann::json mps;
+    do {
+      const nlohmann::json status = Call("status");
+      if (status.contains("gpus") && !status["gpus"].empty())
+        mps = status["gpus"][0].value("corun", nlohmann::json::object()).value("mps", nlohmann::json());
+      if (!mps.is_null() && pred(mps)) return mps;
+      std::this_thread::sleep_for(milliseconds(50));
+    } while (std::chrono::steady_clock::now() < deadline);
+    return mps;
+  }
+  // A function under the shim: an MPS client of the arbiter's daemon at a 25% share (declared
+  // to use 20% of the SMs), or, `mps` false, pointed at a pipe directory no daemon serves.
+  std::vector<std::string> FunctionEnv(const std::string& name, bool mps) {
+    std::vector<std::string> env = ShimEnv(simcuda, arb.socket(), "64MiB", name, dir / (name + ".log"));
+    env.push_back("GSHARE_SLO_MS=500");
+    env.push_back("CUDA_MPS_PIPE_DIRECTORY=" + (mps ? dir / "mps/gpu0/pipe" : dir / "no-daemon"));
+    env.push_back("CUDA_MPS_LOG_DIRECTORY=" + dir.path());
+    env.push_back("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=25");
+    env.push_back("GSHARE_CORUN_DEMAND=compute=20,bandwidth=5");
+    return env;
+  }
+
+  TempDir dir;
+  Simcuda simcuda;
+  ArbiterProcess arb{dir,
+                     {"--policy", "aggressive", "--slice", "5ms", "--corun-gpus", "0",
+                      "--mps-control", MPS_CONTROL_BIN, "--mps-dir", dir / "mps"}};
+};
+
+TEST_F(ShimCorun, TwoMpsClientsOfOneUidRunTheirKernelsAtOnce) {
+  const nlohmann::json daemon = DaemonWhen([](const nlohmann::json& m) { return m.value("running", false); });
+  ASSERT_TRUE(daemon.value("running", false)) << daemon.dump() << ReadFile(arb.log());
+  EXPECT_EQ(daemon["pipe_dir"], dir / "mps/gpu0/pipe");
+  // Long enough for the policy to learn both and co-run; short bursts with gaps (each busy
+  // about half the time), so time slicing would leave the GPU idle half the time.
+  BurstProbe a(FunctionEnv("cnn-a", true), 60, 20, 20);
+  BurstProbe b(FunctionEnv("cnn-b", true), 60, 20, 20);
+  std::thread ta([&] { EXPECT_TRUE(a.Run()) << ReadFile(dir / "cnn-a.log"); });
+  std::thread tb([&] { EXPECT_TRUE(b.Run()) << ReadFile(dir / "cnn-b.log"); });
+  // Both registered as MPS clients at the share their environment gave them.
+  const auto deadline = std::chrono::steady_clock::now() + Scaled(seconds(30));
+  nlohmann::json clients;
+  do {
+    clients = Call("clients").value("clients", nlohmann::json::array());
+    if (clients.size() == 2) break;
+    std::this_thread::sleep_for(milliseconds(20));
+  } while (std::chrono::steady_clock::now() < deadline);
+  ta.join();
+  tb.join();
+  ASSERT_EQ(clients.size(), 2u) << clients.dump();
+  for (const auto& c : clients) EXPECT_EQ(c["mps_share"], 25) << clients.dump();
+  EXPECT_EQ(a.mps_enabled(), 1);
+  EXPECT_EQ(b.mps_enabled(), 1);
+  EXPECT_EQ(a.Wait(), 0);
+  EXPECT_EQ(b.Wait(), 0);
+  const nlohmann::json summary = arb.Stop();
+  ASSERT_TRUE(summary.is_object()) << ReadFile(arb.log());
+  EXPECT_GE(summary["corun_joins"].get<uint64_t>(), 1u) << summary.dump() << ReadFile(arb.log());
+  // Overlapping by more than a quarter of a kernel: only co-running lets that happen (time
+  // slicing hands the GPU over between bursts, simcuda serialises non-MPS kernels).
+  EXPECT_GE(Overlaps(a.bursts(), b.bursts(), 10'000'000ULL), 1) << summary.dump();
+  // The arbiter's shutdown stopped its daemon.
+  EXPECT_NE(::kill(daemon["pid"].get<pid_t>(), 0), 0);
+}
+
+TEST_F(ShimCorun, WithoutTheDaemonTheSameProgramsRunTimeSliced) {
+  BurstProbe a(FunctionEnv("cnn-a", false), 30, 20, 20);
+  BurstProbe b(FunctionEnv("cnn-b", false), 30, 20, 20);
+  std::thread ta([&] { EXPECT_TRUE(a.Run()) << ReadFile(dir / "cnn-a.log"); });
+  std::thread tb([&] { EXPECT_TRUE(b.Run()) << ReadFile(dir / "cnn-b.log"); });
+  ta.join();
+  tb.join();
+  EXPECT_EQ(a.mps_enabled(), 0);  // fail-open: the program runs, without MPS
+  EXPECT_EQ(a.Wait(), 0);
+  EXPECT_EQ(b.Wait(), 0);
+  const nlohmann::json summary = arb.Stop();
+  ASSERT_TRUE(summary.is_object()) << ReadFile(arb.log());
+  EXPECT_EQ(summary["corun_joins"], 0) << summary.dump();
+  EXPECT_EQ(Overlaps(a.bursts(), b.bursts(), 10'000'000ULL), 0);
+}
+
+TEST_F(ShimCorun, AKilledDaemonIsRestarted) {
+  const nlohmann::json first = DaemonWhen([](const nlohmann::json& m) { return m.value("running", false); });
+  ASSERT_TRUE(first.value("running", false)) << first.dump() << ReadFile(arb.log());
+  const pid_t pid = first["pid"].get<pid_t>();
+  ASSERT_EQ(::kill(pid, SIGKILL), 0);
+  const nlohmann::json again = DaemonWhen([&](const nlohmann::json& m) {
+    return m.value("running", false) && m.value("restarts", 0) == 1 && m["pid"].get<pid_t>() != pid;
+  });
+  EXPECT_EQ(again.value("restarts", 0), 1) << again.dump() << ReadFile(arb.log());
+  EXPECT_TRUE(again.value("running", false)) << again.dump();
+  EXPECT_NE(ReadFile(arb.log()).find("killed by signal"), std::string::npos) << ReadFile(arb.log());
+  const pid_t second = again["pid"].get<pid_t>();
+  EXPECT_TRUE(arb.Stop().is_object());
+  EXPECT_NE(::kill(second, 0), 0);  // stopped with the arbiter
+}
+
+TEST_F(ShimCorun, MalformedDemandFailsCuInitNamingTheVariable) {
+  std::vector<std::string> env = FunctionEnv("cnn-a", true);
+  env.push_back("GSHARE_CORUN_DEMAND=compute=150");
+  test::ChildProcess p({PROBE_BIN, "init"}, EnvMap(env));
+  p.Wait(ExitWait());
+  EXPECT_NE(p.out().find("init=1"), std::string::npos) << p.out();  // CUDA_ERROR_INVALID_VALUE
+  EXPECT_NE(ReadFile(dir / "cnn-a.log").find("GSHARE_CORUN_DEMAND"), std::string::npos)
+      << ReadFile(dir / "cnn-a.log");
+  EXPECT_TRUE(arb.Stop().is_object());
+}
+
+}  // namespace
+}  // namespace gshare::arbiter::testing
