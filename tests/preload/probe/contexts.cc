@@ -17,7 +17,8 @@
 //   "thread-cycle-primary"            another thread releases the primary context (the last
 //                                     reference: it is torn down) and retains it again (the same
 //                                     handle, active again)
-//   "thread-submit <X> [ms]"          another thread makes X current and submits there, joined
+//   "thread-submit <X> [ms]"          another thread makes X current, submits there and waits
+//                                     for it (cuCtxSynchronize), joined
 //   "quit"
 #include <atomic>
 #include <chrono>
@@ -116,6 +117,9 @@ int Contexts() {
       std::thread t([&] {
         r = cuCtxSetCurrent(ctx[arg]);
         if (r == CUDA_SUCCESS) r = Submit(ms.empty() ? 0 : std::stoul(ms));
+        // Waited for there: "sync" on the main thread synchronises only its own current
+        // context, and "done" must count this work (it raced the count before).
+        if (r == CUDA_SUCCESS) r = cuCtxSynchronize();
       });
       t.join();
       Answer(line, r);
