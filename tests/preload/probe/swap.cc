@@ -189,13 +189,26 @@ int SwapSession::Inflight(const std::string& ms) {
   return 0;
 }
 
-// A memset on a fresh stream, then a graph capture begun on it and held open for `ms` before it
-// is ended (simcuda builds no graphs: CUDA_ERROR_NOT_SUPPORTED means the capture was intact,
+// 100 ms of work in flight on the work stream, a memset on a fresh stream, then a graph capture
+// begun on it and held open for `ms` before it is ended (simcuda builds no graphs: CUDA_ERROR_NOT_SUPPORTED means the capture was intact,
 // 901 = invalidated).
 int SwapSession::Capture(const std::string& ms) {
   CUstream cs = nullptr;
   if (work_out_ == 0 && cuMemAlloc(&work_out_, 8) != CUDA_SUCCESS) {
     return Fail("alloc-out", CUDA_ERROR_OUT_OF_MEMORY);
+  }
+  // 100 ms of work in flight on another stream first: the token is surely held when the
+  // capture begins (after a bare memset, a loaded machine could let the idle release come
+  // before cuStreamBeginCapture), and only the capture can keep it once that work is done.
+  if (work_ == nullptr && cuStreamCreate(&work_, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) {
+    return Fail("stream", CUDA_ERROR_UNKNOWN);
+  }
+  CUfunction sleep_fn = nullptr;
+  unsigned long long ns = 100'000'000ULL;
+  void* sleep_params[] = {&ns};
+  if (cuModuleGetFunction(&sleep_fn, module_, "sleep_ns") != CUDA_SUCCESS ||
+      cuLaunchKernel(sleep_fn, 1, 1, 1, 1, 1, 1, 0, work_, sleep_params, nullptr) != CUDA_SUCCESS) {
+    return Fail("capture-hold", CUDA_ERROR_UNKNOWN);
   }
   if (cuStreamCreate(&cs, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS ||
       cuMemsetD8Async(work_out_, 0x5a, 8, cs) != CUDA_SUCCESS ||
@@ -207,6 +220,7 @@ int SwapSession::Capture(const std::string& ms) {
   CUgraph graph = nullptr;
   const CUresult end = cuStreamEndCapture(cs, &graph);
   (void)cuStreamDestroy(cs);
+  (void)cuStreamSynchronize(work_);
   std::printf("captured end=%d\n", static_cast<int>(end));
   std::fflush(stdout);
   return 0;
