@@ -36,9 +36,9 @@ struct Interval {
 // burst's call) once it is done.
 class BurstProbe {
  public:
-  BurstProbe(std::vector<std::string> env, int count, int kernel_ms, int gap_ms)
+  BurstProbe(std::vector<std::string> env, int count, int kernel_ms, int gap_ms, int fault_at = -1)
       : child_({PROBE_BIN, "bursts", std::to_string(count), std::to_string(kernel_ms),
-                std::to_string(gap_ms)},
+                std::to_string(gap_ms), std::to_string(fault_at)},
                EnvMap(env)),
         kernel_ns_(static_cast<unsigned long long>(kernel_ms) * 1'000'000ULL) {}
   // Reads the probe's lines up to "done"; false if it ended or stalled before.
@@ -54,6 +54,7 @@ class BurstProbe {
         iv.start = std::max(iv.start, iv.end - kernel_ns_);
         bursts_.push_back(iv);
       }
+      if (line.rfind("done errors=", 0) == 0) errors_ = std::stoi(line.substr(12));
       if (line.rfind("done errors=0", 0) == 0) return true;
       if (line.rfind("done", 0) == 0 || line.rfind("error", 0) == 0) return false;
     }
@@ -61,12 +62,14 @@ class BurstProbe {
   }
   int Wait() { return child_.Wait(ExitWait()); }
   int mps_enabled() const { return mps_enabled_; }
+  int errors() const { return errors_; }
   const std::vector<Interval>& bursts() const { return bursts_; }
 
  private:
   test::ChildProcess child_;
   unsigned long long kernel_ns_;
   int mps_enabled_ = -1;
+  int errors_ = -1;
   std::vector<Interval> bursts_;
 };
 
@@ -163,6 +166,41 @@ TEST_F(ShimCorun, TwoMpsClientsOfOneUidRunTheirKernelsAtOnce) {
   EXPECT_GE(Overlaps(a.bursts(), b.bursts(), 10'000'000ULL), 1) << summary.dump() << ReadFile(arb.log());
   // The arbiter's shutdown stopped its daemon.
   EXPECT_NE(::kill(daemon["pid"].get<pid_t>(), 0), 0) << ReadFile(arb.log());
+}
+
+// MPS's fault domain: a fatal fault of one co-runner reaches the other (its later work fails
+// too); both leave, the arbiter forgets them and frees the GPU, and a new function of the same
+// uid then runs there (the MPS server accepts clients again once all have exited).
+TEST_F(ShimCorun, AFaultInOneCoRunnerReachesTheOtherAndTheArbiterRecoversBoth) {
+  const nlohmann::json daemon = DaemonWhen([](const nlohmann::json& m) { return m.value("running", false); });
+  ASSERT_TRUE(daemon.value("running", false)) << daemon.dump() << ReadFile(arb.log());
+  BurstProbe a(FunctionEnv("cnn-a", true), 60, 20, 40, /*fault_at=*/30);
+  BurstProbe b(FunctionEnv("cnn-b", true), 60, 20, 40);
+  std::thread ta([&] { EXPECT_FALSE(a.Run()); });
+  std::thread tb([&] { EXPECT_FALSE(b.Run()) << "the co-runner never saw the fault"; });
+  ta.join();
+  tb.join();
+  EXPECT_GE(a.errors(), 1);
+  EXPECT_GE(b.errors(), 1) << ReadFile(dir / "cnn-b.log");
+  EXPECT_NE(a.Wait(), 0);
+  EXPECT_NE(b.Wait(), 0);
+  const auto deadline = std::chrono::steady_clock::now() + Scaled(seconds(30));
+  nlohmann::json status;
+  do {
+    status = Call("status");
+    if (status.value("clients", -1) == 0) break;
+    std::this_thread::sleep_for(milliseconds(20));
+  } while (std::chrono::steady_clock::now() < deadline);
+  EXPECT_EQ(status.value("clients", -1), 0) << status.dump();
+  ASSERT_TRUE(status.contains("gpus")) << status.dump();
+  EXPECT_TRUE(status["gpus"][0]["holders"].empty()) << status.dump();
+  BurstProbe c(FunctionEnv("cnn-c", true), 5, 10, 10);
+  EXPECT_TRUE(c.Run()) << ReadFile(dir / "cnn-c.log");
+  EXPECT_EQ(c.mps_enabled(), 1);
+  EXPECT_EQ(c.Wait(), 0);
+  const nlohmann::json summary = arb.Stop();
+  ASSERT_TRUE(summary.is_object()) << ReadFile(arb.log());
+  EXPECT_EQ(summary["invariant_violations"], 0) << summary.dump();
 }
 
 TEST_F(ShimCorun, WithoutTheDaemonTheSameProgramsRunTimeSliced) {

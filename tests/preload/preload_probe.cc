@@ -36,7 +36,7 @@
 //                                      the devices the program sees (count, ordinal 0 and 1, PCI
 //                                      bus id and peer queries), its context's device, where an
 //                                      allocation lives, and a kernel and copies on it
-//   preload_probe bursts <count> <kernel_ms> <gap_ms>
+//   preload_probe bursts <count> <kernel_ms> <gap_ms> [fault_at]
 //                                      bursts of a kernel busy for kernel_ms, gap_ms apart; each
 //                                      burst's start and end (co-running, probe/bursts.cc)
 //   preload_probe contexts             current-context switches between default-stream
@@ -64,7 +64,8 @@ int main(int argc, char** argv) {
   if (mode == "kernels") return probe::Kernels();
   if (mode == "contexts") return probe::Contexts();
   if (mode == "bursts" && argc > 4)
-    return probe::Bursts(std::atoi(argv[2]), std::atoi(argv[3]), std::atoi(argv[4]));
+    return probe::Bursts(std::atoi(argv[2]), std::atoi(argv[3]), std::atoi(argv[4]),
+                         argc > 5 ? std::atoi(argv[5]) : -1);
   if (mode == "devices" && argc > 2) return probe::Devices(argv[2]);
   if (mode == "lookup") return probe::Lookup();
   if (mode == "stress" && argc > 3) return probe::Stress(std::atoi(argv[2]), std::atoi(argv[3]));

@@ -2,7 +2,9 @@
 // bursts, each a kernel busy for `kernel_ms` on a stream of its own (then synchronised), with
 // `gap_ms` of idleness between them. Prints one line per burst with its start and end on
 // CLOCK_MONOTONIC (so a test can tell whether two processes' bursts overlapped), then
-// "mps_enabled=" (the driver's CU_DEVICE_ATTRIBUTE_MPS_ENABLED) and "done errors=N".
+// "mps_enabled=" (the driver's CU_DEVICE_ATTRIBUTE_MPS_ENABLED) and "done errors=N". With
+// `fault_at` >= 0, burst fault_at is a kernel writing VMM memory mapped without access for the
+// device instead: the GPU's illegal-address fault (under MPS it reaches every co-runner).
 #include <time.h>
 
 #include <chrono>
@@ -25,7 +27,32 @@ unsigned long long MonotonicNs() {
 
 }  // namespace
 
-int Bursts(int count, int kernel_ms, int gap_ms) {
+namespace {
+
+// A kernel writing 2 MiB of VMM memory the device was given no access to.
+CUresult LaunchFault(CUmodule module, CUstream stream) {
+  const size_t size = 2 << 20;
+  CUdeviceptr va = 0;
+  CUmemAllocationProp prop{};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = 0;
+  CUmemGenericAllocationHandle h = 0;
+  CUfunction fill = nullptr;
+  CUresult r = cuMemAddressReserve(&va, size, 0, 0, 0);
+  if (r == CUDA_SUCCESS) r = cuMemCreate(&h, size, &prop, 0);
+  if (r == CUDA_SUCCESS) r = cuMemMap(va, size, 0, h, 0);  // no cuMemSetAccess
+  if (r == CUDA_SUCCESS) r = cuModuleGetFunction(&fill, module, "fill_u32");
+  unsigned long long n = 16;
+  unsigned seed = 1;
+  void* params[] = {&va, &n, &seed};
+  if (r == CUDA_SUCCESS) r = cuLaunchKernel(fill, 1, 1, 1, 32, 1, 1, 0, stream, params, nullptr);
+  return r;
+}
+
+}  // namespace
+
+int Bursts(int count, int kernel_ms, int gap_ms, int fault_at) {
   Api api;
   if (int failed = StartLinked(&api); failed != 0) return failed;
   CUdevice dev = 0;
@@ -52,7 +79,8 @@ int Bursts(int count, int kernel_ms, int gap_ms) {
   void* params[] = {&ns};
   for (int i = 0; i < count; ++i) {
     const unsigned long long start = MonotonicNs();
-    CUresult r = cuLaunchKernel(sleep_fn, 1, 1, 1, 1, 1, 1, 0, stream, params, nullptr);
+    CUresult r = i == fault_at ? LaunchFault(module, stream)
+                               : cuLaunchKernel(sleep_fn, 1, 1, 1, 1, 1, 1, 0, stream, params, nullptr);
     if (r == CUDA_SUCCESS) r = cuStreamSynchronize(stream);
     if (r != CUDA_SUCCESS) ++errors;
     std::printf("burst=%d start_ns=%llu end_ns=%llu result=%d\n", i, start, MonotonicNs(),

@@ -54,6 +54,7 @@ int Contexts();
 
 // bursts.cc: `count` bursts of a kernel busy for kernel_ms with gap_ms between them; prints
 // each burst's start and end (CLOCK_MONOTONIC) and the MPS attribute (co-running tests).
-int Bursts(int count, int kernel_ms, int gap_ms);
+// fault_at >= 0: that burst is an illegal-address fault instead.
+int Bursts(int count, int kernel_ms, int gap_ms, int fault_at);
 
 }  // namespace gshare::probe
