@@ -73,6 +73,22 @@ std::string Percent(const json& fraction) {
   return fraction.is_number() ? Fixed(fraction.get<double>() * 100.0, 1) + "%" : "-";
 }
 
+std::string HoldersText(const json& gpu) {
+  json holders = gpu.is_object() ? gpu.value("holders", json::array()) : json::array();
+  if ((!holders.is_array() || holders.empty()) && gpu.is_object() && gpu.contains("holder") &&
+      gpu["holder"].is_object())
+    holders = json::array({gpu["holder"]});
+  if (!holders.is_array() || holders.empty()) return "-";
+  std::string out;
+  for (const json& h : holders) {
+    if (!h.is_object()) continue;
+    if (!out.empty()) out += ", ";
+    out += Str(At(h, "function")) + " (#" + Str(At(h, "client")) + ")";
+  }
+  if (holders.size() > 1) out += " [co-run]";
+  return out.empty() ? "-" : out;
+}
+
 std::string RenderStatus(const json& s) {
   std::string out = "gshare-arbiter: policy " + Str(At(s, "policy")) + ", up " +
                     (At(s, "uptime_s").is_number() ? Fixed(s["uptime_s"].get<double>(), 1) : "-") +
@@ -80,9 +96,7 @@ std::string RenderStatus(const json& s) {
   Table t({"GPU", "MEMORY", "USABLE", "RESERVED", "ORPHANED", "RESIDENT", "SWAPPED", "HOLDER", "QUEUE",
            "BUSY", "STATE"});
   for (const json& g : At(s, "gpus")) {
-    const json& h = At(g, "holder");
-    const std::string holder =
-        h.is_object() ? Str(h["function"]) + " (#" + Str(h["client"]) + ")" : "-";
+    const std::string holder = HoldersText(g);
     t.Add({Str(At(g, "gpu")), Bytes(At(g, "total_bytes")), Bytes(At(g, "usable_bytes")),
            Bytes(At(g, "reserved_bytes")), Bytes(At(g, "orphaned_bytes")), Bytes(At(g, "resident_bytes")),
            Bytes(At(g, "swapped_bytes")), holder, std::to_string(At(g, "queue").size()),

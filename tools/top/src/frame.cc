@@ -51,7 +51,10 @@ std::string RenderFrame(const json& status, const json& clients, const FrameStyl
     o << bold << "GPU " << S(g["gpu"]) << reset << "  " << Bar(busy, 20) << " " << Fixed(busy * 100, 1)
       << "% busy  " << (g.value("drained", false) ? red + "DRAINED" + reset + "  " : "");
     const json& h = g.value("holder", json());
-    if (h.is_object()) {
+    const json holders = g.value("holders", json::array());
+    if (holders.is_array() && holders.size() > 1) {
+      o << "holders: " << ctl::HoldersText(g);  // a co-run set
+    } else if (h.is_object()) {
       o << "holder: " << S(h["function"]) << " (#" << S(h["client"]) << ") for "
         << ctl::Millis(h["held_ms"]);
     } else {

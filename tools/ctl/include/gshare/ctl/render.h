@@ -28,6 +28,10 @@ std::string Percent(const nlohmann::json& fraction);  // "95.0%", "-" when null
 // A client's pod as "namespace/name" from its "namespace" and "pod" fields ("?" for a part it
 // did not name), "-" when it named neither (not in Kubernetes, or GSHARE_POD_* unset).
 std::string Pod(const nlohmann::json& client);
+// A status GPU's token holders as "function (#client)" joined by ", ", with " [co-run]" after a
+// set of several (docs/arbiter.md, "Co-running"); "-" when none. Reads "holders", or the
+// single "holder" of an older arbiter.
+std::string HoldersText(const nlohmann::json& gpu);
 
 // `gshare-ctl status`: a line about the arbiter, the GPU table (with orphaned bytes), the
 // orphans and their counters, recent SLO misses.
