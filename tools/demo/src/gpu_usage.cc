@@ -14,12 +14,13 @@ constexpr uint32_t kNone = UINT32_MAX;
 struct GpuState {
   std::set<uint32_t> resident;  // client ids
   uint32_t holder = 0;          // 0: nobody
+  std::set<uint32_t> holders;   // co-run accounting: every client holding the token
   GpuUsage::Gpu usage;
 };
 
 class Sweep {
  public:
-  Sweep(uint64_t begin, uint64_t end) : begin_(begin), end_(end) {}
+  Sweep(uint64_t begin, uint64_t end, bool corun) : begin_(begin), end_(end), corun_(corun) {}
 
   // Integrates the current state from the last time up to `t` (clipped to the window).
   void AdvanceTo(uint64_t t) {
@@ -29,7 +30,7 @@ class Sweep {
       const double dt = static_cast<double>(to - from) / 1e9;
       for (auto& [ordinal, g] : gpus_) {
         if (!g.resident.empty()) g.usage.occupied_s += dt;
-        if (g.holder != 0) g.usage.busy_s += dt;
+        if (corun_ ? !g.holders.empty() : g.holder != 0) g.usage.busy_s += dt;
       }
     }
     last_ = std::max(last_, t);
@@ -71,6 +72,7 @@ class Sweep {
         break;
       case shm::EventType::kGrant:
         if (e.gpu != shm::kNoGpu) Gpu(e.gpu).holder = e.client_id;
+        if (e.gpu != shm::kNoGpu && corun_) Gpu(e.gpu).holders.insert(e.client_id);
         if (in_window) ++usage_.grants;
         break;
       case shm::EventType::kYield:
@@ -131,9 +133,11 @@ class Sweep {
   void ReleaseToken(uint32_t client) {
     for (auto& [ordinal, g] : gpus_)
       if (g.holder == client) g.holder = 0;
+    for (auto& [ordinal, g] : gpus_) g.holders.erase(client);
   }
 
   uint64_t begin_, end_;
+  bool corun_ = false;
   uint64_t last_ = 0;
   std::map<uint32_t, GpuState> gpus_;
   std::map<uint32_t, uint32_t> where_;  // client -> GPU it is resident on
@@ -144,8 +148,8 @@ class Sweep {
 }  // namespace
 
 GpuUsage AccountGpuUsage(std::span<const shm::Event> events, uint64_t window_begin_ns,
-                         uint64_t window_end_ns) {
-  Sweep sweep(window_begin_ns, window_end_ns);
+                         uint64_t window_end_ns, bool corun) {
+  Sweep sweep(window_begin_ns, window_end_ns, corun);
   bool peak_noted = false;
   for (const shm::Event& e : events) {
     if (!peak_noted && e.timestamp_ns >= window_begin_ns) {

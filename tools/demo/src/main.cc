@@ -93,6 +93,9 @@ int main(int argc, char** argv) {
   app.add_option("--arbiter-option", o.arbiter_options,
                  "KEY=VALUE passed to gshare-arbiter as --KEY VALUE (repeatable; e.g. preempt_grace=1s)");
   app.add_flag("!--no-baseline", o.baseline, "skip the dedicated-GPU baseline run");
+  app.add_flag("--corun", o.corun,
+               "also run the gshare fleet with co-running (simcuda's MPS daemons; one GPU marked, "
+               "see docs/demo.md) on the same load and report it beside the time-only run");
   app.add_flag("--quick", o.quick, "the short CI demo (6 functions whose quotas fit, 40 s of trace at 2x)");
   app.add_flag("--real-gpu", o.real_gpu,
                "use the real CUDA driver instead of simcuda (GPUs 0..--gpus-1; default SLOs "
@@ -193,6 +196,30 @@ int main(int argc, char** argv) {
   Say(fmt::format("gshare run done: {} requests, {} errors", report.gshare.run.value("requests", 0),
                   report.gshare.run.value("errors", 0)));
   report.trace_path = MaybePerfettoTrace(env, shared->event_ring_path, &report.trace_note);
+  if (o.corun) {
+    auto setup = dm::MakeCorunSetup(*functions, o.gpus);
+    if (!setup.ok()) return Fail(setup.error().message, 2);
+    nlohmann::json kinds = nlohmann::json::object();
+    std::string shares;
+    for (const auto& [kind, k] : setup->kinds) {
+      kinds[kind] = {{"model", k.model}, {"share", k.share}, {"demand", k.demand}};
+      shares += fmt::format("{}{} {}% ({})", shares.empty() ? "" : ", ", kind, k.share, k.demand);
+    }
+    std::string marked;
+    for (uint32_t g : setup->gpus) marked += (marked.empty() ? "" : ",") + std::to_string(g);
+    report.corun_setup = {{"corun_gpus", setup->gpus}, {"kinds", kinds},
+                          {"note", fmt::format("co-run GPU {} of {}; MPS shares {}", marked, o.gpus, shares)}};
+    Say("co-run run: " + report.corun_setup["note"].get<std::string>());
+    auto corun = dm::RunShared(env, *functions, &*setup);
+    if (g_interrupted) return Fail("interrupted; everything it started was stopped", 130);
+    if (!corun.ok()) return Fail("gshare co-run run failed: " + corun.error().message);
+    report.corun = std::move(corun->outcome);
+    report.corun_usage = corun->usage;
+    report.corun_arbiter = corun->arbiter_summary;
+    Say(fmt::format("gshare co-run run done: {} requests, {} errors, {} co-run grants",
+                    report.corun->run.value("requests", 0), report.corun->run.value("errors", 0),
+                    report.corun_arbiter.value("corun_joins", 0)));
+  }
   if (o.baseline) {
     auto dedicated = dm::RunDedicated(env, *functions);
     if (g_interrupted) return Fail("interrupted; everything it started was stopped", 130);
@@ -205,6 +232,9 @@ int main(int argc, char** argv) {
   if (report.dedicated)
     series.push_back({"dedicated (" + std::to_string(report.dedicated->gpus) + " GPUs)",
                       dm::SortedOkLatencies(report.dedicated->records)});
+  if (report.corun)
+    series.push_back({"gshare co-run (" + std::to_string(o.gpus) + " GPUs)",
+                      dm::SortedOkLatencies(report.corun->records)});
   auto plot = dm::PlotLatencyCdf(o.run_dir, series, "gshare demo: request latency CDF");
   if (plot.ok()) report.plot_path = *plot;
   else Say(plot.error().message);
@@ -219,7 +249,8 @@ int main(int argc, char** argv) {
   }
   std::fputs(dm::ReportText(report).c_str(), stdout);
   std::fflush(stdout);
-  const bool problems = !report.gshare.problems.empty() || (report.dedicated && !report.dedicated->problems.empty());
+  const bool problems = !report.gshare.problems.empty() || (report.dedicated && !report.dedicated->problems.empty()) ||
+                        (report.corun && !report.corun->problems.empty());
   const double attainment = report.gshare.run.value("slo_attainment", 0.0);
   return dm::TotalErrors(report) == 0 && !problems && attainment >= o.min_slo ? 0 : 1;
 }

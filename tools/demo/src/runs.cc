@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -18,6 +20,7 @@
 #include "gshare/common/units.h"
 #include "gshare/demo/child_process.h"
 #include "gshare/demo/fleet.h"
+#include "gshare/workload/catalog.h"
 
 namespace gshare::demo {
 namespace {
@@ -171,11 +174,40 @@ void StopFleet(Fleet& fleet, RunOutcome& o) {
 
 }  // namespace
 
-workload::Result<SharedRun> RunShared(const Environment& env, const std::vector<FunctionSpec>& functions) {
+workload::Result<CorunSetup> MakeCorunSetup(const std::vector<FunctionSpec>& functions, uint32_t gpus) {
+  static const std::map<std::string, std::string> kModelOf = {
+      {"cnn", "resnet50"}, {"bert", "bert_base"}, {"llm", "llm_1b"}};
+  const workload::Catalog catalog = workload::DefaultCatalog();
+  CorunSetup setup;
+  // A process joins the daemon of its CUDA_MPS_PIPE_DIRECTORY at cuInit, before the arbiter
+  // assigns its GPU (at registration): only a single GPU maps every function to its daemon.
+  setup.gpus = {0};
+  (void)gpus;
+  for (const FunctionSpec& f : functions) {
+    if (setup.kinds.count(f.kind) != 0) continue;
+    const auto m = kModelOf.find(f.kind);
+    if (m == kModelOf.end()) return workload::Fail("--corun: no catalog model for kind " + f.kind);
+    const int i = catalog.Find(m->second);
+    if (i < 0) return workload::Fail("--corun: the default catalog has no " + m->second);
+    const workload::ModelSpec& model = catalog.models[static_cast<size_t>(i)];
+    CorunSetup::Kind k;
+    k.model = model.name;
+    const double quarters = std::ceil(std::clamp(model.compute_demand, 0.0, 1.0) * 4.0 - 1e-9);
+    k.share = static_cast<uint32_t>(std::clamp(quarters, 1.0, 4.0) * 25.0);
+    k.demand = fmt::format("compute={},bandwidth={}",
+                           static_cast<int>(std::lround(model.compute_demand * 100)),
+                           static_cast<int>(std::lround(model.bandwidth_demand * 100)));
+    setup.kinds[f.kind] = k;
+  }
+  return setup;
+}
+
+workload::Result<SharedRun> RunShared(const Environment& env, const std::vector<FunctionSpec>& functions,
+                                      const CorunSetup* corun) {
   const DemoOptions& o = env.options;
-  auto dir = MakeRunDir(env, "gshare");
+  auto dir = MakeRunDir(env, corun != nullptr ? "gshare-corun" : "gshare");
   if (!dir.ok()) return workload::Fail(dir.error().message);
-  RegistryGuard registry(fmt::format("/gshare-demo-{}-shared", getpid()));
+  RegistryGuard registry(fmt::format("/gshare-demo-{}-{}", getpid(), corun != nullptr ? "corun" : "shared"));
   const bool stop_gap = !o.simcuda_memory.empty() && !o.real_gpu;
   const std::vector<std::string> cuda_env = CudaEnvironment(
       env, fmt::format("{}x{}", o.gpus, stop_gap ? o.simcuda_memory : o.gpu_memory), registry.name());
@@ -211,6 +243,20 @@ workload::Result<SharedRun> RunShared(const Environment& env, const std::vector<
     arbiter_spec.argv.insert(arbiter_spec.argv.end(),
                              {"--gpus", ordinals, "--gpu-memory", o.gpu_memory});
   }
+  std::string mps_pipe;  // the functions' CUDA_MPS_PIPE_DIRECTORY (co-run run)
+  if (corun != nullptr) {
+    std::string ordinals;
+    for (uint32_t g : corun->gpus) ordinals += (ordinals.empty() ? "" : ",") + std::to_string(g);
+    const std::string mps_dir = *dir + "/mps";
+    if (mkdir(mps_dir.c_str(), 0755) != 0 && errno != EEXIST)
+      return workload::Fail("cannot create " + mps_dir + ": " + std::strerror(errno));
+    arbiter_spec.argv.insert(arbiter_spec.argv.end(),
+                             {"--corun-gpus", ordinals, "--mps-control",
+                              o.real_gpu ? std::string("nvidia-cuda-mps-control")
+                                         : env.bin_dir + "/simcuda-mps-control",
+                              "--mps-dir", mps_dir});
+    mps_pipe = fmt::format("{}/gpu{}/pipe", mps_dir, corun->gpus.front());
+  }
   arbiter_spec.env = cuda_env;
   arbiter_spec.stdout_path = *dir + "/logs/arbiter.out";
   arbiter_spec.stderr_path = *dir + "/logs/arbiter.log";
@@ -221,7 +267,17 @@ workload::Result<SharedRun> RunShared(const Environment& env, const std::vector<
       return workload::Fail("gshare-arbiter did not start:\n" + Tail(arbiter_spec.stderr_path, 5));
     std::this_thread::sleep_for(milliseconds(100));
   }
-  env.say(fmt::format("arbiter up ({}); starting {} functions under libgshare.so", socket, functions.size()));
+  if (corun != nullptr) {
+    // The functions must find their daemon up at cuInit, or they run time-sliced (fail-open).
+    for (int i = 0; access((mps_pipe + "/control").c_str(), F_OK) != 0; ++i) {
+      if (!arbiter->Running() || i > 300)
+        return workload::Fail("the arbiter's MPS daemon did not start (" + mps_pipe + "):\n" +
+                              Tail(arbiter_spec.stderr_path, 5));
+      std::this_thread::sleep_for(milliseconds(100));
+    }
+  }
+  env.say(fmt::format("arbiter up ({}); starting {} functions under libgshare.so{}", socket, functions.size(),
+                      corun != nullptr ? ", MPS clients of " + mps_pipe : ""));
 
   FleetOptions fo;
   const std::string log_dir = *dir + "/logs";
@@ -234,6 +290,13 @@ workload::Result<SharedRun> RunShared(const Environment& env, const std::vector<
     SetEnv(e, "GSHARE_FUNCTION", f.name);
     SetEnv(e, "GSHARE_LOG_FILE", log_dir + "/" + f.name + ".shim.log");
     SetEnv(e, "GSHARE_LOG_LEVEL", "info");
+    if (corun != nullptr) {
+      const CorunSetup::Kind& k = corun->kinds.at(f.kind);
+      SetEnv(e, "CUDA_MPS_PIPE_DIRECTORY", mps_pipe);
+      SetEnv(e, "CUDA_MPS_LOG_DIRECTORY", log_dir);
+      SetEnv(e, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", std::to_string(k.share));
+      SetEnv(e, "GSHARE_CORUN_DEMAND", k.demand);
+    }
     return e;
   };
   auto fleet = StartFleet(env, functions, *dir, fo);
@@ -241,10 +304,10 @@ workload::Result<SharedRun> RunShared(const Environment& env, const std::vector<
   env.say(fmt::format("{} functions ready; replaying {:.0f} s of trace at {}x", functions.size(),
                       o.trace_seconds, o.time_compression));
 
-  auto load = RunLoad(env, *dir, "gshare");
+  auto load = RunLoad(env, *dir, corun != nullptr ? "gshare-corun" : "gshare");
   if (!load.ok()) return workload::Fail(load.error().message);
   const uint64_t begin = load->begin_ns, end = load->end_ns;
-  result.outcome = OutcomeOf("gshare", std::move(*load));
+  result.outcome = OutcomeOf(corun != nullptr ? "gshare-corun" : "gshare", std::move(*load));
   StopFleet(*fleet, result.outcome);
   const int arbiter_status = arbiter->Stop(seconds(15));
   if (arbiter_status != 0)
@@ -257,7 +320,7 @@ workload::Result<SharedRun> RunShared(const Environment& env, const std::vector<
   }
   auto events = ReadEventRing(result.event_ring_path);
   if (!events.ok()) return workload::Fail(events.error().message);
-  result.usage = AccountGpuUsage(*events, begin, end);
+  result.usage = AccountGpuUsage(*events, begin, end, corun != nullptr);
   RunOutcome& out = result.outcome;
   out.gpus = o.gpus;
   out.gpu_seconds = result.usage.occupied_gpu_seconds;

@@ -43,8 +43,12 @@ struct GpuUsage {
 
 // Accounts `events` (in ring order) over [window_begin_ns, window_end_ns) on CLOCK_MONOTONIC.
 // Records before the window set the state at its start. REQUIRES: window_end_ns >= begin.
+// corun: the GPUs may have several token holders at once (co-run grants): busy while any
+// holds it (a grant adds a holder, its yield, revocation or unregistration removes it); else the
+// last grant's client is the holder (the time-only accounting).
 GpuUsage AccountGpuUsage(std::span<const shm::Event> events, uint64_t window_begin_ns,
-                         uint64_t window_end_ns);
+                         uint64_t window_end_ns,
+                         bool corun = false);
 
 // Every record of the ring file at `path`, oldest first; fails if the ring lost any (it was too
 // small for the run) or cannot be opened.

@@ -36,6 +36,10 @@ struct DemoOptions {
   std::string preempt_grace = "1s";
   std::vector<std::string> arbiter_options;  // extra "KEY=VALUE" -> gshare-arbiter --KEY VALUE
   bool baseline = true;                 // also run the dedicated baseline
+  // Also run the gshare fleet a second time on the same load with co-running (issue 20):
+  // simcuda's MPS daemons under the arbiter, every function an MPS client with its catalog
+  // model's share and demand (docs/demo.md "Co-running").
+  bool corun = false;
   bool quick = false;
   bool real_gpu = false;
   std::string run_dir;                  // "" = a fresh one under $TMPDIR or /tmp

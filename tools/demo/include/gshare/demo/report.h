@@ -40,6 +40,12 @@ struct DemoReport {
   GpuUsage usage;             // gshare run, from the event ring
   nlohmann::json arbiter;     // the arbiter's --summary
   std::string run_dir, json_path, plot_path, trace_path, trace_note;
+  // --corun: the same fleet and load with co-running (label "gshare-corun"), its ring's
+  // accounting, its arbiter's summary, and what it was set up with (GPUs, per-kind shares).
+  std::optional<RunOutcome> corun;
+  GpuUsage corun_usage;
+  nlohmann::json corun_arbiter;
+  nlohmann::json corun_setup;
 };
 
 // gshare GPU-seconds / (functions x gshare window): the "ratio" line (0 if no window).

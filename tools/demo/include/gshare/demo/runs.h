@@ -10,6 +10,7 @@
 #pragma once
 
 #include <atomic>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,26 @@ struct Environment {
   void (*say)(const std::string&) = nullptr;  // progress lines
 };
 
+// The co-run variant of the gshare run (--corun): the GPUs marked for co-running (the arbiter's
+// --corun-gpus; every function's CUDA_MPS_PIPE_DIRECTORY is the first one's daemon) and, per
+// sample kind, the MPS share (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE) and GSHARE_CORUN_DEMAND.
+struct CorunSetup {
+  std::vector<uint32_t> gpus;
+  struct Kind {
+    std::string model;   // the catalog model the sample stands for
+    uint32_t share = 100;
+    std::string demand;  // "compute=P,bandwidth=P"
+  };
+  std::map<std::string, Kind> kinds;
+};
+
+// CorunSetup for the mix: kinds cnn/bert/llm stand for the default catalog's resnet50,
+// bert_base and llm_1b (the samples' closest models by weights); share = the compute demand
+// rounded up to 25/50/75/100 (as the policy's share classes). The GPUs: all of them with one
+// GPU; with several only GPU 0 (see docs/demo.md: a process joins one daemon before the
+// arbiter tells it its GPU).
+workload::Result<CorunSetup> MakeCorunSetup(const std::vector<FunctionSpec>& functions, uint32_t gpus);
+
 struct SharedRun {
   RunOutcome outcome;
   GpuUsage usage;
@@ -36,7 +57,9 @@ struct SharedRun {
   std::string event_ring_path;
 };
 
-workload::Result<SharedRun> RunShared(const Environment& env, const std::vector<FunctionSpec>& functions);
+// corun == nullptr: the time-only run (directory gshare/); else the co-run run (gshare-corun/).
+workload::Result<SharedRun> RunShared(const Environment& env, const std::vector<FunctionSpec>& functions,
+                                      const CorunSetup* corun = nullptr);
 workload::Result<RunOutcome> RunDedicated(const Environment& env, const std::vector<FunctionSpec>& functions);
 
 }  // namespace gshare::demo
