@@ -48,7 +48,7 @@ TEST(DemoCorun, QuickDemoReportsTimeOnlyAndCorunRunsSideBySide) {
   const std::string log = ReadFile(dir + "/stderr");
   if (!status && log.find("co-run run:") != std::string::npos &&
       log.find("co-run run done") == std::string::npos) {
-    // Known (2026-12-02, main@113759a): in about half the runs the co-run run's arbiter stops
+    // Known (2026-12-02, main@113759a): in 7 of 12 runs here the co-run run's arbiter stops
     // serving, while the servers load or during the load (they wait for a grant): its main
     // thread loops inside the policy's PolicyBase::TryCorun (policy/src/policy_base.cc, reached
     // from Dispatch while one event is handled; gdb stacks in docs/demo.md). Not the demo's
