@@ -136,6 +136,33 @@ workload::Result<Load> RunLoad(const Environment& env, const std::string& dir, c
   return load;
 }
 
+// Co-run run: asks the MPS daemon of `pipe_dir` to quit when the run ends, after the arbiter is
+// stopped. The arbiter quits its daemons at a clean shutdown; one that was killed (it did not
+// stop in time) leaves its daemon behind, which this ends. Without a daemon the control client
+// only says so (exit 1, ignored).
+class MpsQuitGuard {
+ public:
+  MpsQuitGuard() = default;
+  MpsQuitGuard(const MpsQuitGuard&) = delete;
+  MpsQuitGuard& operator=(const MpsQuitGuard&) = delete;
+  void Arm(std::string tool, std::string pipe_dir, std::vector<std::string> env, std::string log) {
+    tool_ = std::move(tool);
+    SetEnv(env, "CUDA_MPS_PIPE_DIRECTORY", pipe_dir);
+    env_ = std::move(env);
+    log_ = std::move(log);
+  }
+  ~MpsQuitGuard() {
+    if (tool_.empty()) return;
+    auto child = ChildProcess::Spawn({{"/bin/sh", "-c", "echo quit | exec \"$0\"", tool_}, env_, log_, log_});
+    if (!child.ok()) return;
+    if (!child->Wait(seconds(10))) child->Stop(seconds(1));
+  }
+
+ private:
+  std::string tool_, log_;
+  std::vector<std::string> env_;
+};
+
 workload::Result<std::string> MakeRunDir(const Environment& env, const std::string& name) {
   const std::string dir = env.run_dir + "/" + name;
   for (const std::string& d : {dir, dir + "/logs"}) {
@@ -258,6 +285,9 @@ workload::Result<SharedRun> RunShared(const Environment& env, const std::vector<
     mps_pipe = fmt::format("{}/gpu{}/pipe", mps_dir, corun->gpus.front());
   }
   arbiter_spec.env = cuda_env;
+  MpsQuitGuard mps_quit;  // declared before the arbiter: runs after the arbiter is stopped
+  if (corun != nullptr && !o.real_gpu)
+    mps_quit.Arm(env.bin_dir + "/simcuda-mps-control", mps_pipe, cuda_env, *dir + "/logs/mps-quit.log");
   arbiter_spec.stdout_path = *dir + "/logs/arbiter.out";
   arbiter_spec.stderr_path = *dir + "/logs/arbiter.log";
   auto arbiter = ChildProcess::Spawn(arbiter_spec);
