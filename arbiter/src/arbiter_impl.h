@@ -163,6 +163,9 @@ struct Client {
   uint64_t deadline_ns = 0;  // current burst: start + SLO (for the next-in-line hint)
   uint64_t burst_start_ns = 0;  // current burst's start as the client reported it
   bool corun_grant = false;  // its current grant joined (or formed) a co-run set
+  // A co-run grant the co-run rules refused: it runs exclusively once its GPU is free
+  // (GrantDeferred), unless the policy preempts it first. (GPU index, slice.)
+  std::optional<std::pair<uint32_t, policy::Duration>> deferred_grant;
   bool hinted = false;       // told it is next in line
 
   // The lease (arbiter_lease.cc). An offer outstanding is chan.lease_offered(); lease_gpu is
@@ -392,6 +395,8 @@ class ArbiterImpl final : public Arbiter {
   // Back to exclusive slices on g: the holder that has held longest keeps it, the others are
   // asked to yield.
   void BreakUpSet(uint32_t g, uint64_t now_ns);
+  // Grants each refused co-run grant whose GPU has no holder any more, exclusively.
+  void GrantDeferred(uint64_t now_ns);
   // Releases c's hold of its GPU's token (the arbiter's side of a yield or removal).
   void DropHold(Client& c);
   // The MPS daemons: starting them at Init (when mps_control is set), a daemon's exit, restarts.

@@ -349,6 +349,7 @@ shm::Status ArbiterImpl::Run() {
     uint64_t now = NowNs();
     UnmuteDoorbells(now);
     PollAll(now);
+    GrantDeferred(now);
     CheckSlices(now);
     DeepEvictIdle(now);
     EnforceDrains(now);
@@ -370,6 +371,7 @@ shm::Status ArbiterImpl::Run() {
     now = NowNs();
     for (auto& [id, c] : clients_) c->chan.ArmDoorbell();
     PollAll(now);
+    GrantDeferred(now);  // a release seen just now frees a GPU a refused co-run grant waits for
     ArmTimer(now);
     const int n = ::epoll_wait(epoll_.get(), events, kMaxEvents, -1);
     if (n < 0) {

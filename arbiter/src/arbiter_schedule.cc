@@ -389,11 +389,14 @@ void ArbiterImpl::Grant(Client& c, uint32_t g, policy::Duration slice_us, uint64
                     gpus_[g].info.ordinal, c.id, other);
     } else if (const std::string why = CorunRefusal(c, g, now_ns); !why.empty()) {
       // The co-run rules say no (another fault domain, a back-off, not an MPS client...): the
-      // grant is answered as a slice that ended, and the policy asks again (exclusively).
-      spdlog::debug("client {}: co-run grant on GPU {} refused: {}", c.id, gpus_[g].info.ordinal, why);
+      // grant waits until the GPU is free and then runs exclusively (GrantDeferred). Answering
+      // it at once as a slice that ended made the policy grant it again beside the same
+      // holders within the same event: a loop that never ended (the demo's hung arbiter).
+      spdlog::debug("client {}: co-run grant on GPU {} deferred until the GPU is free: {}", c.id,
+                    gpus_[g].info.ordinal, why);
       ++stats_.corun_refusals;
       if (c.pending_grant && c.pending_grant->first == g) c.pending_grant.reset();
-      Deliver(now_ns, policy::SliceExpired{c.fid, g});
+      c.deferred_grant = {g, slice_us};
       return;
     } else {
       corun_.CountJoin();
@@ -531,7 +534,25 @@ void ArbiterImpl::CheckCorunLatency(Client& c, uint32_t g, uint64_t latency_ns, 
   BreakUpSet(g, now_ns);
 }
 
+void ArbiterImpl::GrantDeferred(uint64_t now_ns) {
+  for (auto& [id, cp] : clients_) {
+    Client& c = *cp;
+    if (!c.deferred_grant || c.holding) continue;
+    const auto [g, slice_us] = *c.deferred_grant;
+    if (g >= gpus_.size() || !gpus_[g].holders.empty()) continue;
+    c.deferred_grant.reset();
+    Grant(c, g, slice_us, now_ns);  // exclusive: the GPU is free
+  }
+}
+
 void ArbiterImpl::Preempt(Client& c, uint64_t now_ns) {
+  if (!c.holding && c.deferred_grant) {
+    // A co-run grant still waiting for its GPU: withdrawn, answered as a slice that ended.
+    const uint32_t g = c.deferred_grant->first;
+    c.deferred_grant.reset();
+    Deliver(now_ns, policy::SliceExpired{c.fid, g});
+    return;
+  }
   if (!c.holding || c.preempt_sent) return;
   c.chan.RequestPreempt();
   c.preempt_sent = true;

@@ -96,6 +96,13 @@ class SlackScheduler final : public PolicyBase {
   bool CorunFits(Time now, FunctionId f, GpuId g, const std::vector<FunctionId>& holders,
                  Time start) const {
     if (holders.empty() || corun_.GpuBackedOff(g, now)) return false;
+    // A function whose demand is unknown fills the GPU (FunctionSpec's default): it never
+    // co-runs, neither joining nor as the holder others would join (beside one, a small joiner
+    // looked as if it paid, and the arbiter, which refuses holders that are not MPS clients,
+    // was asked again and again).
+    if (fns_[f].spec.compute_demand >= 1.0) return false;
+    for (FunctionId h : holders)
+      if (fns_[h].spec.compute_demand >= 1.0) return false;
     if (holders.size() + 1 > gpus_[g].spec.max_clients) return false;
     std::vector<Corunner> set{corun_.Of(f, fns_[f].spec)};
     for (FunctionId h : holders) {
