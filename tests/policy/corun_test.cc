@@ -85,6 +85,18 @@ TEST(Corun, NotWhereItDoesNotPay) {
   EXPECT_FALSE(HasCorunGrant(s.all, 1)) << Describe(s.all);
 }
 
+TEST(Corun, NeverBesideOrAsAFunctionOfUnknownDemand) {
+  // A small joiner beside a holder of unknown demand (the default: fills the GPU) looked as if
+  // it paid (rates 2 x 1/1.2); the arbiter refuses such a set (the holder is not an MPS client
+  // there), and the policy asked again and again. Neither way round co-runs now.
+  Scenario beside("aggressive", Config(true), Fn(1, 1'000, 20'000), Demanding(0.2, 0.1));
+  beside.LandF1();
+  EXPECT_FALSE(HasCorunGrant(beside.all, 1)) << Describe(beside.all);
+  Scenario as("aggressive", Config(true), Demanding(0.2, 0.1), Fn(1, 1'000, 20'000));
+  as.LandF1();
+  EXPECT_FALSE(HasCorunGrant(as.all, 1)) << Describe(as.all);
+}
+
 TEST(Corun, NeverAcrossFaultDomains) {
   Scenario s("aggressive", Config(true), Demanding(0.2, 0.1, 20'000, 1000),
              Demanding(0.2, 0.1, 20'000, 1001));
