@@ -770,7 +770,8 @@ void ArbiterImpl::DeepEvictIdle(uint64_t now_ns) {
 uint64_t ArbiterImpl::NextDeadlineNs() const {
   uint64_t at = mps_.NextRestartNs();
   const policy::Time wake = policy_->NextWakeup();
-  if (wake != policy::kNever) at = static_cast<uint64_t>(std::max<policy::Time>(wake, 0)) * 1000;
+  if (wake != policy::kNever)
+    at = std::min(at, static_cast<uint64_t>(std::max<policy::Time>(wake, 0)) * 1000);
   for (const auto& [id, c] : clients_) {
     at = std::min(at, OrderDeadlineNs(*c));
     if (!c->transfers.empty() && !c->transfers.front().issued)

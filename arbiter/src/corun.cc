@@ -48,6 +48,7 @@ bool CorunBook::Threatens(uint64_t latency_ns, uint32_t slo_ms) const {
 void CorunBook::Revoke(uint32_t g, const CorunMember& victim,
                        const std::vector<CorunMember>& others, uint64_t now_ns) {
   const auto until = now_ns + static_cast<uint64_t>(config_.backoff.count());
+  Prune(now_ns);
   if (g < gpu_backoff_.size()) gpu_backoff_[g] = std::max(gpu_backoff_[g], until);
   for (const CorunMember& o : others)
     if (o.id != victim.id) pair_backoff_[PairOf(victim.name, o.name)] = until;

@@ -84,6 +84,11 @@ class CorunBook {
   // When g may form sets again (0: now).
   uint64_t BackoffUntil(uint32_t g) const { return g < gpu_backoff_.size() ? gpu_backoff_[g] : 0; }
   uint64_t revocations() const { return revocations_; }
+  // Pair back-offs remembered. Bounded whatever names tenants choose: a revocation backs its GPU
+  // off for as long as its pairs, so each GPU revokes at most once per back-off, adding fewer
+  // than max_members pairs, and pairs whose back-off is over are forgotten at the next
+  // revocation or join: at most 2 x GPUs x (max_members - 1).
+  size_t tracked_pairs() const { return pair_backoff_.size(); }
   uint64_t joins() const { return joins_; }
   void CountJoin() { ++joins_; }
 

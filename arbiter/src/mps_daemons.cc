@@ -63,7 +63,7 @@ shm::Status MpsDaemons::Start(const std::string& program, const std::string& roo
     daemons_.push_back(std::move(d));
   }
   for (Daemon& d : daemons_)
-    if (auto s = StartOne(d); !s.ok()) return s;
+    if (auto s = StartOne(d, /*quit_stale=*/true); !s.ok()) return s;
   return shm::Status::Ok();
 }
 
@@ -128,10 +128,13 @@ bool MpsDaemons::SendQuit(const Daemon& d, int wait_ms) const {
   std::string error;
   const pid_t client = Spawn(d, {program_}, fds[0], &error);
   ::close(fds[0]);
+  if (client == 0) {  // nobody reads the pipe: writing to it would raise SIGPIPE
+    ::close(fds[1]);
+    return false;
+  }
   static constexpr char kQuit[] = "quit\n";
   (void)!::write(fds[1], kQuit, sizeof(kQuit) - 1);
   ::close(fds[1]);
-  if (client == 0) return false;
   // Bounded: a client that cannot reach the daemon must not hold the arbiter.
   shm::UniqueFd cfd(PidfdOpen(client));
   pollfd cp{cfd.get(), POLLIN, 0};
@@ -141,10 +144,12 @@ bool MpsDaemons::SendQuit(const Daemon& d, int wait_ms) const {
   return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
-shm::Status MpsDaemons::StartOne(Daemon& d) {
-  // A daemon still serving this pipe directory (left by an arbiter that was killed) is asked
-  // to quit first: the new one would refuse to start beside it.
-  if (SendQuit(d, 3000))
+shm::Status MpsDaemons::StartOne(Daemon& d, bool quit_stale) {
+  // At the first start, a daemon still serving this pipe directory (left by an arbiter that was
+  // killed) is asked to quit first: the new one would refuse to start beside it. A restart on
+  // the loop does not ask (it could wait seconds): the daemon it replaces was this arbiter's
+  // own and has been reaped.
+  if (quit_stale && SendQuit(d, kStaleQuitWaitMs))
     spdlog::warn("GPU {}: a previous MPS control daemon served {}; it was asked to quit",
                  d.gpu.ordinal, d.pipe_dir);
   std::string error;
@@ -207,7 +212,7 @@ std::vector<uint32_t> MpsDaemons::RestartDue(uint64_t now_ns) {
   std::vector<uint32_t> started;
   for (Daemon& d : daemons_) {
     if (d.pid != 0 || d.restart_at_ns == 0 || now_ns < d.restart_at_ns) continue;
-    if (auto s = StartOne(d); !s.ok()) {
+    if (auto s = StartOne(d, /*quit_stale=*/false); !s.ok()) {
       spdlog::error("GPU {}: {}", d.gpu.ordinal, s.ToString());
       d.restart_at_ns = now_ns + d.backoff_ns;
       d.backoff_ns = std::min(d.backoff_ns * 2, kMaxBackoffNs);

@@ -7,8 +7,9 @@
 // back-off (1 s doubling to 30 s); until then its GPU forms no co-run sets. At shutdown each is
 // sent `quit` through the control program's client mode and killed if it has not exited.
 //
-// Thread-safety: used on the arbiter's loop only. Start and Stop block briefly (spawning,
-// waiting for a quit); OnExit and RestartDue do not wait.
+// Thread-safety: used on the arbiter's loop only. Start (at Init) and Stop (at shutdown) block
+// briefly (spawning, waiting up to kStaleQuitWaitMs / wait_ms for a quit); OnExit and
+// RestartDue, which run on the loop, do not wait: a restart only spawns.
 #pragma once
 
 #include <sys/types.h>
@@ -32,6 +33,7 @@ class MpsDaemons {
   };
   static constexpr uint64_t kFirstBackoffNs = 1'000'000'000;
   static constexpr uint64_t kMaxBackoffNs = 30'000'000'000;
+  static constexpr int kStaleQuitWaitMs = 3000;  // Start: a stale daemon's quit, at most
 
   MpsDaemons() = default;
   MpsDaemons(const MpsDaemons&) = delete;
@@ -73,7 +75,8 @@ class MpsDaemons {
   // Spawns `args` with d's MPS environment; returns the child's pid (0 and *error on failure).
   pid_t Spawn(const Daemon& d, const std::vector<std::string>& args, int stdin_fd,
               std::string* error) const;
-  shm::Status StartOne(Daemon& d);
+  // `quit_stale`: first ask a daemon left on d's pipe directory to quit (Start only).
+  shm::Status StartOne(Daemon& d, bool quit_stale);
   // Runs the control program's client mode with `quit` for d's directory (bounded by wait_ms);
   // true when it said a daemon was told to quit.
   bool SendQuit(const Daemon& d, int wait_ms) const;

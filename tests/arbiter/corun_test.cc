@@ -95,6 +95,32 @@ TEST(CorunBook, RevocationBacksOffTheGpuAndThePair) {
   EXPECT_EQ(book.JoinRefusal(1, a, {b}, 22 * kSec), "");
 }
 
+TEST(CorunBook, PairBackOffsStayBoundedWhateverNamesTenantsChoose) {
+  // A tenant that registers fresh function names and has its sets revoked over and over: the
+  // book remembers only the pairs whose back-off is not over (2 GPUs marked, 3 members a set).
+  CorunConfig config = TwoGpusMarkedOne();
+  config.gpus = {3, 7};
+  CorunBook book(config, {3, 7});
+  const uint64_t backoff = static_cast<uint64_t>(config.backoff.count());
+  uint64_t now = kSec;
+  size_t most = 0;
+  for (uint32_t round = 0; round < 1000; ++round) {
+    for (uint32_t g = 0; g < 2; ++g) {
+      const auto name = [&](uint32_t k) {
+        return "f" + std::to_string(round) + "-" + std::to_string(g) + "-" + std::to_string(k);
+      };
+      const auto v = Member(1, 1000, name(0)), o1 = Member(2, 1000, name(1)),
+                 o2 = Member(3, 1000, name(2));
+      ASSERT_EQ(book.JoinRefusal(g, o2, {v, o1}, now), "");
+      book.Revoke(g, v, {v, o1, o2}, now);
+      most = std::max(most, book.tracked_pairs());
+    }
+    now += backoff;  // the GPUs may form sets again
+  }
+  EXPECT_EQ(book.revocations(), 2000u);
+  EXPECT_LE(most, 2u * 2u * (config.max_members - 1));
+}
+
 TEST(CorunConfig, KeysParseAndBadValuesNameTheKey) {
   auto r = ParseConfigToml(
       "corun_gpus = [0, 1]\ncorun_fault_domain = \"gid\"\ncorun_max_members = 8\n"
