@@ -1,5 +1,5 @@
 // Driver calls about processes, off the loop: enforcement (lock + checkpoint of a holder that
-// ignored preemption), deep eviction of idle vGPUs, restores of checkpointed clients, moves of a
+// ignored preemption; MPS's terminate_client for an MPS client), deep eviction of idle vGPUs, restores of checkpointed clients, moves of a
 // swapped-out process's contexts to another GPU, thaws (of a re-registering process a previous
 // arbiter left frozen, and of a client that leaves while checkpointed) and state queries (of
 // orphans). Each is submitted to the DriverWorker bound to the registering process's pidfd and
@@ -31,6 +31,8 @@ constexpr int kUnlocked = 2;  // it was only locked
 // A retried restore waits this long, doubling, up to kRestoreRetryMaxNs.
 constexpr uint64_t kRestoreRetryBaseNs = 50'000'000;
 constexpr uint64_t kRestoreRetryMaxNs = 2'000'000'000;
+// Each command of an MPS termination (server list, client list, terminate_client) gets this long.
+constexpr int kMpsControlWaitMs = 3000;
 
 // Restores a frozen process where it was, or unlocks a locked one (on a worker thread).
 DriverOutcome Thaw(const DriverLib& driver, const ProcessRef& p) {
@@ -74,6 +76,8 @@ const char* DriverOpName(DriverOp op) {
       return "restore";
     case DriverOp::kMoving:
       return "move";
+    case DriverOp::kTerminating:
+      return "MPS termination";
   }
   return "?";
 }
@@ -151,6 +155,9 @@ void ArbiterImpl::OnDriverCompletions(uint64_t now_ns) {
       case DriverOp::kMoving:
         FinishMove(*c, o, now_ns);
         break;
+      case DriverOp::kTerminating:
+        FinishTerminate(*c, o, now_ns);
+        break;
       case DriverOp::kNone:
         break;
     }
@@ -169,6 +176,18 @@ void ArbiterImpl::OnDriverCompletions(uint64_t now_ns) {
 void ArbiterImpl::Enforce(Client& c, uint64_t now_ns) {
   if (c.op != DriverOp::kNone) return;  // already being enforced on (or otherwise busy)
   const uint32_t ordinal = gpus_[c.hold_gpu].info.ordinal;
+  if (c.mps_share != 0) {
+    // An MPS client is never checkpointed (unverified for MPS clients); MPS's own safe
+    // termination stops it, through the daemon the arbiter runs for its GPU.
+    const auto control = mps_.ControlFor(c.hold_gpu);
+    if (control && worker_) return StartTerminate(c, *control, now_ns);
+    if (!c.enforce_warned)
+      spdlog::warn("client {} '{}' (an MPS client) has not yielded GPU {} {} ms after "
+                   "preemption; the arbiter runs no MPS daemon for that GPU to terminate it with",
+                   c.id, c.name, ordinal, (now_ns - c.preempt_ns) / 1'000'000);
+    c.enforce_warned = true;
+    return;
+  }
   if (!CanCheckpoint()) {
     if (!c.enforce_warned)
       spdlog::warn("client {} '{}' has not yielded GPU {} {} ms after preemption; no checkpoint "
@@ -195,6 +214,45 @@ void ArbiterImpl::StartEnforce(Client& c, uint64_t now_ns) {
   (void)now_ns;
 }
 
+void ArbiterImpl::StartTerminate(Client& c, const MpsDaemons::Control& control, uint64_t now_ns) {
+  spdlog::warn("client {} '{}' (pid {}, an MPS client) ignored preemption on GPU {}: terminating "
+               "its CUDA work through the MPS daemon (terminate_client)",
+               c.id, c.name, c.pid, gpus_[c.hold_gpu].info.ordinal);
+  c.op = DriverOp::kTerminating;
+  c.op_job = SubmitJob(&c, c.pid, c.conn.pidfd(), [control](const ProcessRef& p) {
+    DriverOutcome o;
+    if (Alive(p, &o)) o.status = control.TerminateClient(p.pid, kMpsControlWaitMs);
+    return o;
+  });
+  (void)now_ns;
+}
+
+void ArbiterImpl::FinishTerminate(Client& c, const DriverOutcome& o, uint64_t now_ns) {
+  if (o.status.code() == shm::StatusCode::kClosed) {  // its process exited meanwhile
+    RemoveClient(c.id, c.removal_pending.value_or(Unregister::kDied), now_ns);
+    return;
+  }
+  if (o.status.ok()) {
+    ++stats_.mps_terminations;
+    spdlog::warn("client {} '{}' (pid {}): its CUDA work on GPU {} was terminated by MPS; "
+                 "disconnecting it",
+                 c.id, c.name, c.pid, gpus_[c.hold_gpu].info.ordinal);
+  } else {
+    spdlog::error("client {} '{}' (pid {}): MPS termination failed ({}); revoking its token and "
+                  "disconnecting it",
+                  c.id, c.name, c.pid, o.status.ToString());
+  }
+  DisconnectUnenforceable(c, now_ns);
+}
+
+void ArbiterImpl::DisconnectUnenforceable(Client& c, uint64_t now_ns) {
+  Record(shm::EventType::kRevoke, &c, gpus_[c.hold_gpu].info.ordinal, c.chan.grant_seq(), 0);
+  c.chan.Revoke();
+  ++stats_.unenforceable;
+  c.removal_pending.reset();
+  RemoveClient(c.id, Unregister::kUnenforceable, now_ns);
+}
+
 void ArbiterImpl::FinishEnforce(Client& c, const DriverOutcome& o, uint64_t now_ns) {
   const uint32_t g = c.hold_gpu;
   const uint32_t ordinal = gpus_[g].info.ordinal;
@@ -214,11 +272,7 @@ void ArbiterImpl::FinishEnforce(Client& c, const DriverOutcome& o, uint64_t now_
     spdlog::error("client {} '{}' (pid {}): enforcement failed ({}); revoking its token and "
                   "disconnecting it",
                   c.id, c.name, c.pid, o.status.ToString());
-    Record(shm::EventType::kRevoke, &c, ordinal, c.chan.grant_seq(), 0);
-    c.chan.Revoke();
-    ++stats_.unenforceable;
-    c.removal_pending.reset();
-    RemoveClient(c.id, Unregister::kUnenforceable, now_ns);
+    DisconnectUnenforceable(c, now_ns);
     return;
   }
   ++stats_.enforcements;

@@ -116,7 +116,9 @@ struct Transfer {
 // A driver operation in flight for a client (at most one: arbiter_driver.cc). While one is in
 // flight the client's channel is not acted on (it is read again when the operation completes)
 // and its removal waits for the completion.
-enum class DriverOp : uint8_t { kNone, kEnforcing, kDeepEvicting, kRestoring, kMoving };
+// kTerminating: MPS's safe termination of an MPS client that ignored preemption (the checkpoint
+// API is not assumed to work for MPS clients: docs/arbiter.md, "Co-running").
+enum class DriverOp : uint8_t { kNone, kEnforcing, kDeepEvicting, kRestoring, kMoving, kTerminating };
 const char* DriverOpName(DriverOp op);
 
 struct Client {
@@ -332,6 +334,14 @@ class ArbiterImpl final : public Arbiter {
   void FinishDeepEvict(Client& c, const DriverOutcome& o, uint64_t now_ns);
   void FinishRestore(Client& c, const DriverOutcome& o, uint64_t now_ns);
   void FinishMove(Client& c, const DriverOutcome& o, uint64_t now_ns);
+  // Enforcement on an MPS client: terminate_client through g's daemon (MpsDaemons::Control),
+  // then the client is disconnected as unenforceable (its process keeps running, its CUDA work
+  // on the GPU fails); a termination that fails disconnects it the same way.
+  void StartTerminate(Client& c, const MpsDaemons::Control& control, uint64_t now_ns);
+  void FinishTerminate(Client& c, const DriverOutcome& o, uint64_t now_ns);
+  // Revokes holder c's token and disconnects it as unenforceable (its reservation may stay as an
+  // orphan: its process lives).
+  void DisconnectUnenforceable(Client& c, uint64_t now_ns);
   // Re-registrations: the process's state, thawing it if a previous arbiter left it frozen.
   void StartRegistrationQuery(Arrival a, uint64_t now_ns);
   // A client leaving while checkpointed: its process is thawed by the worker (restored where it

@@ -17,6 +17,7 @@ const Transfer* OrderInFlight(const Client& c) {
 Phase PhaseOf(const Client& c) {
   switch (c.op) {
     case DriverOp::kEnforcing:
+    case DriverOp::kTerminating:
       return Phase::kEnforcing;
     case DriverOp::kDeepEvicting:
       return Phase::kDeepEvicting;

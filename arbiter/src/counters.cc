@@ -55,6 +55,8 @@ constexpr std::array kCounters{
                 "Co-run grants the rules refused (fault domain, back-off, not MPS, set full)."},
     CounterInfo{"corun_revocations", &S::corun_revocations, kC, kAll,
                 "Co-run sets revoked because a member's latency threatened its SLO."},
+    CounterInfo{"mps_terminations", &S::mps_terminations, kC, kAll,
+                "MPS clients that ignored preemption, terminated through MPS (terminate_client)."},
     CounterInfo{"orphans_created", &S::orphans_created, kC, kAll,
                 "Reservations kept for live processes the arbiter disconnected."},
     CounterInfo{"orphans_released_exited", &S::orphans_released_exited, kC, kAll,

@@ -14,6 +14,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <ctime>
+#include <sstream>
 
 #include <spdlog/spdlog.h>
 
@@ -23,6 +25,12 @@ namespace gshare::arbiter {
 namespace {
 
 int PidfdOpen(pid_t pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); }
+
+int64_t NowMs() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1'000'000;
+}
 
 // mkdir -p for one more level; an existing directory is fine.
 bool MakeDir(const std::string& path, mode_t mode, std::string* error) {
@@ -41,34 +49,12 @@ std::string ExitText(const siginfo_t& info) {
   return std::string("killed by signal ") + ::strsignal(info.si_status);
 }
 
-}  // namespace
-
-shm::Status MpsDaemons::Start(const std::string& program, const std::string& root,
-                              const std::vector<Gpu>& gpus) {
-  program_ = program;
-  std::string error;
-  if (!MakeDir(root, 0755, &error))
-    return shm::Status(shm::StatusCode::kInvalidArgument, "mps_dir: " + error);
-  for (const Gpu& g : gpus) {
-    Daemon d;
-    d.gpu = g;
-    const std::string dir = root + "/gpu" + std::to_string(g.ordinal);
-    d.pipe_dir = dir + "/pipe";
-    d.log_dir = dir + "/log";
-    // Clients connect through the pipe directory (tenants: 0755, the daemon's sockets decide);
-    // the log is the operator's.
-    if (!MakeDir(dir, 0755, &error) || !MakeDir(d.pipe_dir, 0755, &error) ||
-        !MakeDir(d.log_dir, 0750, &error))
-      return shm::Status(shm::StatusCode::kInvalidArgument, "mps_dir: " + error);
-    daemons_.push_back(std::move(d));
-  }
-  for (Daemon& d : daemons_)
-    if (auto s = StartOne(d, /*quit_stale=*/true); !s.ok()) return s;
-  return shm::Status::Ok();
-}
-
-pid_t MpsDaemons::Spawn(const Daemon& d, const std::vector<std::string>& args, int stdin_fd,
-                        std::string* error) const {
+// Spawns `args` with one GPU's MPS environment (its pipe and log directories, the GPU alone
+// visible); stdin from `stdin_fd` (-1: /dev/null), stdout and stderr to `stdout_fd` (-1: the
+// log directory's output.log). Returns the child's pid (0 and *error on failure).
+pid_t SpawnWithMpsEnv(const std::vector<std::string>& args, const std::string& pipe_dir,
+                      const std::string& log_dir, uint32_t ordinal, int stdin_fd, int stdout_fd,
+                      std::string* error) {
   // The MPS variables replace any the arbiter inherited; everything else (SIMCUDA_*, PATH)
   // passes through.
   std::vector<std::string> env;
@@ -77,9 +63,9 @@ pid_t MpsDaemons::Spawn(const Daemon& d, const std::vector<std::string>& args, i
     if (kv.rfind("CUDA_MPS_", 0) == 0 || kv.rfind("CUDA_VISIBLE_DEVICES=", 0) == 0) continue;
     env.push_back(kv);
   }
-  env.push_back("CUDA_MPS_PIPE_DIRECTORY=" + d.pipe_dir);
-  env.push_back("CUDA_MPS_LOG_DIRECTORY=" + d.log_dir);
-  env.push_back("CUDA_VISIBLE_DEVICES=" + std::to_string(d.gpu.ordinal));
+  env.push_back("CUDA_MPS_PIPE_DIRECTORY=" + pipe_dir);
+  env.push_back("CUDA_MPS_LOG_DIRECTORY=" + log_dir);
+  env.push_back("CUDA_VISIBLE_DEVICES=" + std::to_string(ordinal));
   std::vector<char*> envp, argv;
   for (auto& s : env) envp.push_back(s.data());
   envp.push_back(nullptr);
@@ -108,8 +94,13 @@ pid_t MpsDaemons::Spawn(const Daemon& d, const std::vector<std::string>& args, i
   }
   // Its own output goes to its log directory, never to the arbiter's (a daemon outliving a
   // killed arbiter must not hold the arbiter's output open).
-  const std::string out = d.log_dir + "/output.log";
-  ::posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, out.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0640);
+  const std::string out = log_dir + "/output.log";
+  if (stdout_fd >= 0) {
+    ::posix_spawn_file_actions_adddup2(&fa, stdout_fd, STDOUT_FILENO);
+  } else {
+    ::posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, out.c_str(),
+                                       O_WRONLY | O_CREAT | O_APPEND, 0640);
+  }
   ::posix_spawn_file_actions_adddup2(&fa, STDOUT_FILENO, STDERR_FILENO);
   pid_t pid = 0;
   const int rc = ::posix_spawnp(&pid, argv[0], &fa, &attr, argv.data(), envp.data());
@@ -122,26 +113,116 @@ pid_t MpsDaemons::Spawn(const Daemon& d, const std::vector<std::string>& args, i
   return pid;
 }
 
-bool MpsDaemons::SendQuit(const Daemon& d, int wait_ms) const {
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) return false;
+}  // namespace
+
+shm::Status MpsDaemons::Start(const std::string& program, const std::string& root,
+                              const std::vector<Gpu>& gpus) {
+  program_ = program;
   std::string error;
-  const pid_t client = Spawn(d, {program_}, fds[0], &error);
-  ::close(fds[0]);
-  if (client == 0) {  // nobody reads the pipe: writing to it would raise SIGPIPE
-    ::close(fds[1]);
-    return false;
+  if (!MakeDir(root, 0755, &error))
+    return shm::Status(shm::StatusCode::kInvalidArgument, "mps_dir: " + error);
+  for (const Gpu& g : gpus) {
+    Daemon d;
+    d.gpu = g;
+    const std::string dir = root + "/gpu" + std::to_string(g.ordinal);
+    d.pipe_dir = dir + "/pipe";
+    d.log_dir = dir + "/log";
+    // Clients connect through the pipe directory (tenants: 0755, the daemon's sockets decide);
+    // the log is the operator's.
+    if (!MakeDir(dir, 0755, &error) || !MakeDir(d.pipe_dir, 0755, &error) ||
+        !MakeDir(d.log_dir, 0750, &error))
+      return shm::Status(shm::StatusCode::kInvalidArgument, "mps_dir: " + error);
+    daemons_.push_back(std::move(d));
   }
-  static constexpr char kQuit[] = "quit\n";
-  (void)!::write(fds[1], kQuit, sizeof(kQuit) - 1);
-  ::close(fds[1]);
-  // Bounded: a client that cannot reach the daemon must not hold the arbiter.
-  shm::UniqueFd cfd(PidfdOpen(client));
-  pollfd cp{cfd.get(), POLLIN, 0};
-  if (cfd.valid() && ::poll(&cp, 1, wait_ms) <= 0) ::kill(client, SIGKILL);
+  for (Daemon& d : daemons_)
+    if (auto s = StartOne(d, /*quit_stale=*/true); !s.ok()) return s;
+  return shm::Status::Ok();
+}
+
+bool MpsDaemons::SendQuit(const Daemon& d, int wait_ms) const {
+  std::string out;
+  return Control{program_, d.pipe_dir, d.log_dir, d.gpu.ordinal}.Run("quit", wait_ms, &out).ok();
+}
+
+shm::Status MpsDaemons::Control::Run(const std::string& command, int wait_ms,
+                                     std::string* out) const {
+  out->clear();
+  const std::string what = "MPS control '" + command + "' for GPU " + std::to_string(ordinal);
+  int in[2], res[2];
+  if (::pipe2(in, O_CLOEXEC) != 0) return shm::Status::FromErrno(what + ": pipe", errno);
+  if (::pipe2(res, O_CLOEXEC) != 0) {
+    const int err = errno;
+    ::close(in[0]);
+    ::close(in[1]);
+    return shm::Status::FromErrno(what + ": pipe", err);
+  }
+  shm::UniqueFd in_w(in[1]), res_r(res[0]);
+  std::string error;
+  const pid_t child = SpawnWithMpsEnv({program}, pipe_dir, log_dir, ordinal, in[0], res[1], &error);
+  ::close(in[0]);
+  ::close(res[1]);
+  if (child == 0) return shm::Status(shm::StatusCode::kUnavailable, what + ": " + error);
+  const std::string line = command + "\n";
+  (void)!::write(in_w.get(), line.data(), line.size());  // SIGPIPE: ignored by the arbiter
+  in_w.Reset();
+  // Its output until it closes it, bounded: a client that cannot reach the daemon must not
+  // hold the caller.
+  const auto deadline = NowMs() + wait_ms;
+  bool timed_out = false;
+  for (;;) {
+    const int64_t left = deadline - NowMs();
+    pollfd p{res_r.get(), POLLIN, 0};
+    if (left <= 0 || ::poll(&p, 1, static_cast<int>(left)) <= 0) {
+      timed_out = true;
+      break;
+    }
+    char buf[512];
+    const ssize_t n = ::read(res_r.get(), buf, sizeof buf);
+    if (n <= 0) break;
+    if (out->size() < 65536) out->append(buf, static_cast<size_t>(n));
+  }
+  if (timed_out) ::kill(child, SIGKILL);
   int status = 0;
-  ::waitpid(client, &status, 0);
-  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  ::waitpid(child, &status, 0);
+  if (timed_out)
+    return shm::Status(shm::StatusCode::kTimeout,
+                       what + ": no answer within " + std::to_string(wait_ms) + " ms");
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    const std::string how = WIFEXITED(status) ? "status " + std::to_string(WEXITSTATUS(status))
+                                              : std::string("killed by a signal");
+    return shm::Status(shm::StatusCode::kUnavailable,
+                       what + " failed (" + how + ")" + (out->empty() ? "" : ": " + *out));
+  }
+  if (out->rfind("ERROR", 0) == 0)
+    return shm::Status(shm::StatusCode::kUnavailable, what + ": " + *out);
+  return shm::Status::Ok();
+}
+
+shm::Status MpsDaemons::Control::TerminateClient(pid_t pid, int wait_ms) const {
+  std::string servers;
+  if (auto s = Run("get_server_list", wait_ms, &servers); !s.ok()) return s;
+  std::istringstream server_lines(servers);
+  for (long server = 0; server_lines >> server;) {
+    std::string clients;
+    if (auto s = Run("get_client_list " + std::to_string(server), wait_ms, &clients); !s.ok())
+      return s;
+    std::istringstream client_lines(clients);
+    bool serves = false;
+    for (long client = 0; client_lines >> client;) serves |= client == pid;
+    if (!serves) continue;
+    std::string reply;
+    return Run("terminate_client " + std::to_string(server) + " " + std::to_string(pid), wait_ms,
+               &reply);
+  }
+  return shm::Status(shm::StatusCode::kInvalidArgument,
+                     "no MPS server of GPU " + std::to_string(ordinal) + "'s daemon serves pid " +
+                         std::to_string(pid));
+}
+
+std::optional<MpsDaemons::Control> MpsDaemons::ControlFor(uint32_t g) const {
+  const Daemon* d = Find(g);
+  if (d == nullptr) return std::nullopt;
+  return Control{program_, d->pipe_dir, d->log_dir, d->gpu.ordinal};
 }
 
 shm::Status MpsDaemons::StartOne(Daemon& d, bool quit_stale) {
@@ -153,7 +234,8 @@ shm::Status MpsDaemons::StartOne(Daemon& d, bool quit_stale) {
     spdlog::warn("GPU {}: a previous MPS control daemon served {}; it was asked to quit",
                  d.gpu.ordinal, d.pipe_dir);
   std::string error;
-  const pid_t pid = Spawn(d, {program_, "-f"}, -1, &error);
+  const pid_t pid =
+      SpawnWithMpsEnv({program_, "-f"}, d.pipe_dir, d.log_dir, d.gpu.ordinal, -1, -1, &error);
   if (pid == 0) return shm::Status(shm::StatusCode::kUnavailable, error);
   const int fd = PidfdOpen(pid);
   if (fd < 0) {

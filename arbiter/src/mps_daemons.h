@@ -15,6 +15,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,25 @@ class MpsDaemons {
   uint64_t NextRestartNs() const;  // UINT64_MAX: none due
   // CUDA_MPS_PIPE_DIRECTORY for the clients of GPU index g ("" if g has no daemon).
   std::string PipeDir(uint32_t g) const;
+
+  // The control program's client mode for one GPU's daemon, as a value: the driver worker runs
+  // its commands off the loop (each spawns the program and waits for it, bounded).
+  // Thread-safety: a copy of plain strings; Run may be called on any thread.
+  struct Control {
+    std::string program, pipe_dir, log_dir;
+    uint32_t ordinal = 0;
+    // Runs `command` (one line, e.g. "get_server_list") through the client mode; its output in
+    // *out. An error names the command: the program could not start, did not finish within
+    // wait_ms (it is killed), failed, or answered "ERROR...".
+    shm::Status Run(const std::string& command, int wait_ms, std::string* out) const;
+    // MPS's safe termination of one client process: finds the server serving `pid`
+    // (get_server_list, get_client_list) and sends terminate_client. Afterwards that process's
+    // CUDA work on the GPU fails; its co-runners are not affected. kInvalidArgument: no server
+    // of this daemon serves it.
+    shm::Status TerminateClient(pid_t pid, int wait_ms) const;
+  };
+  // GPU index g's control (nullopt: the arbiter runs no daemon for g).
+  std::optional<Control> ControlFor(uint32_t g) const;
   // {"pid", "running", "pipe_dir", "restarts"} of g's daemon, or null if it has none.
   nlohmann::json Json(uint32_t g) const;
   // Quits every daemon (its control program's `quit`), waiting up to `wait_ms` each, then kills
@@ -72,9 +92,6 @@ class MpsDaemons {
     uint64_t backoff_ns = kFirstBackoffNs;
     uint32_t restarts = 0;
   };
-  // Spawns `args` with d's MPS environment; returns the child's pid (0 and *error on failure).
-  pid_t Spawn(const Daemon& d, const std::vector<std::string>& args, int stdin_fd,
-              std::string* error) const;
   // `quit_stale`: first ask a daemon left on d's pipe directory to quit (Start only).
   shm::Status StartOne(Daemon& d, bool quit_stale);
   // Runs the control program's client mode with `quit` for d's directory (bounded by wait_ms);

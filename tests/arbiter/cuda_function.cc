@@ -5,6 +5,8 @@
 // its drain takes --drain-ms, so the arbiter must lock and checkpoint it. It fills a buffer,
 // keeps submitting kernels (sleep_ns + fill_u32 into a scratch buffer), and at the end checks
 // that the first buffer survived byte for byte (it may have been checkpointed and restored).
+// With --mps-share it registers as an MPS client at that share (its environment must make
+// simcuda attach it to a daemon: CUDA_MPS_PIPE_DIRECTORY, CUDA_MPS_ACTIVE_THREAD_PERCENTAGE).
 // Output: one JSON line. Exit status 0 iff the data is intact and every call succeeded.
 #include <cuda.h>
 
@@ -86,6 +88,7 @@ int main(int argc, char** argv) {
     else if (k == "--iterations") iterations = std::stoi(v);
     else if (k == "--kernel-us") kernel_us = std::stoull(v);
     else if (k == "--pause-ms") pause_ms = std::stoi(v);
+    else if (k == "--mps-share") opt.mps_share = static_cast<uint32_t>(std::stoul(v));
     else return 2;
   }
   CUdevice dev = 0;

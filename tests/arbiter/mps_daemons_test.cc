@@ -35,6 +35,13 @@ if [ "$1" = "-f" ]; then
 fi
 read cmd
 echo "client $cmd $CUDA_MPS_PIPE_DIRECTORY" >> "$FAKE_MPS_LOG"
+case "$cmd" in
+  get_server_list) echo 4242; exit 0 ;;
+  "get_client_list 4242") echo "$FAKE_MPS_CLIENTS" | tr ',' '\n'; exit 0 ;;
+  "terminate_client 4242 "*) exit 0 ;;
+  slow) sleep 5; exit 0 ;;
+  bad) echo "ERROR: unknown command"; exit 0 ;;
+esac
 if [ -f "$pidf" ] && kill -0 "$(cat "$pidf")" 2>/dev/null; then
   [ -n "$FAKE_MPS_STUBBORN" ] || kill "$(cat "$pidf")"
   rm -f "$pidf"
@@ -215,6 +222,33 @@ TEST_F(MpsDaemonsTest, AProgramThatCannotStartOrABadDirectoryIsAnErrorNamingIt) 
   ASSERT_FALSE(s2.ok());
   EXPECT_NE(s2.ToString().find("mps_dir"), std::string::npos) << s2.ToString();
   EXPECT_NE(s2.ToString().find(file), std::string::npos) << s2.ToString();
+}
+
+TEST_F(MpsDaemonsTest, TerminatingAClientFindsItsServerAndRunsOffTheLoopBounded) {
+  ::setenv("FAKE_MPS_CLIENTS", "12,77", 1);
+  MpsDaemons m;
+  ASSERT_TRUE(m.Start(program_, dir_ + "/mps", {{0, 2}}).ok());
+  EXPECT_FALSE(m.ControlFor(1).has_value());
+  const auto control = m.ControlFor(0);
+  ASSERT_TRUE(control.has_value());
+  EXPECT_EQ(control->pipe_dir, dir_ + "/mps/gpu2/pipe");
+  const auto ok = control->TerminateClient(77, 5000);
+  EXPECT_TRUE(ok.ok()) << ok.ToString();
+  bool terminated = false;
+  for (const std::string& l : Invocations())
+    terminated |= l.rfind("client terminate_client 4242 77 ", 0) == 0;
+  EXPECT_TRUE(terminated);
+  // A process no server serves, a command the daemon refuses, one that does not finish.
+  const auto none = control->TerminateClient(99, 5000);
+  EXPECT_EQ(none.code(), shm::StatusCode::kInvalidArgument);
+  EXPECT_NE(none.message().find("pid 99"), std::string::npos) << none.ToString();
+  std::string out;
+  const auto bad = control->Run("bad", 5000, &out);
+  EXPECT_FALSE(bad.ok());
+  EXPECT_NE(bad.message().find("ERROR"), std::string::npos) << bad.ToString();
+  const auto slow = control->Run("slow", 200, &out);
+  EXPECT_EQ(slow.code(), shm::StatusCode::kTimeout) << slow.ToString();
+  ::unsetenv("FAKE_MPS_CLIENTS");
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <fcntl.h>
 #include <unistd.h>
@@ -430,6 +431,56 @@ TEST(ArbiterProcess, FunctionIgnoringPreemptionIsCheckpointedAndRestored) {
   ASSERT_TRUE(summary.is_object()) << ReadFile(arb.log());
   EXPECT_GE(summary["enforcements"].get<int>(), 1) << ReadFile(arb.log());
   EXPECT_GE(summary["restores"].get<int>(), 1) << ReadFile(arb.log());
+}
+
+// The same rogue as an MPS client of the arbiter's daemon on a GPU marked for co-running: it is
+// never checkpointed (unverified for MPS clients); MPS's safe termination (terminate_client)
+// stops its CUDA work and it is disconnected; the waiting function runs and finishes.
+TEST(ArbiterProcess, MpsClientIgnoringPreemptionIsTerminatedThroughMps) {
+  TempDir dir;
+  const Simcuda simcuda;
+  auto env = simcuda.env();
+  ASSERT_EQ(::mkdir((dir / "mps").c_str(), 0755), 0);
+  ArbiterProcess arb(dir, {"--slice", "20ms", "--preempt-grace", "50ms", "--corun-gpus", "0",
+                           "--mps-control", MPS_CONTROL_BIN, "--mps-dir", dir / "mps"});
+  arb.env = env;
+  ASSERT_TRUE(arb.Start()) << ReadFile(arb.log());
+  auto rogue_env = env;
+  rogue_env.push_back("CUDA_MPS_PIPE_DIRECTORY=" + dir / "mps/gpu0/pipe");
+  rogue_env.push_back("CUDA_MPS_LOG_DIRECTORY=" + dir.path());
+  rogue_env.push_back("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=50");
+  // The daemon is up before the rogue's cuInit (else it would silently run time-sliced).
+  const std::string pipe = dir / "mps/gpu0/pipe";
+  for (int i = 0; i < 3000 && ::access((pipe + "/simcuda-mps").c_str(), F_OK) != 0; ++i)
+    std::this_thread::sleep_for(milliseconds(10));
+  const std::string rogue_out = dir / "rogue.out";
+  const pid_t rogue = Spawn({CUDA_FUNCTION_BIN, "--socket", arb.socket(), "--name", "rogue",
+                             "--rogue", "1", "--drain-ms", "3000", "--iterations", "150",
+                             "--slo-ms", "50", "--mps-share", "50"},
+                            rogue_out, dir / "rogue.err", rogue_env);
+  bool granted = false;
+  for (int i = 0; i < 10000 && !granted; ++i) {
+    for (const auto& e : ReadEvents(arb.events())) granted |= e.type == shm::EventType::kGrant;
+    if (!granted) std::this_thread::sleep_for(milliseconds(2));
+  }
+  ASSERT_TRUE(granted) << ReadFile(arb.log()) << ReadFile(dir / "rogue.err");
+  // Not an MPS client: it cannot join the rogue's GPU, so the rogue is preempted for it.
+  const std::string good_out = dir / "good.out";
+  const pid_t good = Spawn({CUDA_FUNCTION_BIN, "--socket", arb.socket(), "--name", "good",
+                            "--iterations", "5", "--slo-ms", "50"},
+                           good_out, dir / "good.err", env);
+  EXPECT_EQ(ExitCode(WaitFor(good, Scaled(seconds(60)))), 0)
+      << ReadFile(good_out) << ReadFile(arb.log());
+  // The rogue's CUDA work was terminated: its next call failed and it exited with an error.
+  const int rogue_exit = ExitCode(WaitFor(rogue, Scaled(seconds(60))));
+  EXPECT_NE(rogue_exit, 0) << ReadFile(rogue_out);
+  EXPECT_NE(ReadFile(rogue_out).find("CUDA_ERROR_MPS_CLIENT_TERMINATED"), std::string::npos)
+      << ReadFile(rogue_out) << ReadFile(arb.log());
+  const auto summary = arb.Stop();
+  ASSERT_TRUE(summary.is_object()) << ReadFile(arb.log());
+  EXPECT_EQ(summary["mps_terminations"].get<int>(), 1) << ReadFile(arb.log());
+  EXPECT_EQ(summary["enforcements"].get<int>(), 0) << ReadFile(arb.log());  // no checkpoint
+  EXPECT_EQ(summary["unenforceable"].get<int>(), 1) << ReadFile(arb.log());
 }
 #endif
 
