@@ -394,6 +394,16 @@ TEST(ArbiterProcess, LongIdleFunctionIsDeepEvictedAndRestored) {
   EXPECT_GE(summary["restores"].get<int>(), 1) << ReadFile(arb.log());
 }
 
+// The arbiter's event ring shows a grant (safety net: 20 s).
+bool FirstGrantSeen(const ArbiterProcess& arb) {
+  for (int i = 0; i < 10000; ++i) {
+    for (const auto& e : ReadEvents(arb.events()))
+      if (e.type == shm::EventType::kGrant) return true;
+    std::this_thread::sleep_for(milliseconds(2));
+  }
+  return false;
+}
+
 // A CUDA function on simcuda that ignores preemption (keeps submitting, never finishes
 // draining) is locked and checkpointed after the grace period, the waiting function runs, and
 // the rogue is restored and still finishes with its data intact.
@@ -410,12 +420,7 @@ TEST(ArbiterProcess, FunctionIgnoringPreemptionIsCheckpointedAndRestored) {
                              "--slo-ms", "50"},
                             rogue_out, dir / "rogue.err", env);
   // Let the rogue take the GPU, then a well-behaved function asks for it.
-  bool granted = false;
-  for (int i = 0; i < 10000 && !granted; ++i) {
-    for (const auto& e : ReadEvents(arb.events())) granted |= e.type == shm::EventType::kGrant;
-    if (!granted) std::this_thread::sleep_for(milliseconds(2));
-  }
-  ASSERT_TRUE(granted) << ReadFile(arb.log()) << ReadFile(dir / "rogue.err");
+  ASSERT_TRUE(FirstGrantSeen(arb)) << ReadFile(arb.log()) << ReadFile(dir / "rogue.err");
   const std::string good_out = dir / "good.out";
   const pid_t good = Spawn({CUDA_FUNCTION_BIN, "--socket", arb.socket(), "--name", "good",
                             "--iterations", "5", "--slo-ms", "50"},
@@ -458,12 +463,7 @@ TEST(ArbiterProcess, MpsClientIgnoringPreemptionIsTerminatedThroughMps) {
                              "--rogue", "1", "--drain-ms", "3000", "--iterations", "150",
                              "--slo-ms", "50", "--mps-share", "50"},
                             rogue_out, dir / "rogue.err", rogue_env);
-  bool granted = false;
-  for (int i = 0; i < 10000 && !granted; ++i) {
-    for (const auto& e : ReadEvents(arb.events())) granted |= e.type == shm::EventType::kGrant;
-    if (!granted) std::this_thread::sleep_for(milliseconds(2));
-  }
-  ASSERT_TRUE(granted) << ReadFile(arb.log()) << ReadFile(dir / "rogue.err");
+  ASSERT_TRUE(FirstGrantSeen(arb)) << ReadFile(arb.log()) << ReadFile(dir / "rogue.err");
   // Not an MPS client: it cannot join the rogue's GPU, so the rogue is preempted for it.
   const std::string good_out = dir / "good.out";
   const pid_t good = Spawn({CUDA_FUNCTION_BIN, "--socket", arb.socket(), "--name", "good",
