@@ -1,10 +1,10 @@
-// Status helpers: code names, errno mapping and formatting.
-#include "gshare/shm/status.h"
+// Status helpers (gshare/common/status.h): code names, errno mapping and formatting.
+#include "gshare/common/status.h"
 
 #include <cerrno>
 #include <cstring>
 
-namespace gshare::shm {
+namespace gshare {
 
 std::string_view StatusCodeName(StatusCode code) {
   switch (code) {
@@ -45,4 +45,4 @@ std::string Status::ToString() const {
   return out;
 }
 
-}  // namespace gshare::shm
+}  // namespace gshare
