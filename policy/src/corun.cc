@@ -86,6 +86,30 @@ void CorunBook::Revoke(FunctionId f, GpuId g, Time now, bool gpu_too) {
   ++stats_.revocations;
 }
 
+CorunQuery QueryAmong(const std::vector<Corunner>& set, size_t i) {
+  CorunQuery q;
+  q.self = set[i];
+  for (size_t j = 0; j < set.size(); ++j) {
+    if (j != i) q.others.push_back(set[j]);
+  }
+  return q;
+}
+
+bool CorunBook::Packs(std::span<const PackMember> set, double k, double max_load,
+                      Duration margin) const {
+  std::vector<Corunner> all;
+  all.reserve(set.size());
+  for (const PackMember& m : set) all.push_back(m.corunner);
+  for (size_t i = 0; i < set.size(); ++i) {
+    const Slowdown s = predictor_.Predict(QueryAmong(all, i));
+    if (1.0 / s.mean < kPackRate || set[i].utilisation * s.mean > max_load) return false;
+    if (static_cast<double>(set[i].exec) * s.Bound(k) > static_cast<double>(set[i].slo - margin)) {
+      return false;
+    }
+  }
+  return true;
+}
+
 size_t CorunBook::entries() const {
   size_t n = 0;
   for (const Fn& fn : fns_) n += fn.backoff.size();

@@ -5,6 +5,7 @@
 // slack_scheduler.cc; the contention model and the predictor in interference.h.
 #pragma once
 
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -13,8 +14,26 @@
 
 namespace gshare::policy::internal {
 
+// The predictor's query for set[i] while every member of `set` runs.
+CorunQuery QueryAmong(const std::vector<Corunner>& set, size_t i);
+
+// One function of a GPU as placement sees it when it counts on co-running (CorunBook::Packs).
+struct PackMember {
+  Corunner corunner;
+  double utilisation = 0;  // long-run fraction of the GPU its bursts take alone
+  Duration exec = 0;       // its predicted burst alone
+  Duration slo = 0;
+};
+
 class CorunBook {
  public:
+  // Placement may count on co-running only where every member of the set keeps at least this
+  // predicted rate with all of them running at once: any two of them then do at least
+  // 2 x kPackRate = the dispatch rule's 1.15 of time slicing's work (slack_scheduler.cc,
+  // kCorunPays), so whichever subset is running when a request arrives, dispatch finds that
+  // joining pays (rates only fall as a set grows).
+  static constexpr double kPackRate = 0.575;
+
   // Back-off after a revocation: kPairBackoff for the pair, doubling for each further one of
   // the same function up to kMaxBackoff; kGpuBackoff for the GPU when the burst missed its SLO.
   static constexpr Duration kPairBackoff = 30 * kUsPerSecond;
@@ -57,6 +76,14 @@ class CorunBook {
   bool GpuBackedOff(GpuId g, Time now) const { return now < gpu_backoff_[g]; }
   // Revokes co-running of f with each of its partners (and of the GPU when `gpu_too`).
   void Revoke(FunctionId f, GpuId g, Time now, bool gpu_too);
+
+  // Whether the functions of `set` (a GPU's functions and the newcomer) may share one GPU by
+  // co-running where time slicing alone would not fit them: with all of them running at once
+  // (the worst case), each keeps a predicted rate >= kPackRate, its load stretched by its mean
+  // slowdown (utilisation x mean) stays <= max_load, and its predicted burst at mean + k sd of
+  // slowdown meets its SLO less `margin`. The caller checks eligibility (known demands, one
+  // fault domain, no back-off, the client limit).
+  bool Packs(std::span<const PackMember> set, double k, double max_load, Duration margin) const;
 
   InterferencePredictor& predictor() { return predictor_; }
   const InterferencePredictor& predictor() const { return predictor_; }

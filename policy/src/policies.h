@@ -37,6 +37,12 @@ struct SlackOptions {
   // and the set does more work per GPU-second than time slicing; place by it; revoke and back
   // off after an observed threat (slack_scheduler.cc, corun.h). No effect on other GPUs.
   bool corun = true;
+  // Placement and scale-down count on co-running (issue 20, item 5; opt-in, `aggressive-corun-
+  // pack`, off in `aggressive`: it saved at most 1.5% GPU time on seeds 1-3 and lost SLO
+  // attainment on held-out seed 5, docs/scheduling.md): a function may join a corun GPU's
+  // functions beyond time slicing's utilisation and collision rules when all of them would
+  // co-run within their SLOs (slack_scheduler.cc, CorunPacks). Needs `corun`.
+  bool corun_pack = false;
 };
 
 std::unique_ptr<Policy> MakeKeepAlive(const std::string& name, const PolicyConfig& config);

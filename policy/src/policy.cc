@@ -29,14 +29,22 @@ const std::vector<std::string>& PolicyNames() {
 
 namespace {
 
-// Parses "-no-<idea>" suffixes after "aggressive"; returns an error message or "".
+// Parses "-no-<idea>" suffixes after "aggressive", and the opt-in "-corun-pack"; returns an
+// error message or "".
 std::string ParseAblations(std::string_view rest, internal::SlackOptions& options) {
   constexpr std::string_view kNo = "-no-";
+  constexpr std::string_view kPack = "-corun-pack";
   static constexpr std::string_view kIdeas[] = {"learned", "residency", "prefetch",
                                                 "deep-evict", "release", "scale",
                                                 "eager", "interference", "edf", "typical", "collisions",
                                                 "cold", "rescue", "corun"};
   while (!rest.empty()) {
+    if (rest.substr(0, kPack.size()) == kPack &&
+        (rest.size() == kPack.size() || rest.substr(kPack.size(), kNo.size()) == kNo)) {
+      options.corun_pack = true;
+      rest.remove_prefix(kPack.size());
+      continue;
+    }
     if (rest.substr(0, kNo.size()) != kNo) return "expected -no-<idea> in '" + std::string(rest) + "'";
     rest.remove_prefix(kNo.size());
     bool matched = false;

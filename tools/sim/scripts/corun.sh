@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Issue 20's co-run table (docs/scheduling.md, "Co-running: results"): every GPU marked for
-# co-running (--corun), aggressive (with its corun idea) against time-only aggressive
+# co-running (--corun), aggressive (with its corun idea) and aggressive-corun-pack (placement
+# and scale-down counting on co-running too) against time-only aggressive
 # (aggressive-no-corun) on the shipped trace, synthetic seeds 1-3, held-out seeds 4-5, and the
 # demo scenario. The table in docs/scheduling.md is read from OUT_DIR/corun-*.json (fields
 # slo_attainment, dedicated_attainment, gpu_seconds, busy_seconds, corun_grants, corun_revocations).
@@ -10,7 +11,7 @@ build=${1:-build}
 out=${2:-sim-results}
 sim="$build/bin/gshare-sim"
 mkdir -p "$out"
-both=aggressive,aggressive-no-corun
+both=aggressive,aggressive-corun-pack,aggressive-no-corun
 run() {  # name, then gshare-sim arguments
   local name=$1
   shift
