@@ -53,6 +53,7 @@
 
 #include "control_server.h"
 #include "corun.h"
+#include "deadline_queue.h"
 #include "doorbell_guard.h"
 #include "driver.h"
 #include "driver_worker.h"
@@ -278,7 +279,8 @@ class ArbiterImpl final : public Arbiter {
   bool ShutdownComplete(uint64_t now_ns) const;
   void SayGoodbyeToAll(const std::string& reason);
   // Doorbell flooding (DoorbellGuard): a wake-up by client `id`'s doorbell; watching a muted
-  // doorbell again once its mute is over; the earliest such time (UINT64_MAX: none).
+  // doorbell again once its mute is over (deadlines_: only the due ones are visited); the
+  // earliest such time (UINT64_MAX: none).
   void OnDoorbell(uint32_t id, uint64_t now_ns);
   void UnmuteDoorbells(uint64_t now_ns);
   uint64_t NextUnmuteNs() const;
@@ -492,6 +494,7 @@ class ArbiterImpl final : public Arbiter {
   std::vector<GpuState> gpus_;
   ReservationBook book_;  // memory promised on each GPU (invariants 1, 2, 6)
   CorunBook corun_;       // co-run sets' rules and back-offs (corun.h)
+  DeadlineQueue deadlines_;  // timed work by client (deadline_queue.h): doorbell unmutes
   MpsDaemons mps_;        // the co-run GPUs' private MPS daemons (mps_daemons.h)
   uint64_t epoch_ = 0;
   std::unique_ptr<policy::Policy> policy_;

@@ -264,6 +264,7 @@ void ArbiterImpl::OnDoorbell(uint32_t id, uint64_t now_ns) {
     case DoorbellGuard::Verdict::kMute:
       ++stats_.doorbell_mutes;
       WatchDoorbell(*c, false);
+      deadlines_.Schedule(c->doorbell.unmute_ns(), c->id, DeadlineQueue::Kind::kDoorbellUnmute);
       if (c->doorbell.episode_began())  // once per flooding episode: the log stays bounded
         spdlog::warn("client {} '{}' (pid {}) rings its doorbell more than {} times a second ({} "
                      "rings so far); its doorbell is ignored {} ms at a time while this lasts",
@@ -290,19 +291,17 @@ void ArbiterImpl::WatchDoorbell(const Client& c, bool watch) {
 }
 
 void ArbiterImpl::UnmuteDoorbells(uint64_t now_ns) {
-  for (auto& [id, c] : clients_) {
-    if (!c->doorbell.muted() || now_ns < c->doorbell.unmute_ns()) continue;
+  for (const DeadlineQueue::Entry& e : deadlines_.PopDue(now_ns)) {
+    Client* c = ById(e.client_id);
+    // Stale: the client left, or its doorbell was unmuted and muted again later (that mute has
+    // its own entry).
+    if (c == nullptr || !c->doorbell.muted() || now_ns < c->doorbell.unmute_ns()) continue;
     c->doorbell.Unmute();
     WatchDoorbell(*c, true);
   }
 }
 
-uint64_t ArbiterImpl::NextUnmuteNs() const {
-  uint64_t at = UINT64_MAX;
-  for (const auto& [id, c] : clients_)
-    if (c->doorbell.muted()) at = std::min(at, c->doorbell.unmute_ns());
-  return at;
-}
+uint64_t ArbiterImpl::NextUnmuteNs() const { return deadlines_.NextNs(); }
 
 void ArbiterImpl::OnSignal() {
   signalfd_siginfo info{};
