@@ -95,7 +95,7 @@ class Setup {
     if (g_no_lease) arbiter_args.insert(arbiter_args.end(), {"--lease", "off"});
     auto arbiter = dm::ChildProcess::Spawn({arbiter_args, env, "", dir_ + "/arbiter.log"});
     if (!arbiter.ok()) {
-      error_ = arbiter.error().message;
+      error_ = arbiter.status().message();
       return;
     }
     arbiter_ = std::move(*arbiter);
@@ -124,7 +124,7 @@ class Setup {
     fo.ready_timeout = std::chrono::seconds(120);
     auto fleet = dm::Fleet::Start(specs, fo);
     if (!fleet.ok()) {
-      error_ = fleet.error().message;
+      error_ = fleet.status().message();
       return;
     }
     fleet_ = std::make_unique<dm::Fleet>(std::move(*fleet));

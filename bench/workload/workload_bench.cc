@@ -121,7 +121,7 @@ void RunParser(benchmark::State& state, const fs::path& path, Parse parse) {
   for (auto _ : state) {
     Result<Trace> trace = parse(path);
     if (!trace.ok()) {
-      state.SkipWithError(trace.error().message.c_str());
+      state.SkipWithError(trace.status().message().c_str());
       return;
     }
     requests = trace->invocations.size();
@@ -150,7 +150,7 @@ void BM_ParseAzureLlm(benchmark::State& state) {
 void BM_ParseAzureLlmShipped(benchmark::State& state) {
   Result<fs::path> path = ShippedAzureLlmTracePath();
   if (!path.ok()) {
-    state.SkipWithError(path.error().message.c_str());
+    state.SkipWithError(path.status().message().c_str());
     return;
   }
   AzureLlmOptions options;

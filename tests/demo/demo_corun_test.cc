@@ -41,7 +41,7 @@ TEST(DemoCorun, QuickDemoReportsTimeOnlyAndCorunRunsSideBySide) {
   auto demo = ChildProcess::Spawn({{DEMO_BIN, "--quick", "--corun", "--no-baseline", "--trace-seconds", "20",
                                     "--run-dir", dir + "/run", "--json", json},
                                    CurrentEnvironment(), dir + "/stdout", dir + "/stderr"});
-  ASSERT_TRUE(demo.ok()) << demo.error().message;
+  ASSERT_TRUE(demo.ok()) << demo.status().message();
   const auto status = demo->Wait(std::chrono::seconds(75));
   if (!status) demo->Stop(std::chrono::seconds(20));
   const std::string printed = ReadFile(dir + "/stdout");

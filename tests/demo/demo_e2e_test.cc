@@ -41,7 +41,7 @@ TEST(DemoEndToEnd, QuickDemoAnswersEveryRequestAndReportsBothRuns) {
   std::filesystem::create_directories(dir);
   auto demo = ChildProcess::Spawn({{DEMO_BIN, "--quick", "--run-dir", dir + "/run", "--json", json},
                                    CurrentEnvironment(), dir + "/stdout", dir + "/stderr"});
-  ASSERT_TRUE(demo.ok()) << demo.error().message;
+  ASSERT_TRUE(demo.ok()) << demo.status().message();
   const auto status = demo->Wait(std::chrono::seconds(280));
   if (!status) demo->Stop(std::chrono::seconds(10));
   const std::string printed = ReadFile(dir + "/stdout");

@@ -91,7 +91,7 @@ TEST(GpuUsage, NoEventsNoOccupancy) {
 
 TEST(Functions, MixExpandsInterleavingKindsWithSettings) {
   auto f = BuildFunctions("llm=1,cnn=2", "cnn=96MiB,llm=1GiB,bert=1MiB", "cnn=300,llm=2500.5");
-  ASSERT_TRUE(f.ok()) << f.error().message;
+  ASSERT_TRUE(f.ok()) << f.status().message();
   ASSERT_EQ(f->size(), 3u);
   EXPECT_EQ((*f)[0].name, "cnn-0");
   EXPECT_EQ((*f)[1].name, "llm-0");
@@ -105,12 +105,12 @@ TEST(Functions, MixExpandsInterleavingKindsWithSettings) {
 }
 
 TEST(Functions, BadMixesAreRefusedWithTheReason) {
-  EXPECT_NE(BuildFunctions("gpt=1", "gpt=1GiB", "gpt=1").error().message.find("unknown kind 'gpt'"), std::string::npos);
-  EXPECT_NE(BuildFunctions("cnn=1", "bert=1GiB", "cnn=1").error().message.find("needs a --quota"), std::string::npos);
-  EXPECT_NE(BuildFunctions("cnn=x", "cnn=1GiB", "cnn=1").error().message.find("not a count"), std::string::npos);
-  EXPECT_NE(BuildFunctions("cnn=1", "cnn=lots", "cnn=1").error().message.find("--quota"), std::string::npos);
-  EXPECT_NE(BuildFunctions("cnn=1", "cnn=1MiB", "cnn=0").error().message.find("--slo"), std::string::npos);
-  EXPECT_NE(BuildFunctions("cnn=1,cnn=2", "cnn=1MiB", "cnn=1").error().message.find("twice"), std::string::npos);
+  EXPECT_NE(BuildFunctions("gpt=1", "gpt=1GiB", "gpt=1").status().message().find("unknown kind 'gpt'"), std::string::npos);
+  EXPECT_NE(BuildFunctions("cnn=1", "bert=1GiB", "cnn=1").status().message().find("needs a --quota"), std::string::npos);
+  EXPECT_NE(BuildFunctions("cnn=x", "cnn=1GiB", "cnn=1").status().message().find("not a count"), std::string::npos);
+  EXPECT_NE(BuildFunctions("cnn=1", "cnn=lots", "cnn=1").status().message().find("--quota"), std::string::npos);
+  EXPECT_NE(BuildFunctions("cnn=1", "cnn=1MiB", "cnn=0").status().message().find("--slo"), std::string::npos);
+  EXPECT_NE(BuildFunctions("cnn=1,cnn=2", "cnn=1MiB", "cnn=1").status().message().find("twice"), std::string::npos);
   EXPECT_FALSE(BuildFunctions("cnn=0", "cnn=1MiB", "cnn=1").ok());
 }
 
@@ -119,7 +119,7 @@ TEST(Latencies, RecordsCsvAndPerKindStats) {
       "target,scheduled_ms,latency_ms,outcome\n"
       "cnn-0,0.000,10.000,ok\ncnn-1,1.000,30.000,ok\ncnn-0,2.000,5.000,wrong_digest\n"
       "llm-0,3.000,900.000,ok\n");
-  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_TRUE(r.ok()) << r.status().message();
   ASSERT_EQ(r->size(), 4u);
   auto f = BuildFunctions("cnn=2,llm=1", "cnn=1MiB,llm=1MiB", "cnn=20,llm=1000");
   ASSERT_TRUE(f.ok());
@@ -139,7 +139,7 @@ TEST(Latencies, RecordsCsvAndPerKindStats) {
 
 TEST(ChildProcess, ExitStatusAndStopEscalatesToSigkill) {
   auto ok = ChildProcess::Spawn({{"/bin/sh", "-c", "exit 3"}, CurrentEnvironment(), "", ""});
-  ASSERT_TRUE(ok.ok()) << ok.error().message;
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
   EXPECT_EQ(ok->Wait(std::chrono::seconds(30)), 3);
   // Ignores SIGTERM: Stop must escalate to SIGKILL after the grace period.
   auto stubborn = ChildProcess::Spawn(

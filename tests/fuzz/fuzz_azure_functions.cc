@@ -21,7 +21,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   options.minutes = (b >> 6) & 3;
   const auto trace = wl::ParseAzureFunctionsTraceText(in.Rest(), "fuzz.csv", options);
   if (!trace.ok()) {
-    FUZZ_CHECK(!trace.error().message.empty());
+    FUZZ_CHECK(!trace.status().message().empty());
     return 0;
   }
   gshare::fuzz::CheckTrace(trace.value(), options.parse);

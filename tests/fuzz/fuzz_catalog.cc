@@ -13,7 +13,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   const auto catalog = wl::ParseCatalog(text, "fuzz.toml");
   if (!catalog.ok()) {
-    FUZZ_CHECK(!catalog.error().message.empty());
+    FUZZ_CHECK(!catalog.status().message().empty());
     return 0;
   }
   for (const auto& m : catalog->models) {

@@ -14,7 +14,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const wl::ParseOptions options = gshare::fuzz::TakeParseOptions(in);
   const auto trace = wl::ParseCsvTraceText(in.Rest(), "fuzz.csv", options);
   if (!trace.ok()) {
-    FUZZ_CHECK(!trace.error().message.empty());
+    FUZZ_CHECK(!trace.status().message().empty());
     return 0;
   }
   gshare::fuzz::CheckTrace(trace.value(), options);

@@ -46,7 +46,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   const auto trace = wl::GenerateSynthetic(o);
   if (!trace.ok()) {
-    FUZZ_CHECK(!trace.error().message.empty());
+    FUZZ_CHECK(!trace.status().message().empty());
     return 0;
   }
   FUZZ_CHECK(o.functions >= 1);

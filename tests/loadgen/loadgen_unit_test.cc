@@ -24,7 +24,7 @@ std::string TempFile(const std::string& name, const std::string& text) {
 
 TEST(Targets, AcceptsLoopbackUrlsOnly) {
   auto t = ParseTargetUrl("http://127.0.0.1:8001/v2/models/cnn");
-  ASSERT_TRUE(t.ok()) << t.error().message;
+  ASSERT_TRUE(t.ok()) << t.status().message();
   EXPECT_EQ(t->host, "127.0.0.1");
   EXPECT_EQ(t->port, 8001);
   EXPECT_EQ(t->model, "cnn");
@@ -35,7 +35,7 @@ TEST(Targets, AcceptsLoopbackUrlsOnly) {
                           "http://0.0.0.0:80/v2/models/x", "http://[::]:80/v2/models/x"}) {
     auto r = ParseTargetUrl(bad);
     ASSERT_FALSE(r.ok()) << bad;
-    EXPECT_NE(r.error().message.find("not a loopback address"), std::string::npos) << r.error().message;
+    EXPECT_NE(r.status().message().find("not a loopback address"), std::string::npos) << r.status().message();
   }
   EXPECT_FALSE(ParseTargetUrl("https://127.0.0.1/v2/models/x").ok());
   EXPECT_FALSE(ParseTargetUrl("http://127.0.0.1:99999/v2/models/x").ok());
@@ -45,7 +45,7 @@ TEST(Targets, AcceptsLoopbackUrlsOnly) {
 
 TEST(Targets, FlagNamesAndSlo) {
   auto t = ParseTargetFlag("fast=http://127.0.0.1:8001/v2/models/cnn@25");
-  ASSERT_TRUE(t.ok()) << t.error().message;
+  ASSERT_TRUE(t.ok()) << t.status().message();
   EXPECT_EQ(t->name, "fast");
   EXPECT_EQ(t->slo_ms, 25);
   auto plain = ParseTargetFlag("http://127.0.0.1:8001/v2/models/cnn");
@@ -65,7 +65,7 @@ url = "http://127.0.0.1:9002/v2/models/bert"
 slo_ms = 70
 )");
   auto t = LoadTargetsToml(ok);
-  ASSERT_TRUE(t.ok()) << t.error().message;
+  ASSERT_TRUE(t.ok()) << t.status().message();
   ASSERT_EQ(t->size(), 2u);
   EXPECT_EQ((*t)[0].name, "a");
   EXPECT_EQ((*t)[0].slo_ms, 40);
@@ -74,7 +74,7 @@ slo_ms = 70
   const std::string remote = TempFile("remote.toml", "[[target]]\nurl = \"http://192.168.1.5:80/v2/models/x\"\n");
   auto r = LoadTargetsToml(remote);
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.error().message.find("remote.toml:1"), std::string::npos) << r.error().message;
+  EXPECT_NE(r.status().message().find("remote.toml:1"), std::string::npos) << r.status().message();
   const std::string typo = TempFile("typo.toml", "[[target]]\nurl = \"http://127.0.0.1/v2/models/x\"\nslo = 3\n");
   EXPECT_FALSE(LoadTargetsToml(typo).ok());
   EXPECT_FALSE(LoadTargetsToml(TempFile("syntax.toml", "[[target]\n")).ok());
@@ -113,7 +113,7 @@ TEST(Plans, TraceMapsFunctionsByNameOrRoundRobin) {
   s.path = csv;
   s.parse.time_compression = 2;
   auto p = TracePlan(s, {"a", "b"}, 4, {});
-  ASSERT_TRUE(p.ok()) << p.error().message;
+  ASSERT_TRUE(p.ok()) << p.status().message();
   ASSERT_EQ(p->arrivals.size(), 4u);
   EXPECT_EQ(p->arrivals[0].at_us, 0);        // rebased to the first arrival
   EXPECT_EQ(p->arrivals[1].at_us, 250000);   // (1500 - 1000) ms / 2
@@ -136,7 +136,7 @@ TEST(Plans, AzureLlmTraceCarriesTokens) {
   s.functions = 4;
   s.parse.max_requests = 50;
   auto p = TracePlan(s, {"a", "b", "c", "d"}, 4, {});
-  ASSERT_TRUE(p.ok()) << p.error().message;
+  ASSERT_TRUE(p.ok()) << p.status().message();
   ASSERT_EQ(p->arrivals.size(), 50u);
   EXPECT_GT(p->arrivals[0].input_tokens, 0);
   EXPECT_GT(p->arrivals[0].output_tokens, 0);

@@ -32,7 +32,7 @@ std::map<std::string, int> CountsByName(const Trace& trace) {
 TEST(AzureFunctions, CountsBecomeArrivalsInsideTheirMinute) {
   TempDir dir;
   Result<Trace> trace = ParseAzureFunctionsTrace(dir.Write("af.csv", kFile));
-  ASSERT_TRUE(trace.ok()) << trace.error().message;
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
   ASSERT_EQ(trace->functions.size(), 3u);  // f-idle dropped
   EXPECT_EQ(trace->functions[0].name, "f-http");
   EXPECT_EQ(trace->functions[1].kind, ArrivalKind::kTimer);
@@ -61,7 +61,7 @@ TEST(AzureFunctions, CountsBecomeArrivalsInsideTheirMinute) {
 
 TEST(AzureFunctions, TimerFiresEveryMinuteAtTheSamePhase) {
   Result<Trace> trace = ParseAzureFunctionsTraceText(kFile, "af");
-  ASSERT_TRUE(trace.ok()) << trace.error().message;
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
   std::vector<int64_t> times;
   for (const Invocation& inv : trace->invocations) {
     if (inv.function == 1) times.push_back(inv.arrival_us);
@@ -104,7 +104,7 @@ TEST(AzureFunctions, SelectionWindowAndLimits) {
   options.first_minute = 2;
   options.minutes = 2;
   Result<Trace> window = ParseAzureFunctionsTraceText(kFile, "af", options);
-  ASSERT_TRUE(window.ok()) << window.error().message;
+  ASSERT_TRUE(window.ok()) << window.status().message();
   const auto counts = CountsByName(*window);
   EXPECT_EQ(counts.at("f-http"), 1);
   EXPECT_EQ(counts.at("f-timer"), 2);
@@ -138,8 +138,8 @@ TEST(AzureFunctions, MalformedRowsNameTheLine) {
     Result<Trace> trace =
         ParseAzureFunctionsTraceText(header + "o,a,g,http,0,1\n" + row, "af.csv");
     ASSERT_FALSE(trace.ok()) << row;
-    EXPECT_NE(trace.error().message.find("af.csv:3:"), std::string::npos)
-        << row << " -> " << trace.error().message;
+    EXPECT_NE(trace.status().message().find("af.csv:3:"), std::string::npos)
+        << row << " -> " << trace.status().message();
   }
   AzureFunctionsOptions options;
   options.parse.skip_malformed = true;
@@ -159,7 +159,7 @@ TEST(AzureFunctions, EmptyFileAndWrongHeaders) {
   for (const char* header : headers) {
     Result<Trace> trace = ParseAzureFunctionsTraceText(header, "af");
     ASSERT_FALSE(trace.ok()) << header;
-    EXPECT_NE(trace.error().message.find("af:1:"), std::string::npos) << trace.error().message;
+    EXPECT_NE(trace.status().message().find("af:1:"), std::string::npos) << trace.status().message();
   }
 }
 

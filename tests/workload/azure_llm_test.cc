@@ -24,7 +24,7 @@ constexpr const char* kSmall =
 TEST(AzureLlm, ParsesTimestampsAndTokens) {
   TempDir dir;
   Result<Trace> trace = ParseAzureLlmTrace(dir.Write("llm.csv", kSmall));
-  ASSERT_TRUE(trace.ok()) << trace.error().message;
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
   ASSERT_EQ(trace->invocations.size(), 4u);
   ASSERT_EQ(trace->functions.size(), 1u);
   EXPECT_EQ(trace->functions[0].name, "llm-0000");
@@ -52,8 +52,8 @@ TEST(AzureLlm, MalformedRowsNameTheLine) {
   for (const char* row : bad_rows) {
     Result<Trace> trace = ParseAzureLlmTraceText(header + good + row + good, "llm.csv");
     ASSERT_FALSE(trace.ok()) << row;
-    EXPECT_NE(trace.error().message.find("llm.csv:3:"), std::string::npos)
-        << row << " -> " << trace.error().message;
+    EXPECT_NE(trace.status().message().find("llm.csv:3:"), std::string::npos)
+        << row << " -> " << trace.status().message();
   }
 }
 
@@ -64,7 +64,7 @@ TEST(AzureLlm, SkipMalformedCounts) {
       "TIMESTAMP,ContextTokens,GeneratedTokens\n"
       "2023-11-16 18:15:46,1,2\nbroken\n2023-11-16 18:15:47,3,4\n",
       "m", options);
-  ASSERT_TRUE(trace.ok()) << trace.error().message;
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
   EXPECT_EQ(trace->invocations.size(), 2u);
   EXPECT_EQ(trace->skipped_rows, 1u);
 }
@@ -73,7 +73,7 @@ TEST(AzureLlm, EmptyFileAndWrongHeader) {
   EXPECT_FALSE(ParseAzureLlmTraceText("", "e").ok());
   Result<Trace> wrong = ParseAzureLlmTraceText("TIMESTAMP,Context,Generated\n", "w");
   ASSERT_FALSE(wrong.ok());
-  EXPECT_NE(wrong.error().message.find("w:1: header"), std::string::npos);
+  EXPECT_NE(wrong.status().message().find("w:1: header"), std::string::npos);
   Result<Trace> header_only = ParseAzureLlmTraceText("TIMESTAMP,ContextTokens,GeneratedTokens\n", "h");
   ASSERT_TRUE(header_only.ok());
   EXPECT_TRUE(header_only->invocations.empty());
@@ -93,7 +93,7 @@ class ShippedLlmTrace : public ::testing::Test {
  protected:
   void SetUp() override {
     Result<std::filesystem::path> p = ShippedAzureLlmTracePath();
-    ASSERT_TRUE(p.ok()) << p.error().message;
+    ASSERT_TRUE(p.ok()) << p.status().message();
     path_ = *p;
   }
   std::filesystem::path path_;
@@ -101,7 +101,7 @@ class ShippedLlmTrace : public ::testing::Test {
 
 TEST_F(ShippedLlmTrace, RowCountAndTimeSpan) {
   Result<Trace> trace = ParseAzureLlmTrace(path_);
-  ASSERT_TRUE(trace.ok()) << trace.error().message;
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
   EXPECT_EQ(trace->invocations.size(), 19366u);
   EXPECT_EQ(trace->skipped_rows, 0u);
   // 18:15:46.6805900 to 19:14:08.4025270.
@@ -116,7 +116,7 @@ TEST_F(ShippedLlmTrace, ZipfPopularityOverFunctions) {
   options.zipf_s = 1.0;
   options.seed = 7;
   Result<Trace> trace = ParseAzureLlmTrace(path_, options);
-  ASSERT_TRUE(trace.ok()) << trace.error().message;
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
   ASSERT_EQ(trace->functions.size(), 20u);
   std::vector<double> counts(20, 0);
   for (const Invocation& inv : trace->invocations) counts[inv.function] += 1;

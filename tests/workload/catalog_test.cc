@@ -33,7 +33,7 @@ share = 2
 TEST(Catalog, ParsesAGoodFile) {
   TempDir dir;
   Result<Catalog> catalog = LoadCatalog(dir.Write("c.toml", kGood));
-  ASSERT_TRUE(catalog.ok()) << catalog.error().message;
+  ASSERT_TRUE(catalog.ok()) << catalog.status().message();
   EXPECT_EQ(catalog->context_bytes, 300u << 20);
   ASSERT_EQ(catalog->models.size(), 2u);
   const ModelSpec& r = catalog->models[0];
@@ -90,15 +90,15 @@ TEST(Catalog, BadFilesGiveClearErrors) {
   for (const BadCase& c : cases) {
     Result<Catalog> catalog = ParseCatalog(c.toml, "c.toml");
     ASSERT_FALSE(catalog.ok()) << c.toml;
-    EXPECT_NE(catalog.error().message.find(c.expected), std::string::npos)
-        << "expected '" << c.expected << "' in '" << catalog.error().message << "'";
+    EXPECT_NE(catalog.status().message().find(c.expected), std::string::npos)
+        << "expected '" << c.expected << "' in '" << catalog.status().message() << "'";
   }
 }
 
 TEST(Catalog, MissingFileIsAnError) {
   Result<Catalog> catalog = LoadCatalog("/nonexistent/gshare/catalog.toml");
   ASSERT_FALSE(catalog.ok());
-  EXPECT_NE(catalog.error().message.find("cannot open"), std::string::npos);
+  EXPECT_NE(catalog.status().message().find("cannot open"), std::string::npos);
 }
 
 void ExpectSameModels(const Catalog& a, const Catalog& b) {
@@ -123,20 +123,20 @@ void ExpectSameModels(const Catalog& a, const Catalog& b) {
 
 TEST(Catalog, ShippedFileMatchesTheBuiltInDefault) {
   Result<Catalog> source = LoadCatalog(GSHARE_TEST_WORKLOAD_SOURCE_CATALOG);
-  ASSERT_TRUE(source.ok()) << source.error().message;
+  ASSERT_TRUE(source.ok()) << source.status().message();
   ExpectSameModels(*source, DefaultCatalog());
   Result<std::filesystem::path> shipped = ShippedCatalogPath();
-  ASSERT_TRUE(shipped.ok()) << shipped.error().message;
+  ASSERT_TRUE(shipped.ok()) << shipped.status().message();
   Result<Catalog> copy = LoadCatalog(*shipped);
-  ASSERT_TRUE(copy.ok()) << copy.error().message;
+  ASSERT_TRUE(copy.ok()) << copy.status().message();
   ExpectSameModels(*copy, DefaultCatalog());
 }
 
 TEST(Catalog, ShippedLlmCatalogIsTheDefaultsTokenDrivenModels) {
   Result<std::filesystem::path> path = ShippedLlmCatalogPath();
-  ASSERT_TRUE(path.ok()) << path.error().message;
+  ASSERT_TRUE(path.ok()) << path.status().message();
   Result<Catalog> llm = LoadCatalog(*path);
-  ASSERT_TRUE(llm.ok()) << llm.error().message;
+  ASSERT_TRUE(llm.ok()) << llm.status().message();
   Catalog expected = DefaultCatalog();
   std::erase_if(expected.models, [](const ModelSpec& m) { return m.decode_ms_per_token == 0; });
   ASSERT_EQ(expected.models.size(), 3u);

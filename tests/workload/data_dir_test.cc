@@ -33,7 +33,7 @@ class ScopedEnv {
 TEST(DataDir, FoundRelativeToTheExecutable) {
   ScopedEnv env("GSHARE_WORKLOAD_DATA_DIR", nullptr);
   Result<fs::path> dir = ShippedDataDir();
-  ASSERT_TRUE(dir.ok()) << dir.error().message;
+  ASSERT_TRUE(dir.ok()) << dir.status().message();
   const fs::path exe = fs::read_symlink("/proc/self/exe");
   EXPECT_EQ(fs::weakly_canonical(*dir),
             fs::weakly_canonical(exe.parent_path().parent_path() / "share/gshare/workload"));
@@ -52,10 +52,10 @@ TEST(DataDir, EnvironmentOverride) {
     ScopedEnv env("GSHARE_WORKLOAD_DATA_DIR", tmp.path().c_str());
     Result<fs::path> missing = ShippedDataDir();
     ASSERT_FALSE(missing.ok());
-    EXPECT_NE(missing.error().message.find("GSHARE_WORKLOAD_DATA_DIR"), std::string::npos);
+    EXPECT_NE(missing.status().message().find("GSHARE_WORKLOAD_DATA_DIR"), std::string::npos);
     tmp.Write("default-catalog.toml", "");
     Result<fs::path> dir = ShippedDataDir();
-    ASSERT_TRUE(dir.ok()) << dir.error().message;
+    ASSERT_TRUE(dir.ok()) << dir.status().message();
     EXPECT_EQ(*dir, tmp.path());
   }
 }

@@ -29,9 +29,9 @@ void Fuzz(const std::string& header, Parse parse) {
     for (bool skip : {false, true}) {
       Result<Trace> trace = parse(text, skip);
       if (skip) {
-        EXPECT_TRUE(trace.ok()) << trace.error().message << "\n" << text;
+        EXPECT_TRUE(trace.ok()) << trace.status().message() << "\n" << text;
       } else if (!trace.ok()) {
-        EXPECT_EQ(trace.error().message.rfind("noise:", 0), 0u) << trace.error().message;
+        EXPECT_EQ(trace.status().message().rfind("noise:", 0), 0u) << trace.status().message();
       }
       if (trace.ok()) {
         for (const Invocation& inv : trace->invocations) {
@@ -74,7 +74,7 @@ TEST(Robustness, Catalog) {
     const std::string text = "[[model]]\nname = \"m\"\n" + Noise(&rng, rng() % 200);
     Result<Catalog> catalog = ParseCatalog(text, "noise");
     if (!catalog.ok()) {
-      EXPECT_EQ(catalog.error().message.rfind("noise", 0), 0u) << catalog.error().message;
+      EXPECT_EQ(catalog.status().message().rfind("noise", 0), 0u) << catalog.status().message();
     }
   }
 }

@@ -17,13 +17,13 @@ TEST(LoadTrace, DispatchesOnFormat) {
   options.format = "csv";
   options.path = dir.Write("t.csv", "timestamp_ms,function\n0,a\n5,b\n");
   Result<Trace> csv = LoadTrace(options);
-  ASSERT_TRUE(csv.ok()) << csv.error().message;
+  ASSERT_TRUE(csv.ok()) << csv.status().message();
   EXPECT_EQ(csv->invocations.size(), 2u);
 
   options.format = "azure-functions";
   options.path = dir.Write("f.csv", "HashOwner,HashApp,HashFunction,Trigger,1\no,a,f,http,3\n");
   Result<Trace> functions = LoadTrace(options);
-  ASSERT_TRUE(functions.ok()) << functions.error().message;
+  ASSERT_TRUE(functions.ok()) << functions.status().message();
   EXPECT_EQ(functions->invocations.size(), 3u);
 
   options.format = "azure-llm";
@@ -31,7 +31,7 @@ TEST(LoadTrace, DispatchesOnFormat) {
   options.functions = 10;
   options.parse.max_requests = 500;
   Result<Trace> llm = LoadTrace(options);
-  ASSERT_TRUE(llm.ok()) << llm.error().message;
+  ASSERT_TRUE(llm.ok()) << llm.status().message();
   EXPECT_EQ(llm->invocations.size(), 500u);
   EXPECT_EQ(llm->functions.size(), 10u);
 
@@ -40,7 +40,7 @@ TEST(LoadTrace, DispatchesOnFormat) {
   options.synthetic.duration_us = 600'000'000;
   options.parse.time_compression = 10;
   Result<Trace> synthetic = LoadTrace(options);
-  ASSERT_TRUE(synthetic.ok()) << synthetic.error().message;
+  ASSERT_TRUE(synthetic.ok()) << synthetic.status().message();
   EXPECT_EQ(synthetic->functions.size(), 20u);
   EXPECT_LE(synthetic->invocations.size(), 500u);
   EXPECT_LT(synthetic->invocations.back().arrival_us, 60'000'000);  // 10 min / 10
@@ -51,7 +51,7 @@ TEST(LoadTrace, Errors) {
   options.format = "parquet";
   Result<Trace> unknown = LoadTrace(options);
   ASSERT_FALSE(unknown.ok());
-  EXPECT_NE(unknown.error().message.find("unknown workload format 'parquet'"), std::string::npos);
+  EXPECT_NE(unknown.status().message().find("unknown workload format 'parquet'"), std::string::npos);
   options.format = "csv";
   EXPECT_FALSE(LoadTrace(options).ok());  // no file
   options.format = "synthetic";

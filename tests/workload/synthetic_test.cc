@@ -14,7 +14,7 @@ namespace {
 
 SyntheticTrace Generate(const SyntheticOptions& options) {
   Result<SyntheticTrace> result = GenerateSynthetic(options);
-  EXPECT_TRUE(result.ok()) << (result.ok() ? "" : result.error().message);
+  EXPECT_TRUE(result.ok()) << (result.ok() ? "" : result.status().message());
   return result.ok() ? std::move(result).value() : SyntheticTrace{};
 }
 

@@ -50,7 +50,7 @@ workload::Result<Fleet> Fleet::Start(const std::vector<FunctionSpec>& functions,
     spec.stdout_path = o.log_dir + "/" + f.name + ".out";
     spec.stderr_path = o.log_dir + "/" + f.name + ".err";
     auto child = ChildProcess::Spawn(spec);
-    if (!child.ok()) return workload::Fail(child.error().message);
+    if (!child.ok()) return workload::Fail(child.status().message());
     fleet.servers_.push_back(std::move(*child));
   }
   fleet.ports_.assign(functions.size(), 0);

@@ -29,11 +29,11 @@ workload::Result<std::vector<FunctionSpec>> BuildFunctions(const std::string& mi
                                                            const std::string& quotas,
                                                            const std::string& slos_ms) {
   auto counts = ParseKeyValues(mix);
-  if (!counts.ok()) return workload::Fail("--mix: " + counts.error().message);
+  if (!counts.ok()) return workload::Fail("--mix: " + counts.status().message());
   auto quota_of = ParseKeyValues(quotas);
-  if (!quota_of.ok()) return workload::Fail("--quota: " + quota_of.error().message);
+  if (!quota_of.ok()) return workload::Fail("--quota: " + quota_of.status().message());
   auto slo_of = ParseKeyValues(slos_ms);
-  if (!slo_of.ok()) return workload::Fail("--slo: " + slo_of.error().message);
+  if (!slo_of.ok()) return workload::Fail("--slo: " + slo_of.status().message());
   // Per kind (in the fixed order cnn, bert, llm, so names and seeds do not depend on the flag
   // order) the list of its servers; then interleaved round-robin across kinds.
   std::vector<std::vector<FunctionSpec>> per_kind;

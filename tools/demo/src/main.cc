@@ -127,7 +127,7 @@ int main(int argc, char** argv) {
     if (app.count("--gpu-memory") == 0) o.gpu_memory = r.gpu_memory;
   }
   auto functions = dm::BuildFunctions(o.mix, o.quotas, o.slos_ms);
-  if (!functions.ok()) return Fail(functions.error().message, 2);
+  if (!functions.ok()) return Fail(functions.status().message(), 2);
   const auto gpu_bytes = gshare::ParseByteSize(o.gpu_memory);
   if (!gpu_bytes || *gpu_bytes == 0) return Fail("--gpu-memory: not a size: " + o.gpu_memory, 2);
 
@@ -189,7 +189,7 @@ int main(int argc, char** argv) {
 
   auto shared = dm::RunShared(env, *functions);
   if (g_interrupted) return Fail("interrupted; everything it started was stopped", 130);
-  if (!shared.ok()) return Fail("gshare run failed: " + shared.error().message);
+  if (!shared.ok()) return Fail("gshare run failed: " + shared.status().message());
   report.gshare = std::move(shared->outcome);
   report.usage = shared->usage;
   report.arbiter = shared->arbiter_summary;
@@ -198,7 +198,7 @@ int main(int argc, char** argv) {
   report.trace_path = MaybePerfettoTrace(env, shared->event_ring_path, &report.trace_note);
   if (o.corun) {
     auto setup = dm::MakeCorunSetup(*functions, o.gpus);
-    if (!setup.ok()) return Fail(setup.error().message, 2);
+    if (!setup.ok()) return Fail(setup.status().message(), 2);
     nlohmann::json kinds = nlohmann::json::object();
     std::string shares;
     for (const auto& [kind, k] : setup->kinds) {
@@ -212,7 +212,7 @@ int main(int argc, char** argv) {
     Say("co-run run: " + report.corun_setup["note"].get<std::string>());
     auto corun = dm::RunShared(env, *functions, &*setup);
     if (g_interrupted) return Fail("interrupted; everything it started was stopped", 130);
-    if (!corun.ok()) return Fail("gshare co-run run failed: " + corun.error().message);
+    if (!corun.ok()) return Fail("gshare co-run run failed: " + corun.status().message());
     report.corun = std::move(corun->outcome);
     report.corun_usage = corun->usage;
     report.corun_arbiter = corun->arbiter_summary;
@@ -223,7 +223,7 @@ int main(int argc, char** argv) {
   if (o.baseline) {
     auto dedicated = dm::RunDedicated(env, *functions);
     if (g_interrupted) return Fail("interrupted; everything it started was stopped", 130);
-    if (!dedicated.ok()) return Fail("dedicated baseline failed: " + dedicated.error().message);
+    if (!dedicated.ok()) return Fail("dedicated baseline failed: " + dedicated.status().message());
     report.dedicated = std::move(*dedicated);
   }
 
@@ -237,7 +237,7 @@ int main(int argc, char** argv) {
                       dm::SortedOkLatencies(report.corun->records)});
   auto plot = dm::PlotLatencyCdf(o.run_dir, series, "gshare demo: request latency CDF");
   if (plot.ok()) report.plot_path = *plot;
-  else Say(plot.error().message);
+  else Say(plot.status().message());
   report.json_path = o.run_dir + "/report.json";
   const std::string json = dm::ReportJson(report).dump(2) + "\n";
   std::ofstream(report.json_path) << json;

@@ -108,7 +108,7 @@ workload::Result<Load> RunLoad(const Environment& env, const std::string& dir, c
   Load load;
   load.begin_ns = MonotonicNs();
   auto child = ChildProcess::Spawn(spec);
-  if (!child.ok()) return workload::Fail(child.error().message);
+  if (!child.ok()) return workload::Fail(child.status().message());
   // The loadgen bounds itself (max-seconds + its 30 s request timeout); this is a safety net.
   const auto deadline = std::chrono::steady_clock::now() +
                         seconds(static_cast<int64_t>(o.trace_seconds / o.time_compression) + 180);
@@ -131,7 +131,7 @@ workload::Result<Load> RunLoad(const Environment& env, const std::string& dir, c
   load.run = j["runs"][0];
   load.workload = j.value("workload", "");
   auto records = ParseRecordsCsv(ReadFile(dir + "/records.csv"));
-  if (!records.ok()) return workload::Fail(records.error().message);
+  if (!records.ok()) return workload::Fail(records.status().message());
   load.records = std::move(*records);
   return load;
 }
@@ -233,7 +233,7 @@ workload::Result<SharedRun> RunShared(const Environment& env, const std::vector<
                                       const CorunSetup* corun) {
   const DemoOptions& o = env.options;
   auto dir = MakeRunDir(env, corun != nullptr ? "gshare-corun" : "gshare");
-  if (!dir.ok()) return workload::Fail(dir.error().message);
+  if (!dir.ok()) return workload::Fail(dir.status().message());
   RegistryGuard registry(fmt::format("/gshare-demo-{}-{}", getpid(), corun != nullptr ? "corun" : "shared"));
   const bool stop_gap = !o.simcuda_memory.empty() && !o.real_gpu;
   const std::vector<std::string> cuda_env = CudaEnvironment(
@@ -291,7 +291,7 @@ workload::Result<SharedRun> RunShared(const Environment& env, const std::vector<
   arbiter_spec.stdout_path = *dir + "/logs/arbiter.out";
   arbiter_spec.stderr_path = *dir + "/logs/arbiter.log";
   auto arbiter = ChildProcess::Spawn(arbiter_spec);
-  if (!arbiter.ok()) return workload::Fail(arbiter.error().message);
+  if (!arbiter.ok()) return workload::Fail(arbiter.status().message());
   for (int i = 0; access(socket.c_str(), F_OK) != 0; ++i) {
     if (!arbiter->Running() || i > 300)
       return workload::Fail("gshare-arbiter did not start:\n" + Tail(arbiter_spec.stderr_path, 5));
@@ -330,12 +330,12 @@ workload::Result<SharedRun> RunShared(const Environment& env, const std::vector<
     return e;
   };
   auto fleet = StartFleet(env, functions, *dir, fo);
-  if (!fleet.ok()) return workload::Fail(fleet.error().message);
+  if (!fleet.ok()) return workload::Fail(fleet.status().message());
   env.say(fmt::format("{} functions ready; replaying {:.0f} s of trace at {}x", functions.size(),
                       o.trace_seconds, o.time_compression));
 
   auto load = RunLoad(env, *dir, corun != nullptr ? "gshare-corun" : "gshare");
-  if (!load.ok()) return workload::Fail(load.error().message);
+  if (!load.ok()) return workload::Fail(load.status().message());
   const uint64_t begin = load->begin_ns, end = load->end_ns;
   result.outcome = OutcomeOf(corun != nullptr ? "gshare-corun" : "gshare", std::move(*load));
   StopFleet(*fleet, result.outcome);
@@ -349,7 +349,7 @@ workload::Result<SharedRun> RunShared(const Environment& env, const std::vector<
     result.arbiter_summary = nlohmann::json::object();
   }
   auto events = ReadEventRing(result.event_ring_path);
-  if (!events.ok()) return workload::Fail(events.error().message);
+  if (!events.ok()) return workload::Fail(events.status().message());
   result.usage = AccountGpuUsage(*events, begin, end, corun != nullptr);
   RunOutcome& out = result.outcome;
   out.gpus = o.gpus;
@@ -364,7 +364,7 @@ workload::Result<SharedRun> RunShared(const Environment& env, const std::vector<
 workload::Result<RunOutcome> RunDedicated(const Environment& env, const std::vector<FunctionSpec>& functions) {
   const DemoOptions& o = env.options;
   auto dir = MakeRunDir(env, "dedicated");
-  if (!dir.ok()) return workload::Fail(dir.error().message);
+  if (!dir.ok()) return workload::Fail(dir.status().message());
   RegistryGuard registry(fmt::format("/gshare-demo-{}-dedicated", getpid()));
   const std::vector<std::string> cuda_env =
       CudaEnvironment(env, fmt::format("{}x{}", functions.size(), o.gpu_memory), registry.name());
@@ -375,11 +375,11 @@ workload::Result<RunOutcome> RunDedicated(const Environment& env, const std::vec
     return std::vector<std::string>{"--device", std::to_string(device)};
   };
   auto fleet = StartFleet(env, functions, *dir, fo);
-  if (!fleet.ok()) return workload::Fail(fleet.error().message);
+  if (!fleet.ok()) return workload::Fail(fleet.status().message());
   env.say(fmt::format("baseline: {} functions ready, each alone on its own GPU, no shim; same load",
                       functions.size()));
   auto load = RunLoad(env, *dir, "dedicated");
-  if (!load.ok()) return workload::Fail(load.error().message);
+  if (!load.ok()) return workload::Fail(load.status().message());
   RunOutcome out = OutcomeOf("dedicated", std::move(*load));
   StopFleet(*fleet, out);
   const auto n = static_cast<uint32_t>(o.real_gpu ? std::min<size_t>(functions.size(), o.gpus) : functions.size());

@@ -75,12 +75,12 @@ int main(int argc, char** argv) {
   std::vector<lg::Target> targets;
   if (!targets_file.empty()) {
     auto t = lg::LoadTargetsToml(targets_file);
-    if (!t.ok()) return Fail(t.error().message);
+    if (!t.ok()) return Fail(t.status().message());
     targets = std::move(*t);
   }
   for (const std::string& f : target_flags) {
     auto t = lg::ParseTargetFlag(f);
-    if (!t.ok()) return Fail(t.error().message);
+    if (!t.ok()) return Fail(t.status().message());
     targets.push_back(std::move(*t));
   }
   if (targets.empty()) return Fail("no targets: give --target NAME=URL or --targets-file FILE");
@@ -111,11 +111,11 @@ int main(int argc, char** argv) {
     if (format == "synthetic") src.synthetic.duration_us = static_cast<int64_t>(rate.duration_s * 1e6 * time_compression);
     plan = lg::TracePlan(src, names, rate.variants, bounds);
   }
-  if (!plan.ok()) return Fail(plan.error().message);
+  if (!plan.ok()) return Fail(plan.status().message());
   if (plan->arrivals.empty()) return Fail("the plan has no requests (" + plan->description + ")");
 
   auto info = lg::Discover(targets, wait_ready_s);
-  if (!info.ok()) return Fail(info.error().message);
+  if (!info.ok()) return Fail(info.status().message());
   std::fprintf(stderr, "gshare-loadgen: %s\n", plan->description.c_str());
   const lg::RunResult result = lg::Run(*info, *plan, run);
   const std::vector<lg::Summary> summary = lg::Summarize(*info, slos, result);

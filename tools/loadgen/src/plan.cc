@@ -61,7 +61,7 @@ workload::Result<Plan> TracePlan(const workload::SourceOptions& source,
   if (target_names.empty()) return workload::Fail("no targets");
   if (variants == 0) return workload::Fail("--variants must be at least 1");
   workload::Result<workload::Trace> trace = workload::LoadTrace(source);
-  if (!trace.ok()) return trace.error();
+  if (!trace.ok()) return trace.status();
   std::unordered_map<std::string, uint32_t> by_name;
   for (uint32_t i = 0; i < target_names.size(); ++i) by_name[target_names[i]] = i;
   bool named = !trace->functions.empty();

@@ -185,7 +185,7 @@ workload::Result<std::vector<TargetInfo>> Discover(const std::vector<Target>& ta
     info.target = t;
     info.platform = j["platform"].get<std::string>();
     auto kind = KindOfPlatform(info.platform);
-    if (!kind.ok()) return workload::Fail("target '" + t.name + "': " + kind.error().message);
+    if (!kind.ok()) return workload::Fail("target '" + t.name + "': " + kind.status().message());
     info.kind = *kind;
     if (j.contains("parameters") && j["parameters"].is_object() &&
         j["parameters"].contains("seed") && j["parameters"]["seed"].is_number_unsigned()) {

@@ -112,7 +112,7 @@ workload::Result<std::vector<Target>> LoadTargetsToml(const std::string& path) {
     const std::optional<std::string> url = (*tt)["url"].value<std::string>();
     if (!url) return workload::Fail(where + ": target needs url = \"http://127.0.0.1:PORT/v2/models/NAME\"");
     auto t = ParseTargetUrl(*url);
-    if (!t.ok()) return workload::Fail(where + ": " + t.error().message);
+    if (!t.ok()) return workload::Fail(where + ": " + t.status().message());
     if (auto name = (*tt)["name"].value<std::string>()) t->name = *name;
     t->slo_ms = (*tt)["slo_ms"].value_or(default_slo);
     if (t->slo_ms < 0) return workload::Fail(where + ": slo_ms must be positive");

@@ -24,13 +24,13 @@ workload::Result<workload::Trace> ReadTrace(const InputOptions& o) {
     s.rate_scale = o.rate_scale;
     s.max_requests = o.max_requests;
     auto r = workload::GenerateSynthetic(s);
-    if (!r.ok()) return r.error();
+    if (!r.ok()) return r.status();
     return std::move(r.value().trace);
   }
   std::string path = o.trace;
   if (path.empty() && o.format == "azure-llm") {
     auto shipped = workload::ShippedAzureLlmTracePath();
-    if (!shipped.ok()) return shipped.error();
+    if (!shipped.ok()) return shipped.status();
     path = shipped->string();
   }
   if (path.empty()) return workload::Fail("--trace FILE is required for --format " + o.format);
@@ -80,7 +80,7 @@ Inputs LoadInputs(const InputOptions& o) {
   if (!o.catalog.empty()) {
     auto c = workload::LoadCatalog(o.catalog);
     if (!c.ok()) {
-      in.error = c.error().message;
+      in.error = c.status().message();
       return in;
     }
     catalog = std::move(c.value());
@@ -91,13 +91,13 @@ Inputs LoadInputs(const InputOptions& o) {
   }
   auto trace = ReadTrace(o);
   if (!trace.ok()) {
-    in.error = trace.error().message;
+    in.error = trace.status().message();
     return in;
   }
   auto models = o.models_by_name ? ModelsByName(*trace, catalog)
                                  : workload::AssignModels(*trace, catalog, o.seed);
   if (!models.ok()) {
-    in.error = models.error().message;
+    in.error = models.status().message();
     return in;
   }
   workload::SampleExecTimes(&trace.value(), catalog, *models, o.seed);

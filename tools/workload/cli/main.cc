@@ -28,14 +28,14 @@ bool AddExecTimes(const Flags& flags, wl::Trace* trace) {
   if (!flags.catalog.empty()) {
     wl::Result<wl::Catalog> loaded = wl::LoadCatalog(flags.catalog);
     if (!loaded.ok()) {
-      std::fprintf(stderr, "gshare-workload: %s\n", loaded.error().message.c_str());
+      std::fprintf(stderr, "gshare-workload: %s\n", loaded.status().message().c_str());
       return false;
     }
     catalog = std::move(loaded.value());
   }
   wl::Result<std::vector<uint32_t>> models = wl::AssignModels(*trace, catalog, flags.source.seed);
   if (!models.ok()) {
-    std::fprintf(stderr, "gshare-workload: %s\n", models.error().message.c_str());
+    std::fprintf(stderr, "gshare-workload: %s\n", models.status().message().c_str());
     return false;
   }
   wl::SampleExecTimes(trace, catalog, *models, flags.source.seed);
@@ -80,7 +80,7 @@ int main(int argc, char** argv) {
 
   wl::Result<wl::Trace> trace = wl::LoadTrace(s);
   if (!trace.ok()) {
-    std::fprintf(stderr, "gshare-workload: %s\n", trace.error().message.c_str());
+    std::fprintf(stderr, "gshare-workload: %s\n", trace.status().message().c_str());
     return 1;
   }
   if ((flags.exec || !flags.catalog.empty()) && !AddExecTimes(flags, &trace.value())) return 1;
@@ -93,8 +93,8 @@ int main(int argc, char** argv) {
     for (const std::string& e : trace->skipped_examples) std::printf("  %s\n", e.c_str());
   }
   if (!flags.out.empty()) {
-    if (auto error = wl::WriteCsvTrace(*trace, flags.out)) {
-      std::fprintf(stderr, "gshare-workload: %s\n", error->message.c_str());
+    if (gshare::Status written = wl::WriteCsvTrace(*trace, flags.out); !written.ok()) {
+      std::fprintf(stderr, "gshare-workload: %s\n", written.message().c_str());
       return 1;
     }
     std::printf("wrote %s\n", flags.out.c_str());

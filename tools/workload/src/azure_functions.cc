@@ -31,30 +31,31 @@ struct MinuteCount {
 };
 
 // Checks the header; on success stores the number of minute columns.
-std::optional<Error> CheckHeader(std::string_view line, const internal::RowErrors& errors,
-                                 size_t* minutes) {
+Status CheckHeader(std::string_view line, const internal::RowErrors& errors, size_t* minutes) {
   std::vector<std::string_view> fields;
   internal::SplitFields(line, &fields);
   std::string expected = "HashOwner,HashApp,HashFunction,Trigger,1,2,...";
   if (fields.size() <= kFirstMinuteColumn) {
-    return Error{errors.At(1, "header " + internal::Quote(line) + " is not '" + expected + "'")};
+    return FailMalformed(
+        errors.At(1, "header " + internal::Quote(line) + " is not '" + expected + "'"));
   }
   for (size_t i = 0; i < kFirstMinuteColumn; ++i) {
     if (fields[i] != kFixedColumns[i]) {
-      return Error{errors.At(1, "header column " + std::to_string(i + 1) + " is " +
-                                    internal::Quote(fields[i]) + ", expected '" +
-                                    std::string(kFixedColumns[i]) + "'")};
+      return FailMalformed(errors.At(1, "header column " + std::to_string(i + 1) + " is " +
+                                            internal::Quote(fields[i]) + ", expected '" +
+                                            std::string(kFixedColumns[i]) + "'"));
     }
   }
   for (size_t i = kFirstMinuteColumn; i < fields.size(); ++i) {
     const std::string want = std::to_string(i - kFirstMinuteColumn + 1);
     if (fields[i] != want) {
-      return Error{errors.At(1, "header column " + std::to_string(i + 1) + " is " +
-                                    internal::Quote(fields[i]) + ", expected minute " + want)};
+      return FailMalformed(errors.At(1, "header column " + std::to_string(i + 1) + " is " +
+                                            internal::Quote(fields[i]) + ", expected minute " +
+                                            want));
     }
   }
   *minutes = fields.size() - kFirstMinuteColumn;
-  return std::nullopt;
+  return Status::Ok();
 }
 
 // Picks which rows to keep, returned in file order.
@@ -104,17 +105,18 @@ uint32_t CutoffMinute(const std::vector<MinuteCount>& counts, const std::vector<
 
 Result<Trace> ParseAzureFunctionsTraceText(std::string_view text, std::string_view source_name,
                                            const AzureFunctionsOptions& options) {
-  if (auto bad = internal::ValidateParseOptions(options.parse)) return *bad;
+  if (Status bad = internal::ValidateParseOptions(options.parse); !bad.ok()) return bad;
   Trace trace;
   internal::RowErrors errors(source_name, options.parse.skip_malformed, &trace);
   internal::LineReader lines(text);
   std::string_view line;
   if (!lines.Next(&line)) {
-    return Fail(std::string(source_name) +
-                ": empty file: expected the header 'HashOwner,HashApp,HashFunction,Trigger,1,...'");
+    return FailMalformed(
+        std::string(source_name) +
+        ": empty file: expected the header 'HashOwner,HashApp,HashFunction,Trigger,1,...'");
   }
   size_t file_minutes = 0;
-  if (auto bad = CheckHeader(line, errors, &file_minutes)) return *bad;
+  if (Status bad = CheckHeader(line, errors, &file_minutes); !bad.ok()) return bad;
   if (options.first_minute < 1 || options.first_minute > file_minutes) {
     return Fail(std::string(source_name) + ": first_minute " +
                 std::to_string(options.first_minute) + " is outside the file's minutes 1.." +
@@ -160,7 +162,7 @@ Result<Trace> ParseAzureFunctionsTraceText(std::string_view text, std::string_vi
     }
     if (!problem.empty()) {
       counts.resize(counts_before);
-      if (auto error = errors.Malformed(lines.line_number(), problem)) return *error;
+      if (Status error = errors.Malformed(lines.line_number(), problem); !error.ok()) return error;
       continue;
     }
     FunctionRow function;
@@ -235,7 +237,7 @@ Result<Trace> ParseAzureFunctionsTraceText(std::string_view text, std::string_vi
 Result<Trace> ParseAzureFunctionsTrace(const std::filesystem::path& path,
                                        const AzureFunctionsOptions& options) {
   Result<std::string> text = internal::ReadWholeFile(path);
-  if (!text.ok()) return text.error();
+  if (!text.ok()) return text.status();
   return ParseAzureFunctionsTraceText(*text, path.string(), options);
 }
 

@@ -79,7 +79,7 @@ std::string FunctionName(const std::string& prefix, uint32_t index) {
 
 Result<Trace> ParseAzureLlmTraceText(std::string_view text, std::string_view source_name,
                                      const AzureLlmOptions& options) {
-  if (auto bad = internal::ValidateParseOptions(options.parse)) return *bad;
+  if (Status bad = internal::ValidateParseOptions(options.parse); !bad.ok()) return bad;
   if (options.functions == 0) return Fail("functions must be at least 1");
   if (!(options.zipf_s >= 0) || !std::isfinite(options.zipf_s)) {
     return Fail("zipf_s must be a non-negative number");
@@ -89,12 +89,12 @@ Result<Trace> ParseAzureLlmTraceText(std::string_view text, std::string_view sou
   internal::LineReader lines(text);
   std::string_view line;
   if (!lines.Next(&line)) {
-    return Fail(std::string(source_name) + ": empty file: expected the header '" +
-                std::string(kHeader) + "'");
+    return FailMalformed(std::string(source_name) + ": empty file: expected the header '" +
+                         std::string(kHeader) + "'");
   }
   if (line != kHeader) {
-    return Fail(errors.At(1, "header " + internal::Quote(line) + " is not '" +
-                                 std::string(kHeader) + "'"));
+    return FailMalformed(errors.At(1, "header " + internal::Quote(line) + " is not '" +
+                                          std::string(kHeader) + "'"));
   }
 
   // Popularity: rank k gets weight 1/k^s; a seeded permutation decides which function has
@@ -134,7 +134,7 @@ Result<Trace> ParseAzureLlmTraceText(std::string_view text, std::string_view sou
       problem = "TIMESTAMP " + internal::Quote(fields[0]) + " is earlier than the previous row's";
     }
     if (!problem.empty()) {
-      if (auto error = errors.Malformed(lines.line_number(), problem)) return *error;
+      if (Status error = errors.Malformed(lines.line_number(), problem); !error.ok()) return error;
       continue;
     }
     if (!have_first) {
@@ -159,7 +159,7 @@ Result<Trace> ParseAzureLlmTraceText(std::string_view text, std::string_view sou
 Result<Trace> ParseAzureLlmTrace(const std::filesystem::path& path,
                                  const AzureLlmOptions& options) {
   Result<std::string> text = internal::ReadWholeFile(path);
-  if (!text.ok()) return text.error();
+  if (!text.ok()) return text.status();
   return ParseAzureLlmTraceText(*text, path.string(), options);
 }
 

@@ -36,61 +36,69 @@ class TableReader {
   TableReader(const toml::table& table, std::string_view source, std::string context)
       : table_(table), source_(source), context_(std::move(context)) {}
 
-  std::optional<Error> CheckKeys(const std::set<std::string_view>& allowed) const {
+  Status CheckKeys(const std::set<std::string_view>& allowed) const {
     for (const auto& [key, node] : table_) {
       if (!allowed.count(key.str())) {
-        return Error{Where(node) + "unknown key '" + std::string(key.str()) + "'"};
+        return FailMalformed(Where(node) + "unknown key '" + std::string(key.str()) + "'");
       }
     }
-    return std::nullopt;
+    return Status::Ok();
   }
 
-  std::optional<Error> String(std::string_view key, bool required, std::string* out) const {
+  Status String(std::string_view key, bool required, std::string* out) const {
     const toml::node* node = table_.get(key);
     if (!node) return Missing(key, required);
-    if (!node->is_string()) return Error{Where(*node) + std::string(key) + " must be a string"};
+    if (!node->is_string()) {
+      return FailMalformed(Where(*node) + std::string(key) + " must be a string");
+    }
     *out = node->as_string()->get();
-    return std::nullopt;
+    return Status::Ok();
   }
 
-  std::optional<Error> Bytes(std::string_view key, bool required, uint64_t* out) const {
+  Status Bytes(std::string_view key, bool required, uint64_t* out) const {
     const toml::node* node = table_.get(key);
     if (!node) return Missing(key, required);
     if (const auto* i = node->as_integer()) {
-      if (i->get() < 0) return Error{Where(*node) + std::string(key) + " must not be negative"};
+      if (i->get() < 0) {
+        return FailMalformed(Where(*node) + std::string(key) + " must not be negative");
+      }
       *out = static_cast<uint64_t>(i->get());
-      return std::nullopt;
+      return Status::Ok();
     }
     if (!node->is_string()) {
-      return Error{Where(*node) + std::string(key) + " must be a byte size such as \"49MiB\""};
+      return FailMalformed(Where(*node) + std::string(key) +
+                           " must be a byte size such as \"49MiB\"");
     }
     std::string problem;
     const auto value = ParseByteSize(node->as_string()->get(), &problem);
     if (!value) {
-      return Error{Where(*node) + std::string(key) + " " + internal::Quote(node->as_string()->get()) +
-                   " is not a byte size (" + problem + ")"};
+      return FailMalformed(Where(*node) + std::string(key) + " " +
+                           internal::Quote(node->as_string()->get()) + " is not a byte size (" +
+                           problem + ")");
     }
     *out = *value;
-    return std::nullopt;
+    return Status::Ok();
   }
 
-  std::optional<Error> Millis(std::string_view key, bool required, std::optional<double>* out) const {
+  Status Millis(std::string_view key, bool required, std::optional<double>* out) const {
     const toml::node* node = table_.get(key);
     if (!node) return Missing(key, required);
     if (!node->is_string()) {
-      return Error{Where(*node) + std::string(key) + " must be a duration such as \"2.1ms\""};
+      return FailMalformed(Where(*node) + std::string(key) +
+                           " must be a duration such as \"2.1ms\"");
     }
     std::string problem;
     const auto value = ParseDuration(node->as_string()->get(), &problem);
     if (!value) {
-      return Error{Where(*node) + std::string(key) + " " + internal::Quote(node->as_string()->get()) +
-                   " is not a duration (" + problem + ")"};
+      return FailMalformed(Where(*node) + std::string(key) + " " +
+                           internal::Quote(node->as_string()->get()) + " is not a duration (" +
+                           problem + ")");
     }
     *out = std::chrono::duration<double, std::milli>(*value).count();
-    return std::nullopt;
+    return Status::Ok();
   }
 
-  std::optional<Error> Number(std::string_view key, bool required, double* out) const {
+  Status Number(std::string_view key, bool required, double* out) const {
     const toml::node* node = table_.get(key);
     if (!node) return Missing(key, required);
     if (const auto* i = node->as_integer()) {
@@ -98,12 +106,12 @@ class TableReader {
     } else if (const auto* f = node->as_floating_point()) {
       *out = f->get();
     } else {
-      return Error{Where(*node) + std::string(key) + " must be a number"};
+      return FailMalformed(Where(*node) + std::string(key) + " must be a number");
     }
     if (!(*out >= 0) || !std::isfinite(*out)) {
-      return Error{Where(*node) + std::string(key) + " must be a finite number >= 0"};
+      return FailMalformed(Where(*node) + std::string(key) + " must be a finite number >= 0");
     }
-    return std::nullopt;
+    return Status::Ok();
   }
 
   std::string Where(const toml::node& node) const { return Location(node.source().begin.line); }
@@ -114,9 +122,10 @@ class TableReader {
   }
 
  private:
-  std::optional<Error> Missing(std::string_view key, bool required) const {
-    if (!required) return std::nullopt;
-    return Error{Location(table_.source().begin.line) + "missing key '" + std::string(key) + "'"};
+  Status Missing(std::string_view key, bool required) const {
+    if (!required) return Status::Ok();
+    return FailMalformed(Location(table_.source().begin.line) + "missing key '" +
+                         std::string(key) + "'");
   }
 
   const toml::table& table_;
@@ -129,40 +138,48 @@ const std::set<std::string_view> kModelKeys = {
     "name", "weights", "activation", "exec", "exec_cv", "slo", "prefill_per_token",
     "decode_per_token", "share", "compute_demand", "bandwidth_demand"};
 
-std::optional<Error> ReadModel(const toml::table& table, std::string_view source, size_t index,
-                               ModelSpec* model) {
+Status ReadModel(const toml::table& table, std::string_view source, size_t index,
+                 ModelSpec* model) {
   {
     const TableReader unnamed(table, source, "model #" + std::to_string(index + 1) + ": ");
-    if (auto e = unnamed.String("name", true, &model->name)) return e;
-    if (model->name.empty()) return Error{unnamed.Location(table.source().begin.line) + "empty name"};
+    if (Status e = unnamed.String("name", true, &model->name); !e.ok()) return e;
+    if (model->name.empty()) {
+      return FailMalformed(unnamed.Location(table.source().begin.line) + "empty name");
+    }
   }
   const TableReader reader(table, source, "model '" + model->name + "': ");
-  if (auto e = reader.CheckKeys(kModelKeys)) return e;
-  if (auto e = reader.Bytes("weights", true, &model->weights_bytes)) return e;
+  if (Status e = reader.CheckKeys(kModelKeys); !e.ok()) return e;
+  if (Status e = reader.Bytes("weights", true, &model->weights_bytes); !e.ok()) return e;
   if (model->weights_bytes == 0) {
-    return Error{reader.Where(*table.get("weights")) + "weights must be positive"};
+    return FailMalformed(reader.Where(*table.get("weights")) + "weights must be positive");
   }
-  if (auto e = reader.Bytes("activation", false, &model->activation_bytes)) return e;
+  if (Status e = reader.Bytes("activation", false, &model->activation_bytes); !e.ok()) return e;
   std::optional<double> exec, prefill, decode;
-  if (auto e = reader.Millis("exec", true, &exec)) return e;
-  if (!(*exec > 0)) return Error{reader.Where(*table.get("exec")) + "exec must be positive"};
+  if (Status e = reader.Millis("exec", true, &exec); !e.ok()) return e;
+  if (!(*exec > 0)) {
+    return FailMalformed(reader.Where(*table.get("exec")) + "exec must be positive");
+  }
   model->exec_ms_mean = *exec;
-  if (auto e = reader.Number("exec_cv", false, &model->exec_ms_cv)) return e;
-  if (auto e = reader.Millis("slo", false, &model->slo_ms)) return e;
-  if (auto e = reader.Millis("prefill_per_token", false, &prefill)) return e;
-  if (auto e = reader.Millis("decode_per_token", false, &decode)) return e;
+  if (Status e = reader.Number("exec_cv", false, &model->exec_ms_cv); !e.ok()) return e;
+  if (Status e = reader.Millis("slo", false, &model->slo_ms); !e.ok()) return e;
+  if (Status e = reader.Millis("prefill_per_token", false, &prefill); !e.ok()) return e;
+  if (Status e = reader.Millis("decode_per_token", false, &decode); !e.ok()) return e;
   model->prefill_ms_per_token = prefill.value_or(0);
   model->decode_ms_per_token = decode.value_or(0);
-  if (auto e = reader.Number("share", false, &model->share)) return e;
-  if (auto e = reader.Number("compute_demand", false, &model->compute_demand)) return e;
+  if (Status e = reader.Number("share", false, &model->share); !e.ok()) return e;
+  if (Status e = reader.Number("compute_demand", false, &model->compute_demand); !e.ok()) return e;
   if (!(model->compute_demand > 0) || model->compute_demand > 1) {
-    return Error{reader.Where(*table.get("compute_demand")) + "compute_demand must be in (0, 1]"};
+    return FailMalformed(reader.Where(*table.get("compute_demand")) +
+                         "compute_demand must be in (0, 1]");
   }
-  if (auto e = reader.Number("bandwidth_demand", false, &model->bandwidth_demand)) return e;
+  if (Status e = reader.Number("bandwidth_demand", false, &model->bandwidth_demand); !e.ok()) {
+    return e;
+  }
   if (model->bandwidth_demand > 1) {
-    return Error{reader.Where(*table.get("bandwidth_demand")) + "bandwidth_demand must be in [0, 1]"};
+    return FailMalformed(reader.Where(*table.get("bandwidth_demand")) +
+                         "bandwidth_demand must be in [0, 1]");
   }
-  return std::nullopt;
+  return Status::Ok();
 }
 
 }  // namespace
@@ -179,27 +196,27 @@ Result<Catalog> ParseCatalog(std::string_view toml_text, std::string_view source
   try {
     root = toml::parse(toml_text, source_name);
   } catch (const toml::parse_error& e) {
-    return Fail(std::string(source_name) + ":" + std::to_string(e.source().begin.line) + ": " +
-                std::string(e.description()));
+    return FailMalformed(std::string(source_name) + ":" + std::to_string(e.source().begin.line) +
+                         ": " + std::string(e.description()));
   }
   Catalog catalog;
   catalog.source = std::string(source_name);
   TableReader top(root, source_name, "");
-  if (auto e = top.CheckKeys(kTopKeys)) return *e;
-  if (auto e = top.Bytes("context", false, &catalog.context_bytes)) return *e;
+  if (Status e = top.CheckKeys(kTopKeys); !e.ok()) return e;
+  if (Status e = top.Bytes("context", false, &catalog.context_bytes); !e.ok()) return e;
   const toml::node* models = root.get("model");
-  if (!models) return Fail(std::string(source_name) + ": no [[model]] tables");
+  if (!models) return FailMalformed(std::string(source_name) + ": no [[model]] tables");
   const toml::array* array = models->as_array();
   if (!array || !array->is_array_of_tables()) {
-    return Fail(top.Where(*models) + "'model' must be an array of tables ([[model]])");
+    return FailMalformed(top.Where(*models) + "'model' must be an array of tables ([[model]])");
   }
   for (size_t i = 0; i < array->size(); ++i) {
     const toml::table& table = *array->get(i)->as_table();
     ModelSpec model;
-    if (auto e = ReadModel(table, source_name, i, &model)) return *e;
+    if (Status e = ReadModel(table, source_name, i, &model); !e.ok()) return e;
     if (catalog.Find(model.name) >= 0) {
-      return Fail(top.Location(table.source().begin.line) + "model '" + model.name +
-                  "' is defined twice");
+      return FailMalformed(top.Location(table.source().begin.line) + "model '" + model.name +
+                           "' is defined twice");
     }
     catalog.models.push_back(std::move(model));
   }
@@ -208,7 +225,7 @@ Result<Catalog> ParseCatalog(std::string_view toml_text, std::string_view source
 
 Result<Catalog> LoadCatalog(const std::filesystem::path& path) {
   Result<std::string> text = internal::ReadWholeFile(path);
-  if (!text.ok()) return text.error();
+  if (!text.ok()) return text.status();
   return ParseCatalog(*text, path.string());
 }
 

@@ -60,7 +60,7 @@ std::string ParseRow(std::string_view line, bool has_exec, double time_compressi
 
 Result<Trace> ParseCsvTraceText(std::string_view text, std::string_view source_name,
                                 const ParseOptions& options) {
-  if (auto bad = internal::ValidateParseOptions(options)) return *bad;
+  if (Status bad = internal::ValidateParseOptions(options); !bad.ok()) return bad;
   Trace trace;
   internal::RowErrors errors(source_name, options.skip_malformed, &trace);
   internal::LineReader lines(text);
@@ -70,16 +70,17 @@ Result<Trace> ParseCsvTraceText(std::string_view text, std::string_view source_n
   while (!have_header && lines.Next(&line)) {
     if (IsBlankOrComment(line)) continue;
     if (line != kHeader2 && line != kHeader3) {
-      return Fail(errors.At(lines.line_number(), "header " + internal::Quote(line) +
-                                                     " is not '" + std::string(kHeader2) +
-                                                     "' or '" + std::string(kHeader3) + "'"));
+      return FailMalformed(errors.At(lines.line_number(), "header " + internal::Quote(line) +
+                                                              " is not '" + std::string(kHeader2) +
+                                                              "' or '" + std::string(kHeader3) +
+                                                              "'"));
     }
     have_header = true;
     has_exec = line == kHeader3;
   }
   if (!have_header) {
-    return Fail(std::string(source_name) + ": empty file: expected the header '" +
-                std::string(kHeader2) + "[,exec_ms]'");
+    return FailMalformed(std::string(source_name) + ": empty file: expected the header '" +
+                         std::string(kHeader2) + "[,exec_ms]'");
   }
   std::vector<std::string_view> fields;
   std::unordered_map<std::string_view, uint32_t> index;
@@ -90,7 +91,7 @@ Result<Trace> ParseCsvTraceText(std::string_view text, std::string_view source_n
     const std::string problem =
         ParseRow(line, has_exec, options.time_compression, &fields, &index, &trace, &inv);
     if (!problem.empty()) {
-      if (auto error = errors.Malformed(lines.line_number(), problem)) return *error;
+      if (Status error = errors.Malformed(lines.line_number(), problem); !error.ok()) return error;
       continue;
     }
     trace.invocations.push_back(inv);
@@ -104,7 +105,7 @@ Result<Trace> ParseCsvTraceText(std::string_view text, std::string_view source_n
 
 Result<Trace> ParseCsvTrace(const std::filesystem::path& path, const ParseOptions& options) {
   Result<std::string> text = internal::ReadWholeFile(path);
-  if (!text.ok()) return text.error();
+  if (!text.ok()) return text.status();
   return ParseCsvTraceText(*text, path.string(), options);
 }
 

@@ -2,7 +2,6 @@
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
-#include <cstring>
 
 #include "gshare/workload/csv_trace.h"
 #include "text.h"
@@ -35,15 +34,19 @@ std::string FormatCsvTrace(const Trace& trace) {
   return out;
 }
 
-std::optional<Error> WriteCsvTrace(const Trace& trace, const std::filesystem::path& path) {
+Status WriteCsvTrace(const Trace& trace, const std::filesystem::path& path) {
   const std::string text = FormatCsvTrace(trace);
   internal::UniqueFile file(std::fopen(path.c_str(), "wb"));
-  if (!file) return Error{path.string() + ": cannot create: " + std::strerror(errno)};
+  if (!file) {
+    const int err = errno;
+    return Status::FromErrno(path.string() + ": cannot create", err);
+  }
   if (std::fwrite(text.data(), 1, text.size(), file.get()) != text.size() ||
       std::fflush(file.get()) != 0) {
-    return Error{path.string() + ": write failed: " + std::strerror(errno)};
+    const int err = errno;
+    return Status::FromErrno(path.string() + ": write failed", err);
   }
-  return std::nullopt;
+  return Status::Ok();
 }
 
 }  // namespace gshare::workload

@@ -15,13 +15,13 @@ std::string_view SourceFormats() { return "synthetic, azure-llm, azure-functions
 
 Result<Trace> LoadTrace(const SourceOptions& o) {
   if (o.format == "synthetic") {
-    if (auto bad = internal::ValidateParseOptions(o.parse)) return *bad;
+    if (Status bad = internal::ValidateParseOptions(o.parse); !bad.ok()) return bad;
     SyntheticOptions s = o.synthetic;
     s.functions = o.functions;
     s.seed = o.seed;
     s.max_requests = o.parse.max_requests;
     Result<SyntheticTrace> generated = GenerateSynthetic(s);
-    if (!generated.ok()) return generated.error();
+    if (!generated.ok()) return generated.status();
     Trace trace = std::move(generated.value().trace);
     internal::FinishTrace(o.parse, &trace);  // time compression
     return trace;
@@ -29,7 +29,7 @@ Result<Trace> LoadTrace(const SourceOptions& o) {
   std::filesystem::path path = o.path;
   if (path.empty() && o.format == "azure-llm") {
     Result<std::filesystem::path> shipped = ShippedAzureLlmTracePath();
-    if (!shipped.ok()) return shipped.error();
+    if (!shipped.ok()) return shipped.status();
     path = *shipped;
   }
   if (o.format == "azure-llm") {

@@ -28,8 +28,8 @@ constexpr double kMinuteUs = 60e6;
 constexpr std::array<double, 16> kTimerPeriodsS = {
     1, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600, 43200, 86400};
 
-std::optional<Error> Validate(const SyntheticOptions& o) {
-  auto bad = [](const std::string& what) { return Error{"synthetic workload: " + what}; };
+Status Validate(const SyntheticOptions& o) {
+  auto bad = [](const std::string& what) { return Fail("synthetic workload: " + what); };
   if (o.functions == 0) return bad("functions must be at least 1");
   if (o.duration_us <= 0) return bad("duration must be positive");
   if (!std::isfinite(o.log10_rate_mean) || !(o.log10_rate_sd >= 0) || !std::isfinite(o.log10_rate_sd))
@@ -45,7 +45,7 @@ std::optional<Error> Validate(const SyntheticOptions& o) {
   if (!(o.daily_trough_ratio > 0) || !(o.daily_trough_ratio <= 1))
     return bad("daily_trough_ratio must be in (0, 1]");
   if (o.day_us <= 0) return bad("day_us must be positive");
-  return std::nullopt;
+  return Status::Ok();
 }
 
 int64_t NearestTimerPeriodUs(double rate_per_min) {
@@ -162,7 +162,7 @@ int64_t Advance(const SyntheticFunction& f, const DailyCycle& cycle, int64_t dur
 }  // namespace
 
 Result<SyntheticTrace> GenerateSynthetic(const SyntheticOptions& options) {
-  if (auto bad = Validate(options)) return *bad;
+  if (Status bad = Validate(options); !bad.ok()) return bad;
   SyntheticTrace out;
   out.parameters = DrawFunctions(options);
   const double r = options.daily_trough_ratio;

@@ -6,7 +6,6 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <memory>
 
 namespace gshare::workload::internal {
@@ -18,7 +17,10 @@ constexpr size_t kMaxSkippedExamples = 5;
 
 Result<std::string> ReadWholeFile(const std::filesystem::path& path) {
   UniqueFile file(std::fopen(path.c_str(), "rb"));
-  if (!file) return Fail(path.string() + ": cannot open: " + std::strerror(errno));
+  if (!file) {
+    const int err = errno;
+    return Status::FromErrno(path.string() + ": cannot open", err);
+  }
   std::string data;
   char buffer[1 << 16];
   for (;;) {
@@ -26,7 +28,10 @@ Result<std::string> ReadWholeFile(const std::filesystem::path& path) {
     data.append(buffer, n);
     if (n < sizeof buffer) break;
   }
-  if (std::ferror(file.get())) return Fail(path.string() + ": read error: " + std::strerror(errno));
+  if (std::ferror(file.get())) {
+    const int err = errno;
+    return Status::FromErrno(path.string() + ": read error", err);
+  }
   return data;
 }
 
@@ -77,21 +82,21 @@ std::string RowErrors::At(uint64_t line, std::string_view message) const {
   return std::string(source_) + ":" + std::to_string(line) + ": " + std::string(message);
 }
 
-std::optional<Error> RowErrors::Malformed(uint64_t line, std::string_view message) {
-  if (!skip_) return Error{At(line, message)};
+Status RowErrors::Malformed(uint64_t line, std::string_view message) {
+  if (!skip_) return FailMalformed(At(line, message));
   ++trace_->skipped_rows;
   if (trace_->skipped_examples.size() < kMaxSkippedExamples) {
     trace_->skipped_examples.push_back(At(line, message));
   }
-  return std::nullopt;
+  return Status::Ok();
 }
 
-std::optional<Error> ValidateParseOptions(const ParseOptions& options) {
+Status ValidateParseOptions(const ParseOptions& options) {
   if (!(options.time_compression > 0) || !std::isfinite(options.time_compression)) {
-    return Error{"time_compression must be a positive number, not " +
-                 std::to_string(options.time_compression)};
+    return Fail("time_compression must be a positive number, not " +
+                std::to_string(options.time_compression));
   }
-  return std::nullopt;
+  return Status::Ok();
 }
 
 void FinishTrace(const ParseOptions& options, Trace* trace) {

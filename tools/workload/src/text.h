@@ -9,7 +9,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -58,9 +57,9 @@ class RowErrors {
   RowErrors(std::string_view source, bool skip, Trace* trace)
       : source_(source), skip_(skip), trace_(trace) {}
 
-  // Records that line `line` is malformed. Returns the error to fail with, or nullopt when the
-  // row is to be skipped (then it is counted in trace->skipped_rows).
-  std::optional<Error> Malformed(uint64_t line, std::string_view message);
+  // Records that line `line` is malformed. Returns the error to fail with (kMalformed), or OK
+  // when the row is to be skipped (then it is counted in trace->skipped_rows).
+  Status Malformed(uint64_t line, std::string_view message);
 
   // "source:line: message".
   std::string At(uint64_t line, std::string_view message) const;
@@ -71,8 +70,8 @@ class RowErrors {
   Trace* trace_;
 };
 
-// Checks ParseOptions values; returns an error naming the bad option.
-std::optional<Error> ValidateParseOptions(const ParseOptions& options);
+// Checks ParseOptions values; returns OK or an error naming the bad option.
+Status ValidateParseOptions(const ParseOptions& options);
 
 // Final steps shared by the parsers: stable sort by arrival (when not already sorted), keep the
 // first max_requests, divide arrivals by time_compression.

@@ -18,7 +18,8 @@ namespace gshare {
 enum class StatusCode : uint8_t {
   kOk = 0,
   kInvalidArgument,   // the caller passed something unusable (fix the call)
-  kMalformed,         // a peer sent a malformed message or wrote an invalid channel field
+  kMalformed,         // a peer sent a malformed message or wrote an invalid channel field, or
+                      // input data (a trace, a catalog file) does not parse
   kVersionMismatch,   // the peer speaks another ABI version (upgrade one side)
   kRefused,           // the arbiter refused the registration (message has its reason)
   kTimeout,           // the deadline passed (retry later)

@@ -5,7 +5,6 @@
 #pragma once
 
 #include <filesystem>
-#include <optional>
 #include <string>
 #include <string_view>
 
@@ -35,9 +34,10 @@ Result<Trace> ParseCsvTraceText(std::string_view text, std::string_view source_n
 // so generated or converted workloads can be saved and replayed (gshare-loadgen, other tools).
 // Times are written in milliseconds with microsecond precision, so ParseCsvTrace reads the
 // same arrivals back; exec_ms is written with 17 significant digits (it round-trips exactly).
-// Token counts are not part of the format and are not written. Returns nullopt on success.
+// Token counts are not part of the format and are not written. Returns OK on success, else a
+// status naming the path and the OS reason.
 // REQUIRES: function names contain no comma or newline (the parsers' names never do).
-std::optional<Error> WriteCsvTrace(const Trace& trace, const std::filesystem::path& path);
+Status WriteCsvTrace(const Trace& trace, const std::filesystem::path& path);
 std::string FormatCsvTrace(const Trace& trace);
 
 }  // namespace gshare::workload

@@ -1,46 +1,34 @@
-// Result<T>: a value or an error message, the return type of every fallible function in
-// gshare_workload (errors are values; nothing in this library throws to its caller).
+// The workload library's short names for gshare's one error vocabulary (gshare::Status and
+// gshare::Result<T>, gshare/common/status.h): every fallible function in gshare_workload returns
+// a workload::Result<T> (the same type as gshare::Result<T>) or a gshare::Status (ok() on
+// success); errors are values, nothing in this library throws to its caller. A failure's
+// message() is for a person; parse errors read "FILE:LINE: what is wrong" and carry
+// StatusCode::kMalformed, bad options carry kInvalidArgument, failed file I/O the errno's code.
 //
-// Thread-safety: a Result is a plain value; distinct objects may be used from distinct threads.
+// Thread-safety: a Result or Status is a plain value; distinct objects may be used from distinct
+// threads.
 #pragma once
 
 #include <string>
 #include <utility>
-#include <variant>
+
+#include "gshare/common/status.h"
 
 namespace gshare::workload {
 
-// What went wrong, for a person: parse errors read "FILE:LINE: what is wrong".
-struct Error {
-  std::string message;
-};
-
-// Holds either a T (ok()) or an Error. Accessing value() of an error, or error() of a value, is
-// a precondition violation (REQUIRES: ok() for value(), !ok() for error()).
 template <typename T>
-class [[nodiscard]] Result {
- public:
-  Result(T value) : state_(std::move(value)) {}          // NOLINT: implicit by design
-  Result(Error error) : state_(std::move(error)) {}      // NOLINT: implicit by design
+using Result = ::gshare::Result<T>;
 
-  bool ok() const { return state_.index() == 0; }
-  explicit operator bool() const { return ok(); }
+// Shorthand for a failure the caller caused (a bad option, an unknown name):
+// `return Fail("unknown workload format 'parquet'");`.
+inline Status Fail(std::string message) {
+  return Status(StatusCode::kInvalidArgument, std::move(message));
+}
 
-  T& value() & { return std::get<0>(state_); }
-  const T& value() const& { return std::get<0>(state_); }
-  T&& value() && { return std::get<0>(std::move(state_)); }
-  T* operator->() { return &value(); }
-  const T* operator->() const { return &value(); }
-  T& operator*() & { return value(); }
-  const T& operator*() const& { return value(); }
-
-  const Error& error() const { return std::get<1>(state_); }
-
- private:
-  std::variant<T, Error> state_;
-};
-
-// Shorthand for building an error result: `return Fail("trace.csv:3: bad timestamp");`.
-inline Error Fail(std::string message) { return Error{std::move(message)}; }
+// Shorthand for a failure caused by malformed input data (a file or text that does not parse):
+// `return FailMalformed("trace.csv:3: bad timestamp");`.
+inline Status FailMalformed(std::string message) {
+  return Status(StatusCode::kMalformed, std::move(message));
+}
 
 }  // namespace gshare::workload
