@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -40,6 +41,33 @@ std::string Which(const std::string& program) {
     if (::access(candidate.c_str(), X_OK) == 0) return candidate;
   }
   return "";
+}
+
+// The sanitizer runtimes' settings in the test's own environment (scripts/sanitize.sh sets them),
+// as podman options that set them in a container too, with the suppression files they name
+// mounted (read-only, same path): a runtime that cannot read its suppressions aborts. Without
+// them a sanitizer build's programs abort at start in the container: the CDI spec preloads the
+// ASan-built libgshare.so ahead of the ASan runtime, which only verify_asan_link_order=0 (in
+// ASAN_OPTIONS) allows. Nothing in a normal build (the variables are unset).
+std::vector<std::string> SanitizerEnvironment() {
+  std::vector<std::string> args;
+  for (const char* name : {"ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS", "TSAN_OPTIONS"}) {
+    const char* value = std::getenv(name);
+    if (value == nullptr) continue;
+    args.push_back("-e");
+    args.push_back(std::string(name) + "=" + value);
+    std::stringstream options(value);  // key=value pairs separated by ':'
+    std::string option;
+    while (std::getline(options, option, ':')) {
+      const std::string key = "suppressions=";
+      if (option.rfind(key, 0) != 0) continue;
+      const std::string file = option.substr(key.size());
+      if (file.empty() || ::access(file.c_str(), R_OK) != 0) continue;
+      args.push_back("-v");
+      args.push_back(file + ":" + file + ":ro");
+    }
+  }
+  return args;
 }
 
 // The shared objects `binary` needs, as ldd resolves them (absolute paths, the loader included),
@@ -278,6 +306,7 @@ pid_t ContainerNode::StartSample(const std::string& name, int port, const std::s
   // --rootfs: the first argument after the options is the image folder.
   std::vector<std::string> args = {"run", "-d", "--name", container, "--network", "host", "--rootfs",
                                    "--device", "simcuda.gshare.io/gpu=all"};
+  for (const std::string& a : SanitizerEnvironment()) args.push_back(a);
   if (gshare == Gshare::kDevice) {
     args.push_back("--device");
     args.push_back("gshare.io/vgpu=vgpu");
@@ -312,7 +341,9 @@ pid_t ContainerNode::StartSample(const std::string& name, int port, const std::s
 
 ToolResult ContainerNode::RunInContainer(const std::vector<std::string>& argv) {
   std::vector<std::string> args = {"run",      "--rm",     "--network", "host", "--rootfs", "--device",
-                                   "gshare.io/vgpu=vgpu", "--device", "simcuda.gshare.io/gpu=all", rootfs_ + ":O"};
+                                   "gshare.io/vgpu=vgpu", "--device", "simcuda.gshare.io/gpu=all"};
+  for (const std::string& a : SanitizerEnvironment()) args.push_back(a);
+  args.push_back(rootfs_ + ":O");
   args.insert(args.end(), argv.begin(), argv.end());
   return Podman(args);
 }

@@ -45,6 +45,12 @@ uint64_t InflightTracker::FirstEpoch() {
   return next.fetch_add(uint64_t{1} << 32, std::memory_order_relaxed);
 }
 
+void InflightTracker::CurrentContextChanged() {
+  ThreadState& cache = ThisThread();
+  cache.default_stream = nullptr;
+  cache.default_context = nullptr;
+}
+
 void InflightTracker::NoteDefaultStream(CUstream stream, bool per_thread) {
   if (!enabled_) return;
   if (DefaultNotedByThisThread(stream, per_thread)) return;  // same current context as then

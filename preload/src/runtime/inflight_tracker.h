@@ -108,12 +108,10 @@ class InflightTracker {
   // The calling thread's current context may have changed (or its context was destroyed): its
   // cached default stream is dropped, so its next default-stream submission asks the driver
   // which context is current. Called by every hook that can change the calling thread's
-  // current context, after the real call. Thread-local; no lock, no driver call.
-  static void CurrentContextChanged() {
-    ThreadState& cache = ThisThread();
-    cache.default_stream = nullptr;
-    cache.default_context = nullptr;
-  }
+  // current context, after the real call. Thread-local; no lock, no driver call. Out of line, as
+  // every store to the thread's TLS block that follows a call (SubmissionGate::ThreadSlot says
+  // which GCC 12 sanitizer defect that avoids).
+  static void CurrentContextChanged();
   static bool IsExplicitStream(CUstream stream) {
     return reinterpret_cast<uintptr_t>(stream) > kLastSpecialStream;
   }

@@ -5,9 +5,11 @@
 
 namespace gshare::preload {
 
-unsigned SubmissionGate::NextSlot() {
+unsigned SubmissionGate::AssignThreadSlot() {
   static std::atomic<unsigned> next{0};
-  return next.fetch_add(1, std::memory_order_relaxed) % kSlots;
+  const unsigned slot = next.fetch_add(1, std::memory_order_relaxed) % kSlots;
+  ThisThread().gate_slot = slot + 1;
+  return slot;
 }
 
 void SubmissionGate::Close() {

@@ -70,13 +70,20 @@ class SubmissionGate {
     std::atomic<bool> touched{false};  // set by TryEnter, cleared by TakeActivity
   };
   // The calling thread's slot, assigned round-robin on its first submission (ThreadState: one
-  // initial-exec TLS block with the in-flight tracker's cache).
+  // initial-exec TLS block with the in-flight tracker's cache). The fast path only loads; the
+  // first submission's assignment and store are out of line (AssignThreadSlot). Not only for
+  // size: GCC 12 with -fsanitize=null compiled an inline "call, then store to the TLS slot" with
+  // the store's null check dropped and its `je` left on the flags the call returned with, so
+  // UBSan reported a store to a null pointer whenever the slot assigned was 0
+  // (SubmissionGate.CloseWaitsForSubmittersInside in the ASan + UBSan build).
   static unsigned ThreadSlot() {
-    unsigned& slot = ThisThread().gate_slot;
-    if (slot == 0) [[unlikely]] slot = 1 + NextSlot();
+    const unsigned slot = ThisThread().gate_slot;
+    if (slot == 0) [[unlikely]] return AssignThreadSlot();
     return slot - 1;
   }
-  static unsigned NextSlot();
+  // Takes the next slot round-robin for the calling thread, records it in its ThreadState and
+  // returns it.
+  static unsigned AssignThreadSlot();
 
   Slot slots_[kSlots];
   alignas(64) std::atomic<bool> closed_{false};
