@@ -328,6 +328,7 @@ void ArbiterImpl::EnforceDrains(uint64_t now) {
     for (Client* c : out) {
       c->transfers.push_front({shm::SwapOp::kSwapOut, g, false, policy::SwapKind::kOut});
       (void)TryIssue(*c, now);
+      NoteUnissued(*c);
     }
   }
 }
@@ -348,6 +349,7 @@ json ArbiterImpl::Evict(Client& c, uint64_t now) {
     c.transfers.push_back(t);
   }
   (void)TryIssue(c, now);
+  NoteUnissued(c);
   return {{"ok", true},
           {"client", c.id},
           {"state", WhereName(c)},

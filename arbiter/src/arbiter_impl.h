@@ -46,6 +46,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <set>
 #include <memory>
 #include <optional>
 #include <string>
@@ -186,6 +187,7 @@ struct Client {
   uint32_t bursts_seen = 0;
 
   DoorbellGuard doorbell;  // flooding defence (arbiter_loop.cc, doorbell_guard.h)
+  DeadlineQueue::ClientMarks deadline_marks;  // its entries in deadlines_ (arbiter_deadlines.cc)
   // The release spin for a draining holder runs once per grant (a holder that drains and rings
   // without releasing must not make the arbiter spin at every ring).
   bool release_spun = false;
@@ -279,12 +281,30 @@ class ArbiterImpl final : public Arbiter {
   bool ShutdownComplete(uint64_t now_ns) const;
   void SayGoodbyeToAll(const std::string& reason);
   // Doorbell flooding (DoorbellGuard): a wake-up by client `id`'s doorbell; watching a muted
-  // doorbell again once its mute is over (deadlines_: only the due ones are visited); the
-  // earliest such time (UINT64_MAX: none).
+  // doorbell again once its mute is over (its deadlines_ entry, `e`, came).
   void OnDoorbell(uint32_t id, uint64_t now_ns);
-  void UnmuteDoorbells(uint64_t now_ns);
-  uint64_t NextUnmuteNs() const;
+  void UnmuteDoorbell(const DeadlineQueue::Entry& e, uint64_t now_ns);
   void WatchDoorbell(const Client& c, bool watch);
+
+  // ---- timed work (arbiter_deadlines.cc; docs/arbiter.md, "The loop")
+  // Brings c's entries in deadlines_ and its place in deferred_ and unissued_ up to date with
+  // its state: after every poll of c (PollAll) and wherever the loop changes c after its last
+  // poll before sleeping (a grant). Lazy: the entries are checked again when they come.
+  void ScheduleDeadlines(Client& c, uint64_t now_ns);
+  // c's deadline of `kind` as its state says now (UINT64_MAX: none).
+  uint64_t DeadlineOf(const Client& c, DeadlineQueue::Kind kind, uint64_t now_ns) const;
+  // Acts on every entry due: unmutes, late swap orders (the client is disconnected), deep
+  // evictions; the other kinds only wake the loop.
+  void RunDue(uint64_t now_ns);
+  // A swap order past OrderDeadlineNs: true if it is late (it has not moved since the arbiter
+  // last looked); one that moved gets a later deadline.
+  bool OrderIsLate(Client& c, uint64_t now_ns);
+  // c is idle past deep_evict_after: its lease is revoked and it is checkpointed.
+  void DeepEvict(Client& c, uint64_t now_ns);
+  // c's first swap order waits to go out: PumpTransfers visits it.
+  void NoteUnissued(const Client& c);
+  // The loop's next wake-up: the earliest entry, the policy's wake-up, an MPS daemon's restart.
+  uint64_t NextDeadlineNs() const;
 
   // ---- clients (arbiter_clients.cc)
   // Complete requests from the registration intake.
@@ -386,8 +406,6 @@ class ArbiterImpl final : public Arbiter {
   void PollClient(Client& c, uint64_t now_ns);
   void PollAll(uint64_t now_ns);
   void CheckSlices(uint64_t now_ns);
-  // Disconnects clients that have not acknowledged a swap order by OrderDeadlineNs.
-  void CheckOrders(uint64_t now_ns);
   // UINT64_MAX: no order in flight. See the constants above kOrderMinBytesPerS.
   uint64_t OrderDeadlineNs(const Client& c) const;
   // `corun`: the policy grants c beside g's current holders (a co-run set), which the co-run
@@ -418,7 +436,6 @@ class ArbiterImpl final : public Arbiter {
   void Preempt(Client& c, uint64_t now_ns);
   void Enforce(Client& c, uint64_t now_ns);  // StartEnforce once no grace is left
   void HintNext(uint32_t g);
-  void DeepEvictIdle(uint64_t now_ns);
   bool DeepEvictable(const Client& c) const;
   void QueueTransfer(Client& c, Transfer t, uint64_t now_ns);
   // Every swap order goes out through here: the channel's order, its bookkeeping, its counter
@@ -437,7 +454,6 @@ class ArbiterImpl final : public Arbiter {
               uint64_t a1 = 0, uint64_t a2 = 0, uint64_t a3 = 0);
   void RecordFor(shm::EventType type, uint32_t client_id, uint32_t gpu, uint64_t a0 = 0,
                  uint64_t a1 = 0, uint64_t a2 = 0, uint64_t a3 = 0);
-  uint64_t NextDeadlineNs() const;
 
   // ---- the sole tenant's lease (arbiter_lease.cc; docs/arbiter.md, "The lease")
   // After c released GPU g at the end of a burst with nobody else wanting g: offers c its next
@@ -494,7 +510,12 @@ class ArbiterImpl final : public Arbiter {
   std::vector<GpuState> gpus_;
   ReservationBook book_;  // memory promised on each GPU (invariants 1, 2, 6)
   CorunBook corun_;       // co-run sets' rules and back-offs (corun.h)
-  DeadlineQueue deadlines_;  // timed work by client (deadline_queue.h): doorbell unmutes
+  DeadlineQueue deadlines_;  // timed work by client (deadline_queue.h, arbiter_deadlines.cc)
+  // Clients that may have a refused co-run grant waiting for its GPU (GrantDeferred), and a
+  // first swap order waiting to go out (PumpTransfers): supersets, checked when visited, kept in
+  // id order (the order a scan of clients_ had).
+  std::set<uint32_t> deferred_;
+  std::set<uint32_t> unissued_;
   MpsDaemons mps_;        // the co-run GPUs' private MPS daemons (mps_daemons.h)
   uint64_t epoch_ = 0;
   std::unique_ptr<policy::Policy> policy_;

@@ -237,12 +237,9 @@ void ArbiterImpl::Stop() {
 }
 
 void ArbiterImpl::ArmTimer(uint64_t now_ns) {
-  uint64_t at = std::min(NextDeadlineNs(), NextUnmuteNs());
+  uint64_t at = NextDeadlineNs();
   if (stopping_) at = std::min(at, stop_deadline_ns_);
   if (metrics_dirty_) at = std::min(at, metrics_published_ns_ + kMetricsPeriodNs);
-  // A channel caught mid-write is read again soon, whether or not its doorbell rings.
-  for (const auto& [id, c] : clients_)
-    if (c->channel_busy_since_ns != 0) at = std::min(at, now_ns + kChannelBusyRecheckNs);
   itimerspec spec{};
   if (at != UINT64_MAX) {
     at = std::max(at, now_ns + 1);
@@ -290,18 +287,14 @@ void ArbiterImpl::WatchDoorbell(const Client& c, bool watch) {
     spdlog::warn("epoll_ctl(MOD) of client {}'s doorbell: {}", c.id, std::strerror(errno));
 }
 
-void ArbiterImpl::UnmuteDoorbells(uint64_t now_ns) {
-  for (const DeadlineQueue::Entry& e : deadlines_.PopDue(now_ns)) {
-    Client* c = ById(e.client_id);
-    // Stale: the client left, or its doorbell was unmuted and muted again later (that mute has
-    // its own entry).
-    if (c == nullptr || !c->doorbell.muted() || now_ns < c->doorbell.unmute_ns()) continue;
-    c->doorbell.Unmute();
-    WatchDoorbell(*c, true);
-  }
+void ArbiterImpl::UnmuteDoorbell(const DeadlineQueue::Entry& e, uint64_t now_ns) {
+  Client* c = ById(e.client_id);
+  // Stale: the client left, or its doorbell was unmuted and muted again later (that mute has
+  // its own entry).
+  if (c == nullptr || !c->doorbell.muted() || now_ns < c->doorbell.unmute_ns()) return;
+  c->doorbell.Unmute();
+  WatchDoorbell(*c, true);
 }
-
-uint64_t ArbiterImpl::NextUnmuteNs() const { return deadlines_.NextNs(); }
 
 void ArbiterImpl::OnSignal() {
   signalfd_siginfo info{};
@@ -346,11 +339,10 @@ shm::Status ArbiterImpl::Run() {
   epoll_event events[kMaxEvents];
   for (;;) {
     uint64_t now = NowNs();
-    UnmuteDoorbells(now);
-    PollAll(now);
+    PollAll(now);  // every channel read once; each client's deadlines brought up to date
     GrantDeferred(now);
+    RunDue(now);   // the due deadlines: late orders, deep evictions, unmutes, wake-ups
     CheckSlices(now);
-    DeepEvictIdle(now);
     EnforceDrains(now);
     ApplyPendingSlos(now);
     PumpTransfers(now);

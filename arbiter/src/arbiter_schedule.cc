@@ -192,11 +192,19 @@ void ArbiterImpl::Unreserve(Client& c) {
 void ArbiterImpl::QueueTransfer(Client& c, Transfer t, uint64_t now_ns) {
   c.transfers.push_back(t);
   if (c.transfers.size() == 1) (void)TryIssue(c, now_ns);
+  NoteUnissued(c);
 }
 
 void ArbiterImpl::PumpTransfers(uint64_t now_ns) {
-  for (auto& [id, c] : clients_)
-    if (!c->transfers.empty() && !c->transfers.front().issued) (void)TryIssue(*c, now_ns);
+  // A copy: issuing may queue orders for others (MakeRoom), which try to issue at once.
+  for (const uint32_t id : std::vector<uint32_t>(unissued_.begin(), unissued_.end())) {
+    Client* c = ById(id);
+    if (c == nullptr || c->transfers.empty() || c->transfers.front().issued) {
+      unissued_.erase(id);
+      continue;
+    }
+    (void)TryIssue(*c, now_ns);
+  }
 }
 
 bool ArbiterImpl::MakeRoom(uint32_t g, uint64_t need, uint64_t now_ns) {
@@ -367,6 +375,7 @@ void ArbiterImpl::CompleteTransfer(Client& c, const shm::ClientView& v, uint64_t
     Grant(c, pg.first, pg.second, now_ns);
   }
   (void)TryIssue(c, now_ns);
+  NoteUnissued(c);
   PumpTransfers(now_ns);
 }
 
@@ -397,6 +406,7 @@ void ArbiterImpl::Grant(Client& c, uint32_t g, policy::Duration slice_us, uint64
       ++stats_.corun_refusals;
       if (c.pending_grant && c.pending_grant->first == g) c.pending_grant.reset();
       c.deferred_grant = {g, slice_us};
+      deferred_.insert(c.id);
       return;
     } else {
       corun_.CountJoin();
@@ -428,6 +438,7 @@ void ArbiterImpl::Grant(Client& c, uint32_t g, policy::Duration slice_us, uint64
   ++stats_.grants;
   OnGranted(c, g, now_ns);
   Record(shm::EventType::kGrant, &c, gpus_[g].info.ordinal, seq, deadline);
+  ScheduleDeadlines(c, now_ns);  // its slice end (a grant may come after its last poll)
 }
 
 void ArbiterImpl::DropHold(Client& c) {
@@ -535,13 +546,18 @@ void ArbiterImpl::CheckCorunLatency(Client& c, uint32_t g, uint64_t latency_ns, 
 }
 
 void ArbiterImpl::GrantDeferred(uint64_t now_ns) {
-  for (auto& [id, cp] : clients_) {
-    Client& c = *cp;
-    if (!c.deferred_grant || c.holding) continue;
-    const auto [g, slice_us] = *c.deferred_grant;
+  for (const uint32_t id : std::vector<uint32_t>(deferred_.begin(), deferred_.end())) {
+    Client* c = ById(id);
+    if (c == nullptr || !c->deferred_grant) {
+      deferred_.erase(id);
+      continue;
+    }
+    if (c->holding) continue;
+    const auto [g, slice_us] = *c->deferred_grant;
     if (g >= gpus_.size() || !gpus_[g].holders.empty()) continue;
-    c.deferred_grant.reset();
-    Grant(c, g, slice_us, now_ns);  // exclusive: the GPU is free
+    c->deferred_grant.reset();
+    deferred_.erase(id);
+    Grant(*c, g, slice_us, now_ns);  // exclusive: the GPU is free
   }
 }
 
@@ -687,12 +703,13 @@ void ArbiterImpl::PollAll(uint64_t now_ns) {
   std::vector<uint32_t> ids;
   ids.reserve(clients_.size());
   for (const auto& [id, c] : clients_) ids.push_back(id);
-  for (uint32_t id : ids)
+  for (uint32_t id : ids) {
     if (Client* c = ById(id)) PollClient(*c, now_ns);
+    if (Client* c = ById(id)) ScheduleDeadlines(*c, now_ns);
+  }
 }
 
 void ArbiterImpl::CheckSlices(uint64_t now_ns) {
-  CheckOrders(now_ns);
   for (uint32_t g = 0; g < gpus_.size(); ++g) {
     // A copy: enforcement may take a holder off the set.
     for (uint32_t hid : std::vector<uint32_t>(gpus_[g].holders.ids())) {
@@ -719,34 +736,6 @@ uint64_t ArbiterImpl::OrderDeadlineNs(const Client& c) const {
   return std::min(cap, std::max(first, t.progress_ns + window));
 }
 
-void ArbiterImpl::CheckOrders(uint64_t now_ns) {
-  std::vector<uint32_t> late;
-  for (auto& [id, c] : clients_) {
-    if (now_ns < OrderDeadlineNs(*c)) continue;
-    // Due: did the order move since the arbiter last looked? Then it is alive: look again a
-    // window later (the cap still holds). Read only at deadlines: nothing on the hot path.
-    Transfer& t = c->transfers.front();
-    const shm::SwapProgress p = c->chan.ReadSwapProgress();
-    if (p.seq == t.order_seq && p.bytes != t.progress_bytes) {
-      t.progress_bytes = p.bytes;
-      t.progress_ns = now_ns;
-      spdlog::debug("client {}: swap order {} still moving ({} so far)", c->id, t.order_seq,
-                    FormatByteSize(p.bytes));
-      if (now_ns < OrderDeadlineNs(*c)) continue;
-    }
-    late.push_back(id);
-  }
-  for (uint32_t id : late) {
-    Client& c = *ById(id);
-    spdlog::error("client {} '{}' (pid {}) has not acknowledged swap order {} in {} s; it no "
-                  "longer reads its channel: disconnecting it",
-                  c.id, c.name, c.pid, c.transfers.front().order_seq,
-                  (now_ns - c.transfers.front().issued_ns) / 1'000'000'000ULL);
-    ++stats_.order_timeouts;
-    RemoveClient(id, Unregister::kOrderTimeout, now_ns);
-  }
-}
-
 bool ArbiterImpl::DeepEvictable(const Client& c) const {
   // Not an MPS client: the checkpoint API's behaviour for MPS clients is unverified (docs/
   // arbiter.md, "Co-running"; tests/gpu/mps-check.sh measures it).
@@ -754,47 +743,6 @@ bool ArbiterImpl::DeepEvictable(const Client& c) const {
          c.mps_share == 0 &&
          c.where == Where::kResident && !c.holding && !c.burst_outstanding && c.transfers.empty() &&
          !stopping_;
-}
-
-void ArbiterImpl::DeepEvictIdle(uint64_t now_ns) {
-  const auto after = static_cast<uint64_t>(config_.deep_evict_after.count());
-  for (auto& [id, cp] : clients_) {
-    Client& c = *cp;
-    if (!DeepEvictable(c) || now_ns < c.last_use_ns + after) continue;
-    RevokeLease(c, now_ns);  // a take that won is adopted: not idle after all
-    if (c.holding) continue;
-    StartDeepEvict(c, now_ns);  // checkpointed by the driver worker (FinishDeepEvict)
-  }
-}
-
-uint64_t ArbiterImpl::NextDeadlineNs() const {
-  uint64_t at = mps_.NextRestartNs();
-  const policy::Time wake = policy_->NextWakeup();
-  if (wake != policy::kNever)
-    at = std::min(at, static_cast<uint64_t>(std::max<policy::Time>(wake, 0)) * 1000);
-  for (const auto& [id, c] : clients_) {
-    at = std::min(at, OrderDeadlineNs(*c));
-    if (!c->transfers.empty() && !c->transfers.front().issued)
-      at = std::min(at, c->transfers.front().not_before_ns == 0 ? UINT64_MAX
-                                                                : c->transfers.front().not_before_ns);
-    if (DeepEvictable(*c))
-      at = std::min(at, c->last_use_ns + static_cast<uint64_t>(config_.deep_evict_after.count()));
-  }
-  for (uint32_t g = 0; g < gpus_.size(); ++g) {
-    for (uint32_t hid : gpus_[g].holders.ids()) {
-      auto it = clients_.find(hid);
-      if (it == clients_.end()) continue;
-      const Client& c = *it->second;
-      if (c.op != DriverOp::kNone) continue;  // being enforced on: its completion wakes the loop
-      if (c.preempt_sent) {
-        if (!c.enforce_warned)
-          at = std::min(at, c.preempt_ns + static_cast<uint64_t>(config_.preempt_grace.count()));
-      } else if (stopping_ || SomeoneWaitsFor(clients_, g)) {
-        at = std::min(at, c.slice_deadline_ns);
-      }
-    }
-  }
-  return at;
 }
 
 }  // namespace gshare::arbiter
