@@ -1,6 +1,7 @@
 // arbiter_cuda_function: a CUDA driver-API "function" (simcuda in tests) that speaks the
 // arbiter protocol through ArbiterClient with a real-driver ShimHost (gate, cuCtxSynchronize
-// drain). With --pause-ms it idles after its first fill (long enough to be deep-evicted).
+// drain). With --pause-ms it idles after its first fill (long enough to be deep-evicted), with
+// --pause-until FILE until that file exists.
 // With --rogue it ignores preemption: its gate never closes (it keeps submitting) and
 // its drain takes --drain-ms, so the arbiter must lock and checkpoint it. It fills a buffer,
 // keeps submitting kernels (sleep_ns + fill_u32 into a scratch buffer), and at the end checks
@@ -9,6 +10,7 @@
 // simcuda attach it to a daemon: CUDA_MPS_PIPE_DIRECTORY, CUDA_MPS_ACTIVE_THREAD_PERCENTAGE).
 // Output: one JSON line. Exit status 0 iff the data is intact and every call succeeded.
 #include <cuda.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -77,6 +79,9 @@ int main(int argc, char** argv) {
   int iterations = 50;
   uint64_t kernel_us = 2000;
   int pause_ms = 0;  // idle this long after the first fill (deep eviction)
+  // Or idle after the first fill until this file exists (the test creates it once it has seen
+  // what the idle period must cause; 120 s at most).
+  std::string pause_until;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i];
     const std::string v = argv[i + 1];
@@ -88,6 +93,7 @@ int main(int argc, char** argv) {
     else if (k == "--iterations") iterations = std::stoi(v);
     else if (k == "--kernel-us") kernel_us = std::stoull(v);
     else if (k == "--pause-ms") pause_ms = std::stoi(v);
+    else if (k == "--pause-until") pause_until = v;
     else if (k == "--mps-share") opt.mps_share = static_cast<uint32_t>(std::stoul(v));
     else return 2;
   }
@@ -135,6 +141,10 @@ int main(int argc, char** argv) {
   });
   if (r != CUDA_SUCCESS) return Fail("fill", r);
   if (pause_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
+  for (int waited_ms = 0; !pause_until.empty() && ::access(pause_until.c_str(), F_OK) != 0 &&
+                          waited_ms < 120'000;
+       waited_ms += 5)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
   for (int i = 0; i < iterations; ++i) {
     unsigned long long ns = kernel_us * 1000;
     unsigned s = 100u + static_cast<unsigned>(i);

@@ -14,8 +14,10 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <cstring>
+#include <fstream>
 #include <thread>
 #include <vector>
 
@@ -371,8 +373,22 @@ class Simcuda {
   std::string registry_;
 };
 
+// The arbiter's event ring shows an event of `type` whose first argument is `arg0` (any when
+// nullopt), polled every 2 ms up to `safety` (a safety net, not a timed assertion).
+bool EventSeen(const ArbiterProcess& arb, shm::EventType type, std::optional<uint64_t> arg0,
+               std::chrono::milliseconds safety) {
+  for (int64_t i = 0; i < safety.count() / 2; ++i) {
+    for (const auto& e : ReadEvents(arb.events()))
+      if (e.type == type && (!arg0 || e.args[0] == *arg0)) return true;
+    std::this_thread::sleep_for(milliseconds(2));
+  }
+  return false;
+}
+
 // A function idle for longer than deep_evict_after is checkpointed; its next request restores
-// it, and its device memory is intact.
+// it, and its device memory is intact. The function stays idle until the checkpoint shows in
+// the event ring: with a fixed pause (600 ms) a loaded machine could delay the eviction past the
+// function's next request, which then found nothing to restore (about 1 run in 20 under load).
 TEST(ArbiterProcess, LongIdleFunctionIsDeepEvictedAndRestored) {
   TempDir dir;
   const Simcuda simcuda;
@@ -381,9 +397,13 @@ TEST(ArbiterProcess, LongIdleFunctionIsDeepEvictedAndRestored) {
   arb.env = env;
   ASSERT_TRUE(arb.Start()) << ReadFile(arb.log());
   const std::string out = dir / "sleepy.out";
+  const std::string go = dir / "go";
   const pid_t fn = Spawn({CUDA_FUNCTION_BIN, "--socket", arb.socket(), "--name", "sleepy",
-                          "--pause-ms", "600", "--iterations", "3", "--slo-ms", "20"},
+                          "--pause-until", go, "--iterations", "3", "--slo-ms", "20"},
                          out, dir / "sleepy.err", env);
+  EXPECT_TRUE(EventSeen(arb, shm::EventType::kCheckpoint, 0, Scaled(seconds(60))))  // 0: checkpointed
+      << ReadFile(arb.log());
+  { std::ofstream(go) << "go\n"; }
   EXPECT_EQ(ExitCode(WaitFor(fn, Scaled(seconds(60)))), 0) << ReadFile(out) << ReadFile(arb.log());
   const auto report = LastJsonLine(out);
   ASSERT_TRUE(report.is_object()) << ReadFile(out);
@@ -396,12 +416,7 @@ TEST(ArbiterProcess, LongIdleFunctionIsDeepEvictedAndRestored) {
 
 // The arbiter's event ring shows a grant (safety net: 20 s).
 bool FirstGrantSeen(const ArbiterProcess& arb) {
-  for (int i = 0; i < 10000; ++i) {
-    for (const auto& e : ReadEvents(arb.events()))
-      if (e.type == shm::EventType::kGrant) return true;
-    std::this_thread::sleep_for(milliseconds(2));
-  }
-  return false;
+  return EventSeen(arb, shm::EventType::kGrant, std::nullopt, milliseconds(20'000));
 }
 
 // A CUDA function on simcuda that ignores preemption (keeps submitting, never finishes
