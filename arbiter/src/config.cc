@@ -22,71 +22,78 @@
 namespace gshare::arbiter {
 namespace {
 
-// Sets one key from its textual value; returns an error message without the key's name.
-using Setter = std::function<std::string(ArbiterConfig&, const std::string&)>;
+// The error of a malformed value: every one is the caller's (the operator's) to fix.
+Status Invalid(std::string message) {
+  return Status(StatusCode::kInvalidArgument, std::move(message));
+}
 
-std::string SetDuration(std::chrono::nanoseconds& out, const std::string& v, bool allow_zero) {
+// Sets one key from its textual value; returns an error whose message lacks the key's name.
+using Setter = std::function<Status(ArbiterConfig&, const std::string&)>;
+
+Status SetDuration(std::chrono::nanoseconds& out, const std::string& v, bool allow_zero) {
   std::string err;
   auto d = ParseDuration(v, &err);
-  if (!d) return err;
-  if (!allow_zero && d->count() == 0) return "must be greater than zero";
-  if (*d > std::chrono::hours(24)) return "must be at most 24h";
+  if (!d) return Invalid(err);
+  if (!allow_zero && d->count() == 0) return Invalid("must be greater than zero");
+  if (*d > std::chrono::hours(24)) return Invalid("must be at most 24h");
   out = *d;
   return {};
 }
 
-std::string SetUnsigned(uint64_t& out, const std::string& v, uint64_t min, uint64_t max) {
+Status SetUnsigned(uint64_t& out, const std::string& v, uint64_t min, uint64_t max) {
   uint64_t x = 0;
   const auto* end = v.data() + v.size();
   auto [p, ec] = std::from_chars(v.data(), end, x);
-  if (ec != std::errc() || p != end || v.empty()) return "'" + v + "' is not a non-negative integer";
+  if (ec != std::errc() || p != end || v.empty())
+    return Invalid("'" + v + "' is not a non-negative integer");
   if (x < min || x > max)
-    return "must be between " + std::to_string(min) + " and " + std::to_string(max);
+    return Invalid("must be between " + std::to_string(min) + " and " + std::to_string(max));
   out = x;
   return {};
 }
 
-std::string SetUnsigned32(uint32_t& out, const std::string& v, uint64_t min, uint64_t max) {
+Status SetUnsigned32(uint32_t& out, const std::string& v, uint64_t min, uint64_t max) {
   uint64_t n = 0;
-  if (auto e = SetUnsigned(n, v, min, max); !e.empty()) return e;
+  if (auto e = SetUnsigned(n, v, min, max); !e.ok()) return e;
   out = static_cast<uint32_t>(n);
   return {};
 }
 
 // A comma-separated list of distinct integers in [0, max]; `what` names one item in errors.
-std::string SetList(std::vector<uint32_t>& out, const std::string& v, uint64_t max,
-                    const std::string& what) {
+Status SetList(std::vector<uint32_t>& out, const std::string& v, uint64_t max,
+               const std::string& what) {
   std::vector<uint32_t> items;
   std::stringstream ss(v);
   std::string item;
   while (std::getline(ss, item, ',')) {
     uint64_t x = 0;
-    if (auto e = SetUnsigned(x, item, 0, max); !e.empty()) return what + " " + e;
+    if (auto e = SetUnsigned(x, item, 0, max); !e.ok()) return Invalid(what + " " + e.message());
     for (uint32_t seen : items)
-      if (seen == x) return what + " " + item + " listed twice";
+      if (seen == x) return Invalid(what + " " + item + " listed twice");
     items.push_back(static_cast<uint32_t>(x));
   }
-  if (items.empty() && !v.empty()) return "expected a comma-separated list of " + what + "s";
+  if (items.empty() && !v.empty())
+    return Invalid("expected a comma-separated list of " + what + "s");
   out = std::move(items);
   return {};
 }
 
-std::string SetGpuList(std::vector<uint32_t>& out, const std::string& v) {
+Status SetGpuList(std::vector<uint32_t>& out, const std::string& v) {
   return SetList(out, v, shm::kMaxGpus - 1, "GPU ordinal");
 }
 
-std::string SetIdList(std::vector<uint32_t>& out, const std::string& v) {
+Status SetIdList(std::vector<uint32_t>& out, const std::string& v) {
   return SetList(out, v, 0xFFFFFFFEULL, "id");
 }
 
 // A permission mode as text, always octal: "0660", "660" or "0o660". (A TOML integer reaches
 // here as octal text, see ModeText.)
-std::string SetMode(mode_t& out, const std::string& v) {
+Status SetMode(mode_t& out, const std::string& v) {
   const std::string digits = v.rfind("0o", 0) == 0 ? v.substr(2) : v;
   unsigned mode = 0;
   auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), mode, 8);
   if (digits.empty() || ec != std::errc() || p != digits.data() + digits.size() || mode > 0777)
-    return "'" + v + "' is not an octal permission mode such as 0666";
+    return Invalid("'" + v + "' is not an octal permission mode such as 0666");
   out = static_cast<mode_t>(mode);
   return {};
 }
@@ -94,23 +101,20 @@ std::string SetMode(mode_t& out, const std::string& v) {
 // A mode key's TOML integer as the octal text SetMode takes. toml++ reads 0o660 as the number
 // 432, so the text must be written in base 8 (the number means what it says); an integer not
 // written in octal (660, 0x1b0) is refused, as it is almost always a mode meant in octal.
-std::optional<std::string> ModeText(const toml::node& node, std::string* err) {
+Result<std::string> ModeText(const toml::node& node) {
   const auto* i = node.as_integer();
-  if (!i) return std::nullopt;
+  if (!i) return Invalid("unsupported value type");
   // The integer format is a two-bit field: binary 1, octal 2, hexadecimal 3 (mask).
   if ((i->flags() & toml::value_flags::format_as_hexadecimal) != toml::value_flags::format_as_octal) {
     const std::string n = std::to_string(i->get());
-    *err = (i->flags() & toml::value_flags::format_as_hexadecimal) == toml::value_flags::none
-               ? "the TOML integer " + n + " is decimal (the mode " + n +
-                     " in octal would be written 0o" + n + " or \"0" + n + "\")"
-               : "the TOML integer " + n + " is not written in octal; write the mode as 0o660 "
-                 "or as a string \"0660\"";
-    return std::nullopt;
+    return Invalid(
+        (i->flags() & toml::value_flags::format_as_hexadecimal) == toml::value_flags::none
+            ? "the TOML integer " + n + " is decimal (the mode " + n +
+                  " in octal would be written 0o" + n + " or \"0" + n + "\")"
+            : "the TOML integer " + n + " is not written in octal; write the mode as 0o660 "
+              "or as a string \"0660\"");
   }
-  if (i->get() < 0 || i->get() > 0777) {
-    *err = "must be between 0o0 and 0o777";
-    return std::nullopt;
-  }
+  if (i->get() < 0 || i->get() > 0777) return Invalid("must be between 0o0 and 0o777");
   char buf[8];
   auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), i->get(), 8);
   (void)ec;
@@ -118,24 +122,24 @@ std::optional<std::string> ModeText(const toml::node& node, std::string* err) {
 }
 
 // `metrics`: "HOST:PORT", "unix:PATH" or "" (off).
-std::string SetMetricsAddress(MetricsConfig& m, const std::string& v) {
+Status SetMetricsAddress(MetricsConfig& m, const std::string& v) {
   if (v.rfind("unix:", 0) == 0) {
     const std::string path = v.substr(5);
-    if (path.empty()) return "'unix:' needs a socket path";
-    if (path.size() >= 108) return "path longer than a Unix socket allows (107 bytes)";
+    if (path.empty()) return Invalid("'unix:' needs a socket path");
+    if (path.size() >= 108) return Invalid("path longer than a Unix socket allows (107 bytes)");
   } else if (!v.empty()) {
     const auto colon = v.rfind(':');
     uint64_t port = 0;
     if (colon == std::string::npos || colon == 0 ||
-        !SetUnsigned(port, v.substr(colon + 1), 1, 65535).empty())
-      return "'" + v + "' is neither HOST:PORT (port 1-65535) nor unix:PATH";
+        !SetUnsigned(port, v.substr(colon + 1), 1, 65535).ok())
+      return Invalid("'" + v + "' is neither HOST:PORT (port 1-65535) nor unix:PATH");
   }
   m.address = v;
   return {};
 }
 
 // `metrics_allow`: "any", or a comma-separated list of addresses / CIDR blocks.
-std::string SetIpNets(MetricsConfig& m, const std::string& v) {
+Status SetIpNets(MetricsConfig& m, const std::string& v) {
   if (v == "any") {
     m.allow.clear();
     m.allow_any = true;
@@ -155,17 +159,17 @@ std::string SetIpNets(MetricsConfig& m, const std::string& v) {
       net.family = AF_INET6;
       net.prefix = 128;
     } else {
-      return "'" + item + "' is not an IP address or CIDR block (or 'any')";
+      return Invalid("'" + item + "' is not an IP address or CIDR block (or 'any')");
     }
     if (slash != std::string::npos) {
       uint64_t prefix = 0;
-      if (!SetUnsigned(prefix, item.substr(slash + 1), 0, static_cast<uint64_t>(net.prefix)).empty())
-        return "'" + item + "': prefix length must be 0-" + std::to_string(net.prefix);
+      if (!SetUnsigned(prefix, item.substr(slash + 1), 0, static_cast<uint64_t>(net.prefix)).ok())
+        return Invalid("'" + item + "': prefix length must be 0-" + std::to_string(net.prefix));
       net.prefix = static_cast<int>(prefix);
     }
     nets.push_back(net);
   }
-  if (nets.empty()) return "expected 'any' or a comma-separated list of addresses";
+  if (nets.empty()) return Invalid("expected 'any' or a comma-separated list of addresses");
   m.allow = std::move(nets);
   m.allow_any = false;
   return {};
@@ -193,9 +197,9 @@ struct Key {
 const std::map<std::string, Key>& Keys() {
   static const auto* keys = new std::map<std::string, Key>{
       {"socket",
-       {[](ArbiterConfig& c, const std::string& v) -> std::string {
-           if (v.empty()) return "must not be empty";
-           if (v.size() >= 108) return "path longer than a Unix socket allows (107 bytes)";
+       {[](ArbiterConfig& c, const std::string& v) -> Status {
+           if (v.empty()) return Invalid("must not be empty");
+           if (v.size() >= 108) return Invalid("path longer than a Unix socket allows (107 bytes)");
            c.socket_path = v;
            return {};
          },
@@ -205,8 +209,8 @@ const std::map<std::string, Key>& Keys() {
        {[](ArbiterConfig& c, const std::string& v) { return SetMode(c.socket_mode, v); },
         "MODE", "permissions of the registration socket file, octal (default 0666)", true}},
       {"control_socket",
-       {[](ArbiterConfig& c, const std::string& v) -> std::string {
-           if (v.size() >= 108) return "path longer than a Unix socket allows (107 bytes)";
+       {[](ArbiterConfig& c, const std::string& v) -> Status {
+           if (v.size() >= 108) return Invalid("path longer than a Unix socket allows (107 bytes)");
            c.control_socket = v;
            return {};
          },
@@ -245,29 +249,30 @@ const std::map<std::string, Key>& Keys() {
         "IDS",
         "gids allowed to register, primary or supplementary (default: anyone who can connect)"}},
       {"gpu_memory",
-       {[](ArbiterConfig& c, const std::string& v) -> std::string {
+       {[](ArbiterConfig& c, const std::string& v) -> Status {
            std::string err;
            auto b = ParseByteSize(v, &err);
-           if (!b) return err;
-           if (*b < (1u << 20) || *b > shm::kMaxQuotaBytes) return "must be between 1MiB and 16TiB";
+           if (!b) return Invalid(err);
+           if (*b < (1u << 20) || *b > shm::kMaxQuotaBytes)
+             return Invalid("must be between 1MiB and 16TiB");
            c.gpu_memory_bytes = *b;
            return {};
          },
         "SIZE",
         "memory of each GPU; set it to run without asking the driver (default: from the driver)"}},
       {"gpu_count",
-       {[](ArbiterConfig& c, const std::string& v) -> std::string {
+       {[](ArbiterConfig& c, const std::string& v) -> Status {
            uint64_t n = 0;
-           if (auto e = SetUnsigned(n, v, 1, shm::kMaxGpus); !e.empty()) return e;
+           if (auto e = SetUnsigned(n, v, 1, shm::kMaxGpus); !e.ok()) return e;
            c.gpu_count = static_cast<uint32_t>(n);
            return {};
          },
         "N", "GPUs assumed when --gpu-memory is set (default 1)"}},
       {"memory_reserve",
-       {[](ArbiterConfig& c, const std::string& v) -> std::string {
+       {[](ArbiterConfig& c, const std::string& v) -> Status {
            std::string err;
            auto b = ParseByteSize(v, &err);
-           if (!b) return err;
+           if (!b) return Invalid(err);
            c.memory_reserve_bytes = *b;
            return {};
          },
@@ -296,8 +301,8 @@ const std::map<std::string, Key>& Keys() {
         "a swap order whose client shows no progress this long (first window: plus its quota "
         "at 128 MiB/s) disconnects it (default 10s)"}},
       {"lease",
-       {[](ArbiterConfig& c, const std::string& v) -> std::string {
-           if (v != "on" && v != "off") return "'" + v + "' is neither 'on' nor 'off'";
+       {[](ArbiterConfig& c, const std::string& v) -> Status {
+           if (v != "on" && v != "off") return Invalid("'" + v + "' is neither 'on' nor 'off'");
            c.lease = v == "on";
            return {};
          },
@@ -309,8 +314,8 @@ const std::map<std::string, Key>& Keys() {
          },
         "DURATION", "checkpoint vGPUs idle this long; 0 = never (default 0)"}},
       {"policy",
-       {[](ArbiterConfig& c, const std::string& v) -> std::string {
-           if (v.empty()) return "must name a policy";
+       {[](ArbiterConfig& c, const std::string& v) -> Status {
+           if (v.empty()) return Invalid("must name a policy");
            c.policy = v;  // checked against the policy factory when the arbiter starts
            return {};
          },
@@ -330,9 +335,9 @@ const std::map<std::string, Key>& Keys() {
         "client addresses or CIDR blocks that may scrape over TCP, or 'any'; others get 403 "
         "(default: anyone who reaches a loopback address)"}},
       {"metrics_max_connections",
-       {[](ArbiterConfig& c, const std::string& v) -> std::string {
+       {[](ArbiterConfig& c, const std::string& v) -> Status {
            uint64_t n = 0;
-           if (auto e = SetUnsigned(n, v, 1, 1024); !e.empty()) return e;
+           if (auto e = SetUnsigned(n, v, 1, 1024); !e.ok()) return e;
            c.metrics_address.max_connections = static_cast<uint32_t>(n);
            return {};
          },
@@ -343,20 +348,20 @@ const std::map<std::string, Key>& Keys() {
          },
         "MODE", "permissions of the unix:PATH metrics socket file, octal (default 0600)", true}},
       {"fail_mode",
-       {[](ArbiterConfig& c, const std::string& v) -> std::string {
+       {[](ArbiterConfig& c, const std::string& v) -> Status {
            if (v == "open") {
              c.fail_mode = FailMode::kOpen;
            } else if (v == "closed") {
              c.fail_mode = FailMode::kClosed;
            } else {
-             return "'" + v + "' is neither 'open' nor 'closed'";
+             return Invalid("'" + v + "' is neither 'open' nor 'closed'");
            }
            return {};
          },
         "open|closed",
         "what clients do while the arbiter is away, announced at registration (default open)"}},
       {"event_ring",
-       {[](ArbiterConfig& c, const std::string& v) -> std::string {
+       {[](ArbiterConfig& c, const std::string& v) -> Status {
            c.event_ring_path = v;
            return {};
          },
@@ -364,10 +369,10 @@ const std::map<std::string, Key>& Keys() {
         "file of the node event ring, for gshare-trace, in a directory tenants are not given "
         "(default none; the example configuration: /run/gshare-operator/events)"}},
       {"event_ring_capacity",
-       {[](ArbiterConfig& c, const std::string& v) -> std::string {
+       {[](ArbiterConfig& c, const std::string& v) -> Status {
            uint64_t n = 0;
-           if (auto e = SetUnsigned(n, v, 16, uint64_t{1} << 24); !e.empty()) return e;
-           if ((n & (n - 1)) != 0) return "must be a power of two";
+           if (auto e = SetUnsigned(n, v, 16, uint64_t{1} << 24); !e.ok()) return e;
+           if ((n & (n - 1)) != 0) return Invalid("must be a power of two");
            c.event_ring_capacity = n;
            return {};
          },
@@ -379,9 +384,9 @@ const std::map<std::string, Key>& Keys() {
         "(default 0600)",
         true}},
       {"event_ring_group",
-       {[](ArbiterConfig& c, const std::string& v) -> std::string {
+       {[](ArbiterConfig& c, const std::string& v) -> Status {
            uint64_t gid = 0;
-           if (auto e = SetUnsigned(gid, v, 0, 0xFFFFFFFEULL); !e.empty()) return e;
+           if (auto e = SetUnsigned(gid, v, 0, 0xFFFFFFFEULL); !e.ok()) return e;
            c.event_ring_gid = static_cast<gid_t>(gid);
            return {};
          },
@@ -399,9 +404,9 @@ const std::map<std::string, Key>& Keys() {
         "DURATION",
         "disconnect a client that stays over --doorbell-rate this long; 0 = never (default 10s)"}},
       {"max_clients",
-       {[](ArbiterConfig& c, const std::string& v) -> std::string {
+       {[](ArbiterConfig& c, const std::string& v) -> Status {
            uint64_t n = 0;
-           if (auto e = SetUnsigned(n, v, 1, 1u << 20); !e.empty()) return e;
+           if (auto e = SetUnsigned(n, v, 1, 1u << 20); !e.ok()) return e;
            c.max_clients = static_cast<uint32_t>(n);
            return {};
          },
@@ -443,16 +448,16 @@ const std::map<std::string, Key>& Keys() {
         "DURATION",
         "resident re-registrations are believed this long after the start (default 30s)"}},
       {"check_invariants",
-       {[](ArbiterConfig& c, const std::string& v) -> std::string {
-           if (v != "on" && v != "off") return "'" + v + "' is neither 'on' nor 'off'";
+       {[](ArbiterConfig& c, const std::string& v) -> Status {
+           if (v != "on" && v != "off") return Invalid("'" + v + "' is neither 'on' nor 'off'");
            c.check_invariants = v == "on";
            return {};
          },
         "on|off",
         "check the arbiter's invariants after every loop iteration (default: on in debug builds)"}},
       {"libcuda",
-       {[](ArbiterConfig& c, const std::string& v) -> std::string {
-           if (v.empty()) return "must not be empty";
+       {[](ArbiterConfig& c, const std::string& v) -> Status {
+           if (v.empty()) return Invalid("must not be empty");
            c.libcuda = v;
            return {};
          },
@@ -462,11 +467,11 @@ const std::map<std::string, Key>& Keys() {
        {[](ArbiterConfig& c, const std::string& v) { return SetGpuList(c.corun.gpus, v); },
         "LIST", "GPU ordinals whose token is granted to co-run sets (default none: time slices only)"}},
       {"corun_fault_domain",
-       {[](ArbiterConfig& c, const std::string& v) -> std::string {
+       {[](ArbiterConfig& c, const std::string& v) -> Status {
            if (v == "uid") c.corun.fault_domain = CorunFaultDomain::kUid;
            else if (v == "gid") c.corun.fault_domain = CorunFaultDomain::kGid;
            else if (v == "any") c.corun.fault_domain = CorunFaultDomain::kAny;
-           else return "'" + v + "' is not one of uid, gid, any";
+           else return Invalid("'" + v + "' is not one of uid, gid, any");
            return {};
          },
         "uid|gid|any",
@@ -486,23 +491,24 @@ const std::map<std::string, Key>& Keys() {
          },
         "PERCENT", "a co-runner's burst over this percentage of its SLO revokes the set, 10-100 (default 90)"}},
       {"mps_control",
-       {[](ArbiterConfig& c, const std::string& v) -> std::string {
-           if (!v.empty() && v.find('\0') != std::string::npos) return "contains a NUL byte";
+       {[](ArbiterConfig& c, const std::string& v) -> Status {
+           if (!v.empty() && v.find('\0') != std::string::npos)
+             return Invalid("contains a NUL byte");
            c.corun.mps_control = v;
            return {};
          },
         "PATH", "MPS control program started per co-run GPU in the foreground (default none)"}},
       {"mps_dir",
-       {[](ArbiterConfig& c, const std::string& v) -> std::string {
-           if (v.empty() || v.front() != '/') return "must be an absolute path";
+       {[](ArbiterConfig& c, const std::string& v) -> Status {
+           if (v.empty() || v.front() != '/') return Invalid("must be an absolute path");
            // <mps_dir>/gpuNNNN/pipe/control must fit a Unix socket path.
-           if (v.size() > 64) return "longer than 64 bytes (its MPS sockets must fit 107)";
+           if (v.size() > 64) return Invalid("longer than 64 bytes (its MPS sockets must fit 107)");
            c.corun.mps_dir = v;
            return {};
          },
         "DIR", "root of the co-run GPUs' private MPS pipe and log directories (default /run/gshare-mps)"}},
       {"log_level",
-       {[](ArbiterConfig& c, const std::string& v) -> std::string {
+       {[](ArbiterConfig& c, const std::string& v) -> Status {
            static const char* const kLevels[] = {"trace", "debug", "info", "warn",
                                                  "error", "critical", "off"};
            for (const char* l : kLevels)
@@ -510,45 +516,47 @@ const std::map<std::string, Key>& Keys() {
                c.log_level = v;
                return {};
              }
-           return "'" + v + "' is not one of trace, debug, info, warn, error, critical, off";
+           return Invalid("'" + v +
+                          "' is not one of trace, debug, info, warn, error, critical, off");
          },
         "LEVEL", "trace, debug, info, warn, error, critical or off (default info)"}},
   };
   return *keys;
 }
 
-// A TOML value as the text a setter takes; lists of integers or strings become "0,1".
-std::optional<std::string> TomlText(const toml::node& node) {
+// A TOML value as the text a setter takes; lists of integers or strings become "0,1". Other
+// values (floats, dates, tables, other arrays) are an "unsupported value type".
+Result<std::string> TomlText(const toml::node& node) {
   if (auto s = node.value<std::string>(); s && node.is_string()) return *s;
   if (node.is_integer()) return std::to_string(*node.value<int64_t>());
-  if (node.is_boolean()) return *node.value<bool>() ? "true" : "false";
+  if (node.is_boolean()) return std::string(*node.value<bool>() ? "true" : "false");
   if (const auto* arr = node.as_array()) {
     std::string out;
     for (const auto& el : *arr) {
-      if (!el.is_integer() && !el.is_string()) return std::nullopt;
+      if (!el.is_integer() && !el.is_string()) return Invalid("unsupported value type");
       if (!out.empty()) out += ',';
       out += el.is_string() ? *el.value<std::string>() : std::to_string(*el.value<int64_t>());
     }
     return out;
   }
-  return std::nullopt;
+  return Invalid("unsupported value type");
 }
 
-// "config key 'NAME' (line L): " + what.
-std::string KeyError(const std::string& name, const toml::node& node, const std::string& what) {
-  return "config key '" + name + "' (line " + std::to_string(node.source().begin.line) +
-         "): " + what;
+// The error "config key 'NAME' (line L): " + what.
+Status KeyError(const std::string& name, const toml::node& node, const std::string& what) {
+  return Invalid("config key '" + name + "' (line " + std::to_string(node.source().begin.line) +
+                 "): " + what);
 }
 
-// Applies one key of the file; "" or the error naming the key and its line.
-std::string ApplyTomlKey(ArbiterConfig& config, const std::string& name, const toml::node& node) {
+// Applies one key of the file; OK or the error naming the key and its line.
+Status ApplyTomlKey(ArbiterConfig& config, const std::string& name, const toml::node& node) {
   const auto it = Keys().find(name);
   if (it == Keys().end())
     return KeyError(name, node, node.is_table() ? "unknown table" : "unknown key");
-  std::string err;
-  auto text = it->second.is_mode && node.is_integer() ? ModeText(node, &err) : TomlText(node);
-  if (!text) return KeyError(name, node, err.empty() ? "unsupported value type" : err);
-  if (err = it->second.set(config, *text); !err.empty()) return KeyError(name, node, err);
+  Result<std::string> text =
+      it->second.is_mode && node.is_integer() ? ModeText(node) : TomlText(node);
+  if (!text.ok()) return KeyError(name, node, text.status().message());
+  if (auto s = it->second.set(config, *text); !s.ok()) return KeyError(name, node, s.message());
   return {};
 }
 
@@ -604,56 +612,48 @@ bool IsLoopbackHost(const std::string& host) {
   return ::inet_pton(AF_INET6, bare.c_str(), &a) == 1 && IN6_IS_ADDR_LOOPBACK(&a);
 }
 
-std::string CheckMetricsExposure(const MetricsConfig& metrics) {
+Status CheckMetricsExposure(const MetricsConfig& metrics) {
   if (metrics.empty() || metrics.is_unix() || metrics.allow_any || !metrics.allow.empty())
     return {};
   const std::string host = metrics.address.substr(0, metrics.address.rfind(':'));
   if (IsLoopbackHost(host)) return {};
-  return "metrics: '" + host +
-         "' is not a loopback address, and /metrics names every tenant's functions and load: "
-         "set metrics_allow to the scrapers' addresses (or 'any' to serve everyone who can "
-         "reach it)";
+  return Invalid("metrics: '" + host +
+                 "' is not a loopback address, and /metrics names every tenant's functions and "
+                 "load: set metrics_allow to the scrapers' addresses (or 'any' to serve everyone "
+                 "who can reach it)");
 }
 
-ConfigResult ParseConfigToml(std::string_view text, const ArbiterConfig& base) {
-  ConfigResult result{base, {}, false};
+Result<ArbiterConfig> ParseConfigToml(std::string_view text, const ArbiterConfig& base) {
+  ArbiterConfig config = base;
   toml::table root;
   try {
     root = toml::parse(text);
   } catch (const toml::parse_error& e) {
     std::ostringstream os;
     os << "config file: " << e.description() << " (line " << e.source().begin.line << ")";
-    result.error = os.str();
-    return result;
+    return Invalid(os.str());
   }
   // Keys at the top level or all of them in an [arbiter] table, never both: a top-level key
   // beside [arbiter] would otherwise be silently ignored (allowed_uids, socket_mode...).
   const toml::table* table = &root;
   if (const auto* arbiter = root.get("arbiter")) {
-    if (!arbiter->is_table()) {
-      result.error = KeyError("arbiter", *arbiter, "must be a table ([arbiter])");
-      return result;
-    }
+    if (!arbiter->is_table()) return KeyError("arbiter", *arbiter, "must be a table ([arbiter])");
     for (const auto& [key, node] : root) {
       if (key.str() == "arbiter") continue;
-      result.error = KeyError(std::string(key.str()), node,
-                              "outside the [arbiter] table, where it would be ignored: put every "
-                              "key under [arbiter] (or drop [arbiter])");
-      return result;
+      return KeyError(std::string(key.str()), node,
+                      "outside the [arbiter] table, where it would be ignored: put every key "
+                      "under [arbiter] (or drop [arbiter])");
     }
     table = arbiter->as_table();
   }
   for (const auto& [key, node] : *table) {
-    if (auto err = ApplyTomlKey(result.config, std::string(key.str()), node); !err.empty()) {
-      result.error = err;
-      return result;
-    }
+    if (auto s = ApplyTomlKey(config, std::string(key.str()), node); !s.ok()) return s;
   }
-  return result;
+  return config;
 }
 
-ConfigResult ParseCommandLine(int argc, const char* const* argv) {
-  ConfigResult result;
+Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
+  CommandLine result;
   CLI::App app{"gshare-arbiter: the node daemon that lets GPU functions share a node's GPUs"};
   std::string config_file;
   app.add_option("--config", config_file, "TOML config file (keys as the long flags, '_' for '-')")
@@ -666,39 +666,28 @@ ConfigResult ParseCommandLine(int argc, const char* const* argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
-    result.help = true;
-    result.error = app.help();
+    result.help = app.help();
     return result;
   } catch (const CLI::ParseError& e) {
-    result.error = std::string("command line: ") + e.what();
-    return result;
+    return Invalid(std::string("command line: ") + e.what());
   }
   const std::string summary = result.config.summary_path;
   if (!config_file.empty()) {
     std::ifstream in(config_file);
-    if (!in) {
-      result.error = "--config: cannot read '" + config_file + "'";
-      return result;
-    }
+    if (!in) return Invalid("--config: cannot read '" + config_file + "'");
     std::stringstream buf;
     buf << in.rdbuf();
-    ConfigResult file = ParseConfigToml(buf.str(), result.config);
-    if (!file.ok()) {
-      result.error = file.error + " in " + config_file;
-      return result;
-    }
-    result.config = file.config;
+    Result<ArbiterConfig> file = ParseConfigToml(buf.str(), result.config);
+    if (!file.ok()) return Invalid(file.status().message() + " in " + config_file);
+    result.config = std::move(file).value();
     result.config.summary_path = summary;
   }
   for (const auto& [key, k] : Keys()) {
     if (app.count(FlagName(key)) == 0) continue;
-    if (auto err = k.set(result.config, values[key]); !err.empty()) {
-      result.error = FlagName(key) + ": " + err;
-      return result;
-    }
+    if (auto s = k.set(result.config, values[key]); !s.ok())
+      return Invalid(FlagName(key) + ": " + s.message());
   }
-  if (auto err = CheckMetricsExposure(result.config.metrics_address); !err.empty())
-    result.error = err;
+  if (auto s = CheckMetricsExposure(result.config.metrics_address); !s.ok()) return s;
   return result;
 }
 

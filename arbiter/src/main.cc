@@ -61,16 +61,16 @@ int main(int argc, char** argv) {
   sigaddset(&mask, SIGTERM);
   sigaddset(&mask, SIGINT);
   pthread_sigmask(SIG_BLOCK, &mask, nullptr);
-  ConfigResult parsed = ParseCommandLine(argc, argv);
-  if (parsed.help) {
-    std::fputs(parsed.error.c_str(), stdout);
-    return 0;
-  }
+  auto parsed = ParseCommandLine(argc, argv);
   if (!parsed.ok()) {
-    std::fprintf(stderr, "gshare-arbiter: %s\n", parsed.error.c_str());
+    std::fprintf(stderr, "gshare-arbiter: %s\n", parsed.status().message().c_str());
     return 2;
   }
-  const ArbiterConfig& config = parsed.config;
+  if (parsed->help) {
+    std::fputs(parsed->help->c_str(), stdout);
+    return 0;
+  }
+  const ArbiterConfig& config = parsed->config;
   spdlog::set_default_logger(spdlog::stderr_color_mt("gshare-arbiter"));
   spdlog::set_level(spdlog::level::from_str(config.log_level));
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%f %^%l%$ gshare-arbiter[%P] %v");

@@ -103,8 +103,7 @@ struct MetricsServer::Impl {
 MetricsServer::MetricsServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 shm::Result<std::unique_ptr<MetricsServer>> MetricsServer::Start(const MetricsConfig& config) {
-  if (auto err = CheckMetricsExposure(config); !err.empty())
-    return shm::Status(shm::StatusCode::kInvalidArgument, err);
+  if (auto s = CheckMetricsExposure(config); !s.ok()) return s;
   auto impl = std::make_unique<Impl>();
   Impl* raw = impl.get();
   raw->config = config;

@@ -16,7 +16,7 @@
 namespace gshare::arbiter {
 namespace {
 
-ConfigResult Parse(std::vector<std::string> args) {
+Result<CommandLine> Parse(std::vector<std::string> args) {
   args.insert(args.begin(), "gshare-arbiter");
   std::vector<const char*> argv;
   for (const auto& a : args) argv.push_back(a.c_str());
@@ -24,18 +24,18 @@ ConfigResult Parse(std::vector<std::string> args) {
 }
 
 TEST(ArbiterConfig, Defaults) {
-  const ConfigResult r = Parse({});
-  ASSERT_TRUE(r.ok()) << r.error;
-  EXPECT_EQ(r.config.socket_path, "/run/gshare/arbiter.sock");
-  EXPECT_EQ(r.config.slice, std::chrono::milliseconds(20));
-  EXPECT_EQ(r.config.policy, "aggressive");
-  EXPECT_EQ(r.config.fail_mode, FailMode::kOpen);
-  EXPECT_TRUE(r.config.gpus.empty());
-  EXPECT_FALSE(r.config.gpu_memory_bytes.has_value());
+  const auto r = Parse({});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->config.socket_path, "/run/gshare/arbiter.sock");
+  EXPECT_EQ(r->config.slice, std::chrono::milliseconds(20));
+  EXPECT_EQ(r->config.policy, "aggressive");
+  EXPECT_EQ(r->config.fail_mode, FailMode::kOpen);
+  EXPECT_TRUE(r->config.gpus.empty());
+  EXPECT_FALSE(r->config.gpu_memory_bytes.has_value());
 }
 
 TEST(ArbiterConfig, TomlKeys) {
-  const ConfigResult r = ParseConfigToml(R"(
+  const auto r = ParseConfigToml(R"(
 socket = "/tmp/a.sock"
 gpus = [0, 2]
 gpu_memory = "16GiB"
@@ -51,26 +51,26 @@ fail_mode = "closed"
 event_ring_capacity = 1024
 )",
                                          ArbiterConfig{});
-  ASSERT_TRUE(r.ok()) << r.error;
-  EXPECT_EQ(r.config.socket_path, "/tmp/a.sock");
-  EXPECT_EQ(r.config.gpus, (std::vector<uint32_t>{0, 2}));
-  EXPECT_EQ(*r.config.gpu_memory_bytes, 16ull << 30);
-  EXPECT_EQ(r.config.memory_reserve_bytes, 512ull << 20);
-  EXPECT_EQ(r.config.slice, std::chrono::milliseconds(5));
-  EXPECT_EQ(r.config.idle_release, std::chrono::microseconds(200));
-  EXPECT_EQ(r.config.preempt_grace, std::chrono::seconds(1));
-  EXPECT_EQ(r.config.swap_order_timeout, std::chrono::seconds(30));
-  EXPECT_EQ(r.config.deep_evict_after, std::chrono::minutes(10));
-  EXPECT_EQ(r.config.policy, "fifo");
-  EXPECT_EQ(r.config.metrics_address.address, "127.0.0.1:9464");
-  EXPECT_EQ(r.config.fail_mode, FailMode::kClosed);
-  EXPECT_EQ(r.config.event_ring_capacity, 1024u);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->socket_path, "/tmp/a.sock");
+  EXPECT_EQ(r->gpus, (std::vector<uint32_t>{0, 2}));
+  EXPECT_EQ(*r->gpu_memory_bytes, 16ull << 30);
+  EXPECT_EQ(r->memory_reserve_bytes, 512ull << 20);
+  EXPECT_EQ(r->slice, std::chrono::milliseconds(5));
+  EXPECT_EQ(r->idle_release, std::chrono::microseconds(200));
+  EXPECT_EQ(r->preempt_grace, std::chrono::seconds(1));
+  EXPECT_EQ(r->swap_order_timeout, std::chrono::seconds(30));
+  EXPECT_EQ(r->deep_evict_after, std::chrono::minutes(10));
+  EXPECT_EQ(r->policy, "fifo");
+  EXPECT_EQ(r->metrics_address.address, "127.0.0.1:9464");
+  EXPECT_EQ(r->fail_mode, FailMode::kClosed);
+  EXPECT_EQ(r->event_ring_capacity, 1024u);
 }
 
 TEST(ArbiterConfig, ArbiterTableAccepted) {
-  const ConfigResult r = ParseConfigToml("[arbiter]\nslice = \"7ms\"\n", ArbiterConfig{});
-  ASSERT_TRUE(r.ok()) << r.error;
-  EXPECT_EQ(r.config.slice, std::chrono::milliseconds(7));
+  const auto r = ParseConfigToml("[arbiter]\nslice = \"7ms\"\n", ArbiterConfig{});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->slice, std::chrono::milliseconds(7));
 }
 
 struct BadValue {
@@ -81,9 +81,9 @@ struct BadValue {
 class ArbiterConfigBad : public ::testing::TestWithParam<BadValue> {};
 
 TEST_P(ArbiterConfigBad, ErrorNamesTheKey) {
-  const ConfigResult r = ParseConfigToml(GetParam().toml, ArbiterConfig{});
+  const auto r = ParseConfigToml(GetParam().toml, ArbiterConfig{});
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.error.find(std::string("'") + GetParam().key + "'"), std::string::npos) << r.error;
+  EXPECT_NE(r.status().message().find(std::string("'") + GetParam().key + "'"), std::string::npos) << r.status().message();
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -121,101 +121,101 @@ INSTANTIATE_TEST_SUITE_P(
 // Issue 16 item 12: toml++ reads 0o660 as the number 432; it used to be turned back into the
 // text "432" and read as octal, mode 0432 (others could connect). Every mode key, both forms.
 TEST(ArbiterConfig, TomlModesMeanWhatTheySay) {
-  const ConfigResult r = ParseConfigToml(R"(
+  const auto r = ParseConfigToml(R"(
 socket_mode = 0o660
 control_socket_mode = 0o640
 metrics_socket_mode = 0o660
 event_ring_mode = 0o640
 )",
                                          ArbiterConfig{});
-  ASSERT_TRUE(r.ok()) << r.error;
-  EXPECT_EQ(r.config.socket_mode, 0660u) << std::oct << r.config.socket_mode;
-  EXPECT_EQ(r.config.control_socket_mode, 0640u) << std::oct << r.config.control_socket_mode;
-  EXPECT_EQ(r.config.metrics_address.socket_mode, 0660u);
-  EXPECT_EQ(r.config.event_ring_mode, 0640u) << std::oct << r.config.event_ring_mode;
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->socket_mode, 0660u) << std::oct << r->socket_mode;
+  EXPECT_EQ(r->control_socket_mode, 0640u) << std::oct << r->control_socket_mode;
+  EXPECT_EQ(r->metrics_address.socket_mode, 0660u);
+  EXPECT_EQ(r->event_ring_mode, 0640u) << std::oct << r->event_ring_mode;
   for (const char* text : {"\"0660\"", "\"660\"", "\"0o660\""}) {
-    const ConfigResult s = ParseConfigToml(std::string("socket_mode = ") + text, ArbiterConfig{});
-    ASSERT_TRUE(s.ok()) << text << ": " << s.error;
-    EXPECT_EQ(s.config.socket_mode, 0660u) << text;
+    const auto s = ParseConfigToml(std::string("socket_mode = ") + text, ArbiterConfig{});
+    ASSERT_TRUE(s.ok()) << text << ": " << s.status().message();
+    EXPECT_EQ(s->socket_mode, 0660u) << text;
   }
-  const ConfigResult decimal = ParseConfigToml("socket_mode = 660", ArbiterConfig{});
+  const auto decimal = ParseConfigToml("socket_mode = 660", ArbiterConfig{});
   ASSERT_FALSE(decimal.ok());
-  EXPECT_NE(decimal.error.find("0o660"), std::string::npos) << decimal.error;
+  EXPECT_NE(decimal.status().message().find("0o660"), std::string::npos) << decimal.status().message();
 }
 
 // Issue 16 item 13: with an [arbiter] table, top-level keys used to be skipped silently
 // (allowed_uids and socket_mode among them). Now they are errors naming the key and its line,
 // and the file's name through --config.
 TEST(ArbiterConfig, KeysOutsideTheArbiterTableAreErrors) {
-  const ConfigResult r = ParseConfigToml("allowed_uids = [1000]\nsocket_mode = \"0600\"\n"
+  const auto r = ParseConfigToml("allowed_uids = [1000]\nsocket_mode = \"0600\"\n"
                                          "[arbiter]\nslice = \"7ms\"\n",
                                          ArbiterConfig{});
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.error.find("'allowed_uids' (line 1)"), std::string::npos) << r.error;
-  EXPECT_NE(r.error.find("[arbiter]"), std::string::npos) << r.error;
-  const ConfigResult table = ParseConfigToml("[arbiter]\nslice = \"7ms\"\n[metrics]\nport = 1\n",
+  EXPECT_NE(r.status().message().find("'allowed_uids' (line 1)"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("[arbiter]"), std::string::npos) << r.status().message();
+  const auto table = ParseConfigToml("[arbiter]\nslice = \"7ms\"\n[metrics]\nport = 1\n",
                                              ArbiterConfig{});
   ASSERT_FALSE(table.ok());
-  EXPECT_NE(table.error.find("'metrics' (line 3)"), std::string::npos) << table.error;
-  const ConfigResult not_table = ParseConfigToml("arbiter = 1\n", ArbiterConfig{});
+  EXPECT_NE(table.status().message().find("'metrics' (line 3)"), std::string::npos) << table.status().message();
+  const auto not_table = ParseConfigToml("arbiter = 1\n", ArbiterConfig{});
   ASSERT_FALSE(not_table.ok());
-  EXPECT_NE(not_table.error.find("'arbiter'"), std::string::npos) << not_table.error;
+  EXPECT_NE(not_table.status().message().find("'arbiter'"), std::string::npos) << not_table.status().message();
 
   const std::string path = "/tmp/gshare-arbiter-config-top-" + std::to_string(::getpid()) + ".toml";
   {
     std::ofstream out(path);
     out << "allowed_uids = [1000]\n[arbiter]\nslice = \"7ms\"\n";
   }
-  const ConfigResult file = Parse({"--config", path});
+  const auto file = Parse({"--config", path});
   std::remove(path.c_str());
   ASSERT_FALSE(file.ok());
-  EXPECT_NE(file.error.find("'allowed_uids'"), std::string::npos) << file.error;
-  EXPECT_NE(file.error.find(path), std::string::npos) << file.error;
+  EXPECT_NE(file.status().message().find("'allowed_uids'"), std::string::npos) << file.status().message();
+  EXPECT_NE(file.status().message().find(path), std::string::npos) << file.status().message();
 }
 
 // The shipped example (packaging/arbiter.toml) parses, and says what it means.
 TEST(ArbiterConfig, ShippedExampleParses) {
-  const ConfigResult r = Parse({"--config", EXAMPLE_CONFIG});
-  ASSERT_TRUE(r.ok()) << r.error;
-  EXPECT_EQ(r.config.socket_path, "/run/gshare/arbiter.sock");
-  EXPECT_EQ(r.config.metrics_address.address, "127.0.0.1:9464");
-  EXPECT_EQ(r.config.event_ring_path, "/run/gshare-operator/events");
-  EXPECT_EQ(r.config.event_ring_mode, 0600u);
+  const auto r = Parse({"--config", EXAMPLE_CONFIG});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->config.socket_path, "/run/gshare/arbiter.sock");
+  EXPECT_EQ(r->config.metrics_address.address, "127.0.0.1:9464");
+  EXPECT_EQ(r->config.event_ring_path, "/run/gshare-operator/events");
+  EXPECT_EQ(r->config.event_ring_mode, 0600u);
 }
 
 // Issue 16 item 14/15 defaults: the ring is owner-only, metrics connections are capped.
 TEST(ArbiterConfig, ExposureDefaults) {
-  const ConfigResult r = Parse({});
-  ASSERT_TRUE(r.ok()) << r.error;
-  EXPECT_EQ(r.config.event_ring_mode, 0600u);
-  EXPECT_FALSE(r.config.event_ring_gid.has_value());
-  EXPECT_TRUE(r.config.metrics_address.empty());
-  EXPECT_EQ(r.config.metrics_address.max_connections, 8u);
-  EXPECT_EQ(r.config.metrics_address.socket_mode, 0600u);
-  const ConfigResult g = Parse({"--event-ring-group", "4242", "--event-ring-mode", "0640"});
-  ASSERT_TRUE(g.ok()) << g.error;
-  EXPECT_EQ(g.config.event_ring_gid, std::optional<gid_t>(4242));
-  EXPECT_EQ(g.config.event_ring_mode, 0640u);
+  const auto r = Parse({});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->config.event_ring_mode, 0600u);
+  EXPECT_FALSE(r->config.event_ring_gid.has_value());
+  EXPECT_TRUE(r->config.metrics_address.empty());
+  EXPECT_EQ(r->config.metrics_address.max_connections, 8u);
+  EXPECT_EQ(r->config.metrics_address.socket_mode, 0600u);
+  const auto g = Parse({"--event-ring-group", "4242", "--event-ring-mode", "0640"});
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  EXPECT_EQ(g->config.event_ring_gid, std::optional<gid_t>(4242));
+  EXPECT_EQ(g->config.event_ring_mode, 0640u);
 }
 
 // Issue 16 item 15: a non-loopback metrics bind needs an explicit allow-list (or "any").
 TEST(ArbiterConfig, NonLoopbackMetricsNeedAnAllowList) {
   for (const char* address : {"0.0.0.0:9464", "10.1.2.3:9464", "[::]:9464", "node1:9464"}) {
-    const ConfigResult r = Parse({"--metrics", address});
+    const auto r = Parse({"--metrics", address});
     ASSERT_FALSE(r.ok()) << address;
-    EXPECT_NE(r.error.find("metrics_allow"), std::string::npos) << r.error;
-    EXPECT_NE(r.error.find("loopback"), std::string::npos) << r.error;
+    EXPECT_NE(r.status().message().find("metrics_allow"), std::string::npos) << r.status().message();
+    EXPECT_NE(r.status().message().find("loopback"), std::string::npos) << r.status().message();
     EXPECT_TRUE(Parse({"--metrics", address, "--metrics-allow", "10.0.0.0/8,::1"}).ok()) << address;
     EXPECT_TRUE(Parse({"--metrics", address, "--metrics-allow", "any"}).ok()) << address;
   }
   for (const char* address : {"127.0.0.1:9464", "127.0.0.2:1", "localhost:9464", "[::1]:9464",
                               "unix:/run/gshare/metrics.sock"})
     EXPECT_TRUE(Parse({"--metrics", address}).ok()) << address << ": "
-                                                     << Parse({"--metrics", address}).error;
-  const ConfigResult list = ParseConfigToml("metrics_allow = [\"10.0.0.0/8\", \"fd00::/8\"]",
+                                                     << Parse({"--metrics", address}).status().message();
+  const auto list = ParseConfigToml("metrics_allow = [\"10.0.0.0/8\", \"fd00::/8\"]",
                                             ArbiterConfig{});
-  ASSERT_TRUE(list.ok()) << list.error;
-  const auto& allow = list.config.metrics_address.allow;
+  ASSERT_TRUE(list.ok()) << list.status().message();
+  const auto& allow = list->metrics_address.allow;
   ASSERT_EQ(allow.size(), 2u);
   EXPECT_TRUE(allow[0].Contains("10.200.3.4"));
   EXPECT_TRUE(allow[0].Contains("::ffff:10.200.3.4"));  // IPv4-mapped, as a dual-stack peer
@@ -227,9 +227,9 @@ TEST(ArbiterConfig, NonLoopbackMetricsNeedAnAllowList) {
 }
 
 TEST(ArbiterConfig, SyntaxErrorSaysLine) {
-  const ConfigResult r = ParseConfigToml("slice = \n", ArbiterConfig{});
+  const auto r = ParseConfigToml("slice = \n", ArbiterConfig{});
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.error.find("line 1"), std::string::npos) << r.error;
+  EXPECT_NE(r.status().message().find("line 1"), std::string::npos) << r.status().message();
 }
 
 TEST(ArbiterConfig, FlagsOverrideFile) {
@@ -238,30 +238,31 @@ TEST(ArbiterConfig, FlagsOverrideFile) {
     std::ofstream out(path);
     out << "slice = \"5ms\"\npolicy = \"fifo\"\n";
   }
-  const ConfigResult r = Parse({"--config", path, "--slice", "9ms"});
+  const auto r = Parse({"--config", path, "--slice", "9ms"});
   std::remove(path.c_str());
-  ASSERT_TRUE(r.ok()) << r.error;
-  EXPECT_EQ(r.config.slice, std::chrono::milliseconds(9));
-  EXPECT_EQ(r.config.policy, "fifo");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->config.slice, std::chrono::milliseconds(9));
+  EXPECT_EQ(r->config.policy, "fifo");
 }
 
 TEST(ArbiterConfig, BadFlagNamesTheFlag) {
-  const ConfigResult r = Parse({"--preempt-grace", "soon"});
+  const auto r = Parse({"--preempt-grace", "soon"});
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.error.find("--preempt-grace"), std::string::npos) << r.error;
-  const ConfigResult missing = Parse({"--config", "/nonexistent/gshare.toml"});
+  EXPECT_NE(r.status().message().find("--preempt-grace"), std::string::npos) << r.status().message();
+  const auto missing = Parse({"--config", "/nonexistent/gshare.toml"});
   ASSERT_FALSE(missing.ok());
-  EXPECT_NE(missing.error.find("--config"), std::string::npos) << missing.error;
-  const ConfigResult unknown = Parse({"--bogus", "1"});
+  EXPECT_NE(missing.status().message().find("--config"), std::string::npos) << missing.status().message();
+  const auto unknown = Parse({"--bogus", "1"});
   EXPECT_FALSE(unknown.ok());
 }
 
 // --help: every flag has a placeholder and a description of its own that names its default
 // (the texts live next to each key's setter in config.cc).
 TEST(ArbiterConfig, HelpDescribesEveryFlag) {
-  const ConfigResult r = Parse({"--help"});
-  ASSERT_TRUE(r.help);
-  const std::string& help = r.error;
+  const auto r = Parse({"--help"});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_TRUE(r->help.has_value());
+  const std::string& help = *r->help;
   int flags = 0;
   size_t at = 0;
   while ((at = help.find("\n  --", at)) != std::string::npos) {

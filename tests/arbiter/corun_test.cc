@@ -127,14 +127,14 @@ TEST(CorunConfig, KeysParseAndBadValuesNameTheKey) {
       "corun_backoff = \"5s\"\ncorun_threat = 75\nmps_control = \"simcuda-mps-control\"\n"
       "mps_dir = \"/run/x\"\n",
       ArbiterConfig{});
-  ASSERT_TRUE(r.ok()) << r.error;
-  EXPECT_EQ(r.config.corun.gpus, (std::vector<uint32_t>{0, 1}));
-  EXPECT_EQ(r.config.corun.fault_domain, CorunFaultDomain::kGid);
-  EXPECT_EQ(r.config.corun.max_members, 8u);
-  EXPECT_EQ(r.config.corun.backoff, std::chrono::seconds(5));
-  EXPECT_EQ(r.config.corun.threat_percent, 75u);
-  EXPECT_EQ(r.config.corun.mps_control, "simcuda-mps-control");
-  EXPECT_EQ(r.config.corun.mps_dir, "/run/x");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->corun.gpus, (std::vector<uint32_t>{0, 1}));
+  EXPECT_EQ(r->corun.fault_domain, CorunFaultDomain::kGid);
+  EXPECT_EQ(r->corun.max_members, 8u);
+  EXPECT_EQ(r->corun.backoff, std::chrono::seconds(5));
+  EXPECT_EQ(r->corun.threat_percent, 75u);
+  EXPECT_EQ(r->corun.mps_control, "simcuda-mps-control");
+  EXPECT_EQ(r->corun.mps_dir, "/run/x");
   EXPECT_TRUE(ArbiterConfig{}.corun.gpus.empty());  // off by default
   const std::pair<const char*, const char*> bad[] = {
       {"corun_gpus = [0, 0]", "corun_gpus"},
@@ -149,11 +149,13 @@ TEST(CorunConfig, KeysParseAndBadValuesNameTheKey) {
   for (const auto& [text, key] : bad) {
     auto e = ParseConfigToml(text, ArbiterConfig{});
     EXPECT_FALSE(e.ok()) << text;
-    EXPECT_NE(e.error.find(key), std::string::npos) << text << ": " << e.error;
+    EXPECT_NE(e.status().message().find(key), std::string::npos)
+        << text << ": " << e.status().message();
   }
   const char* argv[] = {"gshare-arbiter", "--corun-fault-domain", "nobody"};
   auto cl = ParseCommandLine(3, argv);
-  EXPECT_NE(cl.error.find("--corun-fault-domain"), std::string::npos) << cl.error;
+  EXPECT_NE(cl.status().message().find("--corun-fault-domain"), std::string::npos)
+      << cl.status().message();
 }
 
 }  // namespace

@@ -46,7 +46,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const bool command_line = (in.Take<uint8_t>() & 1) != 0;
   if (!command_line) {
     const auto result = arb::ParseConfigToml(in.Rest(), arb::ArbiterConfig{});
-    if (result.ok()) CheckConfig(result.config);
+    if (result.ok()) CheckConfig(*result);
     return 0;
   }
   std::vector<std::string> args{"gshare-arbiter"};
@@ -59,6 +59,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (const auto& a : args) argv.push_back(a.c_str());
   argv.push_back(nullptr);
   const auto result = arb::ParseCommandLine(static_cast<int>(args.size()), argv.data());
-  if (result.ok()) CheckConfig(result.config);
+  if (result.ok() && !result->help) CheckConfig(result->config);  // --help: no config to check
   return 0;
 }

@@ -1,6 +1,7 @@
 // The arbiter's configuration: defaults, the TOML config file (toml++) and the command line
 // (CLI11), command-line values overriding the file's. Every malformed value is reported as an
-// error naming the key or flag; nothing here exits or throws into the caller.
+// error (a gshare::Status, kInvalidArgument) whose message names the key or flag; nothing here
+// exits or throws into the caller.
 // Pure functions of their inputs; thread-safe.
 #pragma once
 
@@ -13,6 +14,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "gshare/common/status.h"
 
 namespace gshare::arbiter {
 
@@ -47,9 +50,10 @@ struct MetricsConfig {
   bool is_unix() const { return address.rfind("unix:", 0) == 0; }
 };
 
-// "" if `metrics` may be served as configured, else why not (a non-loopback TCP bind needs
-// `metrics_allow`: the page names every tenant's functions and their load).
-std::string CheckMetricsExposure(const MetricsConfig& metrics);
+// OK if `metrics` may be served as configured, else a kInvalidArgument error saying why not (a
+// non-loopback TCP bind needs `metrics_allow`: the page names every tenant's functions and
+// their load).
+Status CheckMetricsExposure(const MetricsConfig& metrics);
 
 // Whether HOST (of `metrics`'s HOST:PORT) names the loopback interface: "localhost",
 // 127.0.0.0/8, ::1.
@@ -202,21 +206,24 @@ struct ArbiterConfig {
   std::string summary_path;
 };
 
-// Result of parsing: a config, or an error message naming the offending key or flag.
-struct ConfigResult {
+// Applies the TOML document `text` on top of `base`: the resulting config, or a
+// kInvalidArgument error. Unknown keys are errors, and so are top-level keys beside an
+// [arbiter] table (which would otherwise be ignored) and any other table; the message names
+// the key and its line.
+Result<ArbiterConfig> ParseConfigToml(std::string_view text, const ArbiterConfig& base);
+
+// What a valid command line asks for. --help is not an error: it is a CommandLine whose `help`
+// holds the help text, which the caller prints to stdout before exiting 0 (`config` is then
+// not to be run with).
+struct CommandLine {
   ArbiterConfig config;
-  std::string error;  // empty on success
-  bool help = false;  // --help was given; `error` then holds the help text
-  bool ok() const { return error.empty(); }
+  std::optional<std::string> help;  // set: --help was given
 };
 
-// Applies the TOML document `text` on top of `base`. Unknown keys are errors, and so are
-// top-level keys beside an [arbiter] table (which would otherwise be ignored) and any other
-// table; the message names the key and its line.
-ConfigResult ParseConfigToml(std::string_view text, const ArbiterConfig& base);
-
-// Parses the command line: defaults, then the --config FILE (if given), then the flags.
-ConfigResult ParseCommandLine(int argc, const char* const* argv);
+// Parses the command line: defaults, then the --config FILE (if given), then the flags. A bad
+// flag or value, or an unreadable or invalid --config file, is a kInvalidArgument error whose
+// message names the flag (for the file's errors: the key or line, and the file).
+Result<CommandLine> ParseCommandLine(int argc, const char* const* argv);
 
 // The control socket's path for `config` ("" when it is off).
 std::string ControlSocketPath(const ArbiterConfig& config);
