@@ -6,8 +6,11 @@
 // Drain: the GPU is marked drained and the policy told (GpuUnavailable): it moves the functions
 // there to other GPUs (or holds them while no GPU is available) and places nothing there; the
 // token holder is preempted, every vGPU resident there is swapped out (after it releases the
-// token), and no swap-in, restore or grant happens there until undrain (GpuAvailable).
-// Evict: one vGPU is swapped out now (a holder first is asked to yield). Set-slo: the policy learns the new SLO by the function
+// token), and no swap-in, restore or grant happens there until undrain (GpuAvailable). MPS
+// clients stay (their memory cannot leave the GPU: docs/arbiter.md, "Co-running"): the reply
+// names them (mps_clients_staying), their requests wait until undrain or they exit.
+// Evict: one vGPU is swapped out now (a holder first is asked to yield); an MPS client's
+// memory stays, and evict answers an error saying so. Set-slo: the policy learns the new SLO by the function
 // being re-registered with it (a new policy function id) once the client is idle.
 #include <algorithm>
 #include <charconv>
@@ -272,7 +275,16 @@ json ArbiterImpl::Drain(uint32_t g, bool drain, uint64_t now) {
   const bool was = gs.drained;
   gs.drained = drain;
   uint32_t moving = 0;
-  for (const auto& [id, c] : clients_) moving += ReservedOn(*c) == g ? 1 : 0;
+  json staying = json::array();  // MPS clients: they stay (RefusePinned)
+  for (const auto& [id, c] : clients_) {
+    if (ReservedOn(*c) != g) continue;
+    if (c->mps_share == 0) {
+      ++moving;
+    } else {
+      staying.push_back(c->id);
+      if (drain && !was) (void)RefusePinned(*c, "drain's swap-out");
+    }
+  }
   if (drain) {
     if (!was) {
       // The policy stops using the GPU and moves its functions to others (or holds them).
@@ -301,15 +313,24 @@ json ArbiterImpl::Drain(uint32_t g, bool drain, uint64_t now) {
       for (auto& body : handed_back) Deliver(now, std::move(body));
     }
     EnforceDrains(now);
-    spdlog::info("GPU {} drained: {} vGPU(s) to move off it", gs.info.ordinal, moving);
+    spdlog::info("GPU {} drained: {} vGPU(s) to move off it{}", gs.info.ordinal, moving,
+                 staying.empty() ? std::string()
+                                 : "; " + std::to_string(staying.size()) +
+                                       " MPS client(s) stay (stop them to empty it)");
   } else {
     spdlog::info("GPU {} undrained", gs.info.ordinal);
     if (was) Deliver(now, policy::GpuAvailable{g});
     PumpTransfers(now);
   }
   metrics_dirty_ = metrics_ != nullptr;
-  return {{"ok", true}, {"gpu", gs.info.ordinal}, {"drained", drain}, {"changed", was != drain},
-          {"resident_clients", moving}};
+  json reply = {{"ok", true}, {"gpu", gs.info.ordinal}, {"drained", drain},
+                {"changed", was != drain}, {"resident_clients", moving}};
+  if (!staying.empty()) {
+    reply["mps_clients_staying"] = staying;
+    reply["note"] = "MPS clients stay on the GPU (their memory cannot leave it: docs/arbiter.md, "
+                    "Co-running); their requests wait until undrain, or stop them to empty it";
+  }
+  return reply;
 }
 
 void ArbiterImpl::EnforceDrains(uint64_t now) {
@@ -319,7 +340,7 @@ void ArbiterImpl::EnforceDrains(uint64_t now) {
       if (Client* h = ById(hid); h != nullptr && !h->preempt_sent) Preempt(*h, now);
     std::vector<Client*> out;
     for (auto& [id, c] : clients_) {
-      if (ReservedOn(*c) != g || c->holding) continue;
+      if (ReservedOn(*c) != g || c->holding || c->mps_share != 0) continue;  // MPS: stays
       if (!c->transfers.empty() &&
           (c->transfers.front().issued || c->transfers.front().op == shm::SwapOp::kSwapOut))
         continue;  // an order in flight (checked again next time) or a swap-out already queued
@@ -334,6 +355,9 @@ void ArbiterImpl::EnforceDrains(uint64_t now) {
 }
 
 json ArbiterImpl::Evict(Client& c, uint64_t now) {
+  if (RefusePinned(c, "gshare-ctl evict"))
+    return ControlError("evict: client " + std::to_string(c.id) + " '" + c.name + "': " +
+                        std::string(kMpsPinReason));
   if (c.where != Where::kResident)
     return ControlError("evict: client " + std::to_string(c.id) + " '" + c.name + "' is already " +
                         WhereName(c));

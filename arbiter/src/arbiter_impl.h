@@ -50,6 +50,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "control_server.h"
@@ -94,6 +95,9 @@ const char* UnregisterName(Unregister r);
 // How long a client may stay inside a write of its channel (its burst seqlock odd or changing
 // whenever the arbiter looks) before it counts as malformed: far longer than a descheduled
 // honest writer on a loaded machine needs, short enough that a stuck one is removed.
+// Why an MPS client's swap-out or move is refused (RefusePinned; gshare-ctl evict's error).
+inline constexpr std::string_view kMpsPinReason =
+    "MPS client: its memory stays on its GPU (docs/arbiter.md, Co-running)";
 inline constexpr uint64_t kChannelBusyLimitNs = 2'000'000'000;
 inline constexpr uint64_t kChannelBusyRecheckNs = 10'000'000;  // re-read a busy channel after
 
@@ -139,6 +143,7 @@ struct Client {
   // Its process's MPS compute share in percent as its registration reported it (0: not an MPS
   // client: it never co-runs). Fixed for the process's life.
   uint32_t mps_share = 0;
+  bool pin_warned = false;  // a refused swap-out or move of it (MPS client) was logged
   // The policy's share class for it (ShareFor at registration), in percent: what its process
   // should be started with on a co-run GPU.
   uint32_t share_advice = 100;
@@ -437,6 +442,10 @@ class ArbiterImpl final : public Arbiter {
   void Enforce(Client& c, uint64_t now_ns);  // StartEnforce once no grace is left
   void HintNext(uint32_t g);
   bool DeepEvictable(const Client& c) const;
+  // Whether c is an MPS client, whose memory stays on its GPU (docs/arbiter.md, "Co-running";
+  // FunctionSpec::pinned): then `what` (a swap-out, or a move to another GPU) is refused,
+  // counted in mps_pins_refused and logged (a warning the first time for c).
+  bool RefusePinned(Client& c, std::string_view what);
   void QueueTransfer(Client& c, Transfer t, uint64_t now_ns);
   // Every swap order goes out through here: the channel's order, its bookkeeping, its counter
   // and (`record`; else RecordOrderBegin later) its trace event.

@@ -12,7 +12,10 @@
 //  - the policy frees memory when it issues a swap-out; the arbiter frees the reservation only
 //    when the client acknowledges it, so a swap-in waits for room (never overshooting);
 //  - the policy's grant slice is advisory: the arbiter asks the holder to yield at the end of
-//    its slice only when another client waits, and enforces after the preemption grace.
+//    its slice only when another client waits, and enforces after the preemption grace;
+//  - an MPS client is pinned to its GPU (FunctionSpec::pinned, with its GPU as state_on): the
+//    policy never orders it out or elsewhere, and TryIssue refuses any order that would
+//    (RefusePinned), whoever asked; MakeRoom never picks it.
 #include <algorithm>
 #include <cmath>
 #include <utility>
@@ -103,9 +106,12 @@ void ArbiterImpl::Deliver(uint64_t now_ns, policy::EventBody body) {
   // host): tell the policy where, so its first placement does not move the vGPU for nothing.
   if (auto* reg = std::get_if<policy::FunctionRegistered>(&body)) {
     const Client* c = ByFid(reg->function);
-    if (c != nullptr && c->where == Where::kResident && c->shadow && ReservedOn(*c) &&
-        c->transfers.empty())
+    if (c != nullptr && c->mps_share != 0) {
+      reg->state_on = c->gpu;  // pinned: bound to its GPU's MPS server, resident or not
+    } else if (c != nullptr && c->where == Where::kResident && c->shadow && ReservedOn(*c) &&
+               c->transfers.empty()) {
       reg->state_on = *ReservedOn(*c);
+    }
   }
   pending_events_.emplace_back(now_ns, std::move(body));
   if (delivering_) return;
@@ -151,8 +157,12 @@ void ArbiterImpl::Execute(uint64_t now_ns, const policy::ActionList& actions) {
         const policy::SwapKind kind = a.kind == policy::ActionKind::kSwapOut
                                           ? policy::SwapKind::kOut
                                           : policy::SwapKind::kDeepEvict;
-        if (c->where == Where::kResident && !c->holding && c->transfers.empty() &&
-            ReservedOn(*c) == c->gpu && !gpus_[c->gpu].drained) {
+        if (c->where == Where::kResident && RefusePinned(*c, "the policy's swap-out")) {
+          // Answered as a swap-out that failed: it stays resident, the policy believes it off.
+          c->shadow = true;
+          Deliver(now_ns, policy::SwapDone{c->fid, c->gpu, kind, 0, 0});
+        } else if (c->where == Where::kResident && !c->holding && c->transfers.empty() &&
+                   ReservedOn(*c) == c->gpu && !gpus_[c->gpu].drained) {
           // Lazy: the policy's model frees the memory now; the vGPU stays resident as a shadow
           // and is swapped out only when a swap-in needs its memory (MakeRoom), so a function
           // the policy brings back before that costs no copy at all.
@@ -219,7 +229,8 @@ bool ArbiterImpl::MakeRoom(uint32_t g, uint64_t need, uint64_t now_ns) {
         freeing += c->quota;
       continue;
     }
-    if (c->shadow && !c->holding && c->where == Where::kResident) candidates.push_back(c);
+    if (c->shadow && !c->holding && c->where == Where::kResident && c->mps_share == 0)
+      candidates.push_back(c);  // (an MPS client's memory stays: RefusePinned)
   }
   const uint64_t free_now = book_.unreserved(g);
   if (free_now + freeing >= need) return false;  // room is on its way
@@ -247,6 +258,26 @@ bool ArbiterImpl::TryIssue(Client& c, uint64_t now_ns) {
   if (c.transfers.empty() || c.op != DriverOp::kNone) return false;  // a driver job decides next
   Transfer& t = c.transfers.front();
   if (t.issued) return false;
+  // Whoever asked (the policy, MakeRoom, a release, a drain, gshare-ctl evict), an MPS client's
+  // memory does not leave its GPU: a swap-out of it resident, or a swap-in elsewhere (a move).
+  if (t.op == shm::SwapOp::kSwapOut ? c.where == Where::kResident : t.gpu != c.gpu) {
+    if (RefusePinned(c, t.op == shm::SwapOp::kSwapOut
+                            ? "a swap-out"
+                            : "a move to GPU " + std::to_string(gpus_[t.gpu].info.ordinal))) {
+      const Transfer refused = t;
+      c.transfers.pop_front();
+      if (refused.op == shm::SwapOp::kSwapOut && refused.for_policy) {
+        c.shadow = true;  // as a swap-out that failed: it stays, the policy believes it off
+        Deliver(now_ns, policy::SwapDone{c.fid, refused.gpu, refused.kind, 0, 0});
+      } else if (refused.op == shm::SwapOp::kSwapIn && c.pending_grant &&
+                 c.pending_grant->first == refused.gpu) {
+        c.pending_grant.reset();
+      }
+      // A refused move of the policy's is left unanswered: only a policy that ignores
+      // FunctionSpec::pinned asks, and only that function then waits, never the others.
+      return TryIssue(c, now_ns);
+    }
+  }
   const uint32_t ordinal = gpus_[t.gpu].info.ordinal;
   if (t.op == shm::SwapOp::kSwapOut) {
     RevokeLease(c, now_ns);  // no offer stands beside an order (a take is adopted: holding)
@@ -464,6 +495,9 @@ policy::FunctionSpec ArbiterImpl::SpecOf(const Client& c) const {
     spec.bandwidth_demand = c.bandwidth_demand_pct / 100.0;
   }
   spec.fault_domain = static_cast<uint32_t>(FaultDomainKey(MemberOf(c), config_.corun.fault_domain));
+  // An MPS client's contexts live in its GPU's MPS server and the same-address swap and the
+  // checkpoint are unverified under MPS (docs/arbiter.md, "Co-running"): it stays where it is.
+  spec.pinned = c.mps_share > 0;
   return spec;
 }
 
@@ -734,6 +768,18 @@ uint64_t ArbiterImpl::OrderDeadlineNs(const Client& c) const {
   if (t.progress_ns == 0) return first;
   const uint64_t cap = t.issued_ns + window + TransferNs(c.quota, kOrderProgressMinBytesPerS);
   return std::min(cap, std::max(first, t.progress_ns + window));
+}
+
+bool ArbiterImpl::RefusePinned(Client& c, std::string_view what) {
+  if (c.mps_share == 0) return false;
+  ++stats_.mps_pins_refused;
+  if (!c.pin_warned) {
+    spdlog::warn("client {} '{}': {} refused: {}", c.id, c.name, what, kMpsPinReason);
+    c.pin_warned = true;
+  } else {
+    spdlog::debug("client {} '{}': {} refused: {}", c.id, c.name, what, kMpsPinReason);
+  }
+  return true;
 }
 
 bool ArbiterImpl::DeepEvictable(const Client& c) const {

@@ -1,7 +1,8 @@
 // fifo: time-sharing without SLO awareness. Functions are packed first-fit onto the active
 // GPUs (preferring the GPU a function was last on, then one with free memory) and served FIFO per GPU (models loaded at dispatch, LRU eviction). A GPU is added only
 // when no active GPU can hold the model or every active GPU has more than `kBacklog` of queued
-// work; functions idle for `kIdleTtl` are deep-evicted and empty GPUs released.
+// work; functions idle for `kIdleTtl` are deep-evicted (never one pinned to its GPU:
+// FunctionSpec::pinned) and empty GPUs released.
 #include "policies.h"
 #include "policy_base.h"
 
@@ -59,7 +60,7 @@ class Fifo final : public PolicyBase {
   void OnWake(Time now, FunctionId f, uint32_t /*tag*/) override {
     Fn& fn = fns_[f];
     if (fn.where != Residency::kHost && fn.idle() && !fn.queued && now - fn.last_use >= kIdleTtl &&
-        gpus_[fn.gpu].tenant != f) {
+        gpus_[fn.gpu].tenant != f && Movable(f)) {
       DeepEvict(now, f);
     }
   }

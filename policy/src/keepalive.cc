@@ -1,6 +1,7 @@
 // keepalive: the paper's baseline. Each function gets a dedicated GPU on its first request and
 // keeps it (model resident) while it has had a request in the last `keepalive_ttl`; then it is
-// deep-evicted and the GPU released. Functions wait (FIFO) when no GPU is free.
+// deep-evicted and the GPU released. Functions wait (FIFO) when no GPU is free. A function
+// pinned to its GPU (FunctionSpec::pinned) keeps it for its whole life: it never expires.
 #include <algorithm>
 #include <deque>
 #include <vector>
@@ -37,6 +38,7 @@ class KeepAlive final : public PolicyBase {
   void OnWake(Time now, FunctionId f, uint32_t /*tag*/) override {
     Fn& fn = fns_[f];
     if (fn.where == Residency::kHost) return;  // expired already; the next placement re-arms
+    if (!Movable(f)) return;  // pinned to its GPU: it never expires (no wakeup again)
     const Time expiry = fn.arrivals.last() + config_.keepalive_ttl;
     if (now >= expiry && fn.idle() && !fn.queued) {  // idle(): also no swap in flight
       DeepEvict(now, f);

@@ -70,6 +70,7 @@ void PolicyBase::Handle(const Event& event, ActionList& out) {
             fn.exec = ExecPredictor(e.spec);
             if (e.state_on < gpus_.size()) fn.state_on = fn.last_gpu = e.state_on;
             OnRegistered(now, e.function);
+            AdoptPinned(now, e.function);
           },
           [&](const BurstStart& e) { HandleArrival(now, e.function); },
           [&](const BurstEnd& e) { HandleBurstEnd(now, e); },
@@ -80,7 +81,7 @@ void PolicyBase::Handle(const Event& event, ActionList& out) {
             ReleaseHolder(now, e.function, e.gpu);
             if (gpus_[e.gpu].available) {
               Enqueue(now, e.function, e.gpu);
-            } else {
+            } else {  // a function pinned there is held (Evacuate)
               Evacuate(now, e.function);
             }
           },
@@ -167,6 +168,7 @@ Time PolicyBase::SwapIn(Time now, FunctionId f, GpuId g) {
   Fn& fn = fns_[f];
   Gpu& gpu = gpus_[g];
   assert(gpu.active && !fn.transfer && fn.where != Residency::kResident);
+  assert(MayGo(f, g) && Movable(f));  // invariant 4: a pinned function never moves
   const Transfer t = SwapInCost(fn.spec, fn.where, fn.gpu, g, gpu.spec);
   const Duration link_time = SwapTime(f, g, t);
   fn.swap_from_parked = fn.where == Residency::kParked && fn.gpu == g;
@@ -189,7 +191,7 @@ Time PolicyBase::SwapIn(Time now, FunctionId f, GpuId g) {
 
 void PolicyBase::SwapOut(Time now, FunctionId f) {
   Fn& fn = fns_[f];
-  assert(fn.where == Residency::kResident && !fn.running && !fn.transfer);
+  assert(fn.where == Residency::kResident && !fn.running && !fn.transfer && Movable(f));
   Gpu& gpu = gpus_[fn.gpu];
   gpu.used -= fn.spec.weights_bytes;
   if (config_.swap_out_copies) gpu.link_free = std::max(now, gpu.link_free) + EvictTime(f, true);
@@ -199,7 +201,7 @@ void PolicyBase::SwapOut(Time now, FunctionId f) {
 
 void PolicyBase::DeepEvict(Time now, FunctionId f) {
   Fn& fn = fns_[f];
-  assert(fn.where != Residency::kHost && !fn.running && !fn.transfer);
+  assert(fn.where != Residency::kHost && !fn.running && !fn.transfer && Movable(f));
   Gpu& gpu = gpus_[fn.gpu];
   gpu.link_free = std::max(now, gpu.link_free) + EvictTime(f, false);
   gpu.used -= FootprintBytes(fn.spec, fn.where);
@@ -311,6 +313,7 @@ void PolicyBase::HandleArrival(Time now, FunctionId f) {
   if (fn.running || fn.queued || fn.waiting || fn.transfer) return;
   if (fn.gpu != kNoGpu && gpus_[fn.gpu].tenant == f) return;
   if (fn.where == Residency::kResident) {
+    if (!Usable(fn.gpu)) return Serve(now, f);  // pinned to an unavailable GPU: held
     if (!Relocate(now, f)) Enqueue(now, f, fn.gpu);
   } else {
     PlaceOrHold(now, f);
@@ -318,8 +321,31 @@ void PolicyBase::HandleArrival(Time now, FunctionId f) {
 }
 
 void PolicyBase::PlaceOrHold(Time now, FunctionId f) {
+  if (const GpuId pin = PinnedTo(f); pin != kNoGpu && fns_[f].where == Residency::kHost) {
+    return PlacePinned(now, f, pin);
+  }
   if (available_count_ == 0) return Hold(f);
   Place(now, f);
+}
+
+void PolicyBase::PlacePinned(Time now, FunctionId f, GpuId g) {
+  if (!Usable(g)) return Hold(f);
+  if (!gpus_[g].active) Activate(now, g);
+  Enqueue(now, f, g);
+}
+
+void PolicyBase::AdoptPinned(Time now, FunctionId f) {
+  const GpuId g = PinnedTo(f);
+  if (g == kNoGpu || fns_[f].where != Residency::kHost || !Usable(g)) return;
+  if (gpus_[g].free() < Need(f, g)) return;  // placed there with its first burst (PlacePinned)
+  if (!gpus_[g].active) Activate(now, g);
+  SwapIn(now, f, g);  // its state is there already: the environment completes it at once
+}
+
+void PolicyBase::Serve(Time now, FunctionId f) {
+  Fn& fn = fns_[f];
+  if (!Usable(fn.gpu)) return Hold(f);
+  Enqueue(now, f, fn.gpu);
 }
 
 void PolicyBase::Hold(FunctionId f) {
@@ -332,7 +358,10 @@ void PolicyBase::Hold(FunctionId f) {
 
 void PolicyBase::Evacuate(Time now, FunctionId f) {
   Fn& fn = fns_[f];
-  if (fn.where != Residency::kHost && !fn.running && !fn.transfer) DeepEvict(now, f);
+  if (fn.where == Residency::kHost || fn.running || fn.transfer) return;
+  if (Movable(f)) return DeepEvict(now, f);
+  // Pinned to this GPU (invariant 4): it stays, and its work waits until the GPU is back.
+  if (!fn.pending.empty() && !fn.queued && !fn.waiting) Hold(f);
 }
 
 void PolicyBase::HandleUnavailable(Time now, GpuId g) {
@@ -359,7 +388,7 @@ void PolicyBase::HandleUnavailable(Time now, GpuId g) {
     Fn& fn = fns_[f];
     if (fn.transfer || fn.waiting || fn.queued || fn.running || fn.pending.empty()) continue;
     if (fn.where == Residency::kResident) {
-      Enqueue(now, f, fn.gpu);  // resident on another (available) GPU: run it there
+      Serve(now, f);  // resident on another (available) GPU: run it there
     } else {
       PlaceOrHold(now, f);
     }
@@ -379,7 +408,12 @@ void PolicyBase::HandleAvailable(Time now, GpuId g) {
     if (!fn.held) continue;
     fn.held = false;
     fn.waiting = false;
-    if (fn.registered && !fn.pending.empty() && !fn.transfer) PlaceOrHold(now, f);
+    if (!fn.registered || fn.pending.empty() || fn.transfer) continue;
+    if (fn.where == Residency::kResident) {
+      Serve(now, f);  // pinned to its GPU (invariant 4): held until that one is back
+    } else {
+      PlaceOrHold(now, f);
+    }
   }
 }
 
@@ -397,7 +431,7 @@ void PolicyBase::HandleBurstEnd(Time now, const BurstEnd& e) {
   fn.corun = false;
   fn.last_use = now;
   ReleaseHolder(now, e.function, e.gpu);
-  if (!gpu.available) return Evacuate(now, e.function);
+  if (!gpu.available) return Evacuate(now, e.function);  // a pinned one is held
   if (!fn.pending.empty()) Enqueue(now, e.function, e.gpu);
   Dispatch(now, e.gpu);
   OnBurstDone(now, e.function, e.gpu);

@@ -12,6 +12,12 @@
 //     structure (waiting), running as a GPU's tenant, or reserved as a GPU's tenant while its
 //     swap-in completes (Gpu::tenant == f && !running).
 //  3. A GPU's ready queue holds only functions with outstanding bursts.
+//  4. A function pinned to its GPU (FunctionSpec::pinned) with state on a GPU stays there,
+//     resident: it is never a victim (Evictable), never swapped out, deep-evicted or moved
+//     (SwapOut, DeepEvict and SwapIn assert it), and while its GPU is unavailable it is held
+//     rather than moved. One whose state the environment keeps on a GPU
+//     (FunctionRegistered::state_on) goes only there, for every policy: at registration when
+//     it fits (AdoptPinned), else with its first burst (PlacePinned).
 //
 // Thread-safety: none (see policy.h).
 #pragma once
@@ -46,7 +52,8 @@ class PolicyBase : public Policy {
     bool running = false;     // granted and executing
     bool queued = false;      // in gpus_[gpu].ready
     bool waiting = false;     // held in the concrete policy's own queue
-    bool pinned = false;      // never evicted by MakeRoom
+    bool pinned = false;      // KeepResident: evicted by MakeRoom only as a last resort
+                              // (a soft pin; spec.pinned is the hard one: Movable)
     bool held = false;        // waiting (with `waiting` set) until some GPU is available
     std::deque<Time> pending; // arrival times of outstanding bursts, oldest first
     Time last_use = 0;        // last arrival or burst end (LRU key)
@@ -182,6 +189,17 @@ class PolicyBase : public Policy {
   // where it fits in free memory without evicting anyone, 2 where room must be made.
   int Affinity(FunctionId f, GpuId g) const;
   void Pin(FunctionId f, bool pin);
+  // FunctionSpec::pinned: the GPU f may only be on (its state's GPU, else the state_on hint of
+  // its registration), or kNoGpu when it may go anywhere.
+  GpuId PinnedTo(FunctionId f) const;
+  // Whether f's state may leave its GPU (swap-out, deep eviction, a move): not pinned, or
+  // nothing on a GPU yet.
+  bool Movable(FunctionId f) const;
+  // Whether f may be swapped in onto g (PinnedTo allows it).
+  bool MayGo(FunctionId f, GpuId g) const {
+    const GpuId pin = PinnedTo(f);
+    return pin == kNoGpu || pin == g;
+  }
   // A wakeup for function f (kNoFunction: none): OnWake(t, f, tag), unless a later WakeAt(.., f,
   // tag) superseded it (only the latest wakeup of a function and tag fires) or f is gone by
   // then. REQUIRES: tag < kWakeTags.
@@ -251,6 +269,15 @@ class PolicyBase : public Policy {
   void HandleAvailable(Time now, GpuId g);
   // Places f, or holds it when no GPU is available.
   void PlaceOrHold(Time now, FunctionId f);
+  // f (kHost, with work) may only go to g = PinnedTo(f): queued there (loaded at dispatch,
+  // once room is made), or held while g is unavailable.
+  void PlacePinned(Time now, FunctionId f, GpuId g);
+  // Just registered f pinned to a GPU where the environment keeps its state (state_on): the
+  // policy takes it as resident there at once (a swap-in that moves nothing), so that its
+  // memory counts from the start, when it fits beside what is there.
+  void AdoptPinned(Time now, FunctionId f);
+  // Resident f (with work) is served on its GPU, or held while that GPU is unavailable.
+  void Serve(Time now, FunctionId f);
   // f has state on an unavailable GPU: deep-evict it if it is neither running nor in transfer
   // (it is placed elsewhere when the eviction completes, if it has work).
   void Evacuate(Time now, FunctionId f);

@@ -11,7 +11,17 @@ namespace gshare::policy::internal {
 bool PolicyBase::Evictable(FunctionId f, GpuId g, bool pinned_too) const {
   const Fn& fn = fns_[f];
   return fn.idle() && (pinned_too || !fn.pinned) && !fn.queued && !fn.waiting &&
-         gpus_[g].tenant != f;
+         gpus_[g].tenant != f && Movable(f);
+}
+
+GpuId PolicyBase::PinnedTo(FunctionId f) const {
+  const Fn& fn = fns_[f];
+  if (!fn.spec.pinned) return kNoGpu;
+  return fn.gpu != kNoGpu ? fn.gpu : fn.state_on;
+}
+
+bool PolicyBase::Movable(FunctionId f) const {
+  return !fns_[f].spec.pinned || fns_[f].gpu == kNoGpu;
 }
 
 std::vector<FunctionId> PolicyBase::EvictionOrder(GpuId g, Residency state, bool pinned_too) const {
@@ -212,8 +222,9 @@ bool PolicyBase::MakeRoom(Time now, GpuId g, uint64_t need, Evict mode) {
     if (gpu.free() >= need) return true;
     DeepEvict(now, f);
   }
-  // Last resort: idle pinned functions, least recently used first (a pin protects a function
-  // from eviction for convenience, never to the point of starving a request).
+  // Last resort: idle pinned functions, least recently used first (a KeepResident pin protects
+  // a function from eviction for convenience, never to the point of starving a request; a
+  // function pinned to its GPU, FunctionSpec::pinned, is never Evictable).
   for (Residency state : {Residency::kParked, Residency::kResident}) {
     for (FunctionId f : EvictionOrder(g, state, /*pinned_too=*/true)) {
       if (gpu.free() >= need) return true;

@@ -13,6 +13,10 @@
 // idle functions (context stays, weights freed) and deep-evicting long-idle ones; prefetching
 // periodic functions ahead of their next arrival; releasing empty GPUs at once; and draining
 // lightly used GPUs onto the others when the load allows (scale down).
+//
+// A function pinned to its GPU (FunctionSpec::pinned) once placed is never parked, deep-evicted,
+// prefetched, relocated, rescued onto another GPU or drained away by scale-down; the base never
+// takes it as a victim (policy_base.h, invariant 4).
 #include <algorithm>
 #include <vector>
 
@@ -405,7 +409,7 @@ class SlackScheduler final : public PolicyBase {
     Fn& fn = fns_[f];
     const GpuId home = fn.gpu;
     if (PredictedStart(now, f, home) + Predict(f) <= fn.deadline()) return false;
-    if (fn.pinned) return false;  // cannot afford the move's swap either
+    if (fn.pinned || !Movable(f)) return false;  // cannot afford the move's swap / may not move
     // Only where it fits without evicting anyone: a move that evicts others moves them in
     // turn (with `residency`; without it, any feasible GPU).
     const GpuId g = Choose(now, f, fn.deadline(), /*fits_only=*/opt_.residency);
@@ -553,7 +557,7 @@ class SlackScheduler final : public PolicyBase {
     if (!fn.pending.empty()) return;
     const Duration gap = static_cast<Duration>(fn.arrivals.MeanGap());
     if (opt_.prefetch && fn.arrivals.Periodic() && gap >= kPrefetchMinGap && !fn.queued &&
-        gpus_[g].tenant != f) {
+        gpus_[g].tenant != f && Movable(f)) {
       DeepEvict(now, f);  // come back just before the next tick
       const Duration lead = HostSwap(f) + std::min<Duration>(gap / 20, kUsPerSecond) + 5'000;
       WakeAt(fn.arrivals.NextArrival() - lead, f, kTagPrefetch);
@@ -594,8 +598,8 @@ class SlackScheduler final : public PolicyBase {
   void IdleStep(Time now, FunctionId f) {
     Fn& fn = fns_[f];
     if (!fn.idle() || fn.queued || fn.waiting || fn.where == Residency::kHost ||
-        gpus_[fn.gpu].tenant == f) {
-      return;
+        gpus_[fn.gpu].tenant == f || !Movable(f)) {
+      return;  // (pinned to its GPU: it stays resident, no idle wakeups again)
     }
     const Duration idle_for = now - fn.last_use;
     if (idle_for >= DeepAfter(f)) return DeepEvict(now, f);
@@ -664,7 +668,8 @@ class SlackScheduler final : public PolicyBase {
     for (const auto& [q, pred] : ready) {
       const Fn& fq = fns_[q];
       const Time deadline = fq.deadline();
-      const bool movable = !fq.pinned && !fq.transfer && fq.where == Residency::kResident && fq.gpu == g;
+      const bool movable = !fq.pinned && Movable(q) && !fq.transfer &&
+                           fq.where == Residency::kResident && fq.gpu == g;
       if (movable && end + ahead + pred > deadline) {
         const GpuId to = Choose(now, q, deadline, /*fits_only=*/true);
         if (to != kNoGpu && to != g) {
@@ -694,7 +699,7 @@ class SlackScheduler final : public PolicyBase {
     }
     for (FunctionId f : gpu.members) {
       const Fn& fn = fns_[f];
-      if (!fn.idle() || fn.queued || fn.waiting) return false;
+      if (!fn.idle() || fn.queued || fn.waiting || !Movable(f)) return false;
     }
     return true;
   }

@@ -111,8 +111,10 @@ class InProcessArbiter {
   void EnableControl() { config_.control_socket = (dir_ / "control.sock").string(); }
   // The control interface's "status" reply (served on the arbiter's thread: safe while it
   // runs, unlike stats()); null on failure.
-  nlohmann::json Status() const {
-    auto reply = ControlCall(config_.control_socket, {{"cmd", "status"}}, std::chrono::seconds(10));
+  nlohmann::json Status() const { return Control({{"cmd", "status"}}); }
+  // Any control request (EnableControl; the test's uid is the arbiter's: an admin).
+  nlohmann::json Control(const nlohmann::json& request) const {
+    auto reply = ControlCall(config_.control_socket, request, std::chrono::seconds(10));
     return reply.ok() ? *reply : nlohmann::json();
   }
 
@@ -132,10 +134,11 @@ struct Scripted {
 };
 
 // `flags`, `gpu`, `previous_id`: a re-registration (shm::kFlagReRegister with the id it had,
-// kFlagResident with its GPU).
+// kFlagResident with its GPU). `mps_share`: it reports running as an MPS client at that share.
 inline Scripted RegisterScripted(const std::string& socket, const std::string& name,
                                  uint64_t quota, uint32_t flags = 0,
-                                 uint32_t gpu = shm::kNoGpu, uint32_t previous_id = 0) {
+                                 uint32_t gpu = shm::kNoGpu, uint32_t previous_id = 0,
+                                 uint32_t mps_share = 0) {
   Scripted s;
   shm::RegisterRequest req;
   req.quota_bytes = quota;
@@ -144,6 +147,7 @@ inline Scripted RegisterScripted(const std::string& socket, const std::string& n
   req.flags = flags;
   req.current_gpu = gpu;
   req.previous_client_id = previous_id;
+  req.mps_share = mps_share;
   auto reg = shm::Register(socket, req, std::chrono::seconds(10));
   EXPECT_TRUE(reg.ok()) << reg.status().ToString();
   if (!reg.ok()) return s;

@@ -71,6 +71,15 @@ inline bool Has(const ActionList& actions, ActionKind kind, FunctionId f = kNoFu
   return false;
 }
 
+// A test name for a policy name parameter (gtest allows no '-').
+inline std::string PolicyParamName(const ::testing::TestParamInfo<std::string>& param) {
+  std::string n = param.param;
+  for (char& ch : n) {
+    if (ch == '-') ch = '_';
+  }
+  return n;
+}
+
 inline std::string Describe(const ActionList& actions) {
   std::string s;
   for (const Action& a : actions) {

@@ -110,13 +110,7 @@ TEST_P(GpuUnavailableTest, TheRunningTenantIsAskedToYieldAndMovedAfterItsSlice) 
 INSTANTIATE_TEST_SUITE_P(EveryPolicy, GpuUnavailableTest,
                          ::testing::Values("keepalive", "proxy-swap", "fifo", "dual-queue",
                                            "aggressive"),
-                         [](const ::testing::TestParamInfo<std::string>& param) {
-                           std::string n = param.param;
-                           for (char& ch : n) {
-                             if (ch == '-') ch = '_';
-                           }
-                           return n;
-                         });
+                         PolicyParamName);
 
 }  // namespace
 }  // namespace gshare::policy::testing

@@ -12,6 +12,7 @@
 #include <deque>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "driver.h"
@@ -35,10 +36,12 @@ class MiniNode {
       : d_(driver), holder_(gpus, kNoFunction), slice_end_(gpus, 0), step_(step),
         swap_time_(swap_time) {}
 
-  void Register(Time at, FunctionId f, const FunctionSpec& spec) {
-    Apply(at, d_.Send(at, FunctionRegistered{f, spec}));
+  void Register(Time at, FunctionId f, const FunctionSpec& spec, GpuId state_on = kNoGpu) {
+    Apply(at, d_.Send(at, FunctionRegistered{f, spec, state_on}));
     fns_[f].live = true;
   }
+  // Delivers `body` (e.g. MemoryPressure, GpuUnavailable) now and applies the actions.
+  void Inject(EventBody body) { Apply(now_, d_.Send(now_, std::move(body))); }
   void Gone(Time at, FunctionId f) {
     F& fn = fns_[f];
     for (GpuId g = 0; g < holder_.size(); ++g) {

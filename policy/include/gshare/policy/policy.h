@@ -98,7 +98,9 @@ struct FunctionRegistered {
   // Where the environment already keeps the function's state although the policy starts it on
   // the host (the live arbiter starts a fresh vGPU resident where it fits and keeps it as a
   // lazily evicted shadow until the policy places it): a placement hint, so that the first
-  // placement does not move it for nothing. kNoGpu: none.
+  // placement does not move it for nothing. For a function with FunctionSpec::pinned it binds:
+  // it is placed there only (at once when it fits, as a swap-in that moves nothing; the arbiter
+  // sends an MPS client's GPU). kNoGpu: none.
   GpuId state_on = kNoGpu;
 };
 struct BurstStart {  // a request for `function` arrived (deadline = now + spec.slo)

@@ -45,6 +45,14 @@ struct FunctionSpec {
   // tenant's uid), unless PolicyConfig::corun_across_domains. MPS reports one client's fatal
   // fault to every client on the GPU.
   uint32_t fault_domain = 0;
+  // Its GPU state may not leave the GPU it is on: no swap-out, no deep eviction, no move to
+  // another GPU (a policy never picks it as a victim, for room or a proxy swap, and never
+  // places it elsewhere; where that would have been needed it picks other victims or waits).
+  // Its first placement is free, unless FunctionRegistered::state_on names where its state
+  // already is: then only there. The arbiter sets it for MPS clients (docs/arbiter.md,
+  // "Co-running": their contexts live in one GPU's MPS server, and the same-address swap and
+  // checkpoint are unverified under MPS).
+  bool pinned = false;
 };
 
 struct GpuSpec {
