@@ -79,7 +79,7 @@ TEST(Bounds, NoPolicyUsesLessGpuTime) {
   in.functions = 20;
   in.duration_s = 300;
   in.rate_scale = 5;
-  const SimWorkload w = LoadInputs(in).workload;
+  const SimWorkload w = LoadInputs(in)->workload;
   SimOptions o;
   o.gpus.assign(8, policy::GpuSpec{});
   policy::PolicyConfig c;

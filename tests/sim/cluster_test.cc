@@ -91,7 +91,7 @@ TEST(Cluster, OneNodeIsTheNodeSimulation) {
   in.synthetic = true;
   in.functions = 20;
   in.duration_s = 300;
-  const SimWorkload w = LoadInputs(in).workload;
+  const SimWorkload w = LoadInputs(in)->workload;
   ClusterOptions o;
   o.nodes = 1;
   o.node.gpus.assign(8, policy::GpuSpec{});

@@ -26,8 +26,9 @@ RunResult RunDemo(const std::string& policy_name, uint64_t gpu_memory = 2 * kGiB
   in.trace = std::string(GSHARE_DEMO_SCENARIO_DIR) + "/requests.csv";
   in.catalog = std::string(GSHARE_DEMO_SCENARIO_DIR) + "/catalog.toml";
   in.models_by_name = true;
-  const Inputs inputs = LoadInputs(in);
-  EXPECT_EQ(inputs.error, "");
+  const Result<Inputs> loaded = LoadInputs(in);
+  EXPECT_EQ(loaded.status().message(), "");
+  const Inputs inputs = loaded.ok() ? *loaded : Inputs{};
   EXPECT_EQ(inputs.workload.functions.size(), 12u);
   EXPECT_EQ(inputs.workload.requests.size(), 785u);
   SimOptions options;

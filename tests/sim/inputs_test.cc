@@ -37,14 +37,14 @@ TEST(Inputs, CsvWithExecutionTimesAndSloFromTheFunctionsP90) {
   o.format = "csv";
   o.slo_factor = 2;
   o.slo_floor_ms = 10;
-  const Inputs in = LoadInputs(o);
-  ASSERT_TRUE(in.error.empty()) << in.error;
-  ASSERT_EQ(in.workload.functions.size(), 2u);
-  ASSERT_EQ(in.workload.requests.size(), 21u);
-  EXPECT_EQ(in.workload.requests[0].exec, 1000);
+  const Result<Inputs> in = LoadInputs(o);
+  ASSERT_TRUE(in.ok()) << in.status().message();
+  ASSERT_EQ(in->workload.functions.size(), 2u);
+  ASSERT_EQ(in->workload.requests.size(), 21u);
+  EXPECT_EQ(in->workload.requests[0].exec, 1000);
   // a: p90 of 1..20 ms is 19 ms -> SLO 38 ms; b: too few requests: catalog p90, 10 ms floor.
-  EXPECT_EQ(in.workload.functions[0].slo, 38'000);
-  EXPECT_GE(in.workload.functions[1].slo, 10'000);
+  EXPECT_EQ(in->workload.functions[0].slo, 38'000);
+  EXPECT_GE(in->workload.functions[1].slo, 10'000);
 }
 
 TEST(Inputs, SplitsABusyFunctionIntoInstances) {
@@ -55,12 +55,12 @@ TEST(Inputs, SplitsABusyFunctionIntoInstances) {
   o.trace = file.path();
   o.format = "csv";
   o.max_instance_load = 0.5;
-  const Inputs in = LoadInputs(o);
-  ASSERT_TRUE(in.error.empty()) << in.error;
-  ASSERT_EQ(in.workload.functions.size(), 2u);
-  EXPECT_EQ(in.workload.requests[0].function, 0u);
-  EXPECT_EQ(in.workload.requests[1].function, 1u);
-  EXPECT_EQ(in.workload.requests[2].function, 0u);
+  const Result<Inputs> in = LoadInputs(o);
+  ASSERT_TRUE(in.ok()) << in.status().message();
+  ASSERT_EQ(in->workload.functions.size(), 2u);
+  EXPECT_EQ(in->workload.requests[0].function, 0u);
+  EXPECT_EQ(in->workload.requests[1].function, 1u);
+  EXPECT_EQ(in->workload.requests[2].function, 0u);
 }
 
 TEST(Inputs, IdleFirstRoutingPrefersTheFirstIdleInstance) {
@@ -74,13 +74,13 @@ TEST(Inputs, IdleFirstRoutingPrefersTheFirstIdleInstance) {
   o.trace = file.path();
   o.format = "csv";
   o.routing = "idle-first";
-  const Inputs in = LoadInputs(o);
-  ASSERT_TRUE(in.error.empty()) << in.error;
-  ASSERT_EQ(in.workload.functions.size(), 2u);
-  for (size_t i = 0; i < 100; ++i) EXPECT_EQ(in.workload.requests[i].function, 0u) << i;
-  EXPECT_EQ(in.workload.requests[100].function, 1u);
+  const Result<Inputs> in = LoadInputs(o);
+  ASSERT_TRUE(in.ok()) << in.status().message();
+  ASSERT_EQ(in->workload.functions.size(), 2u);
+  for (size_t i = 0; i < 100; ++i) EXPECT_EQ(in->workload.requests[i].function, 0u) << i;
+  EXPECT_EQ(in->workload.requests[100].function, 1u);
   o.routing = "random";
-  EXPECT_NE(LoadInputs(o).error.find("routing"), std::string::npos);
+  EXPECT_NE(LoadInputs(o).status().message().find("routing"), std::string::npos);
 }
 
 // warm-first keeps round-robin's assignment (the simulator re-routes at arrival) and names
@@ -94,14 +94,14 @@ TEST(Inputs, InstancesOfAFunctionShareAGroup) {
   o.trace = file.path();
   o.format = "csv";
   o.routing = "warm-first";
-  const Inputs in = LoadInputs(o);
-  ASSERT_TRUE(in.error.empty()) << in.error;
-  ASSERT_EQ(in.workload.functions.size(), 3u);
-  ASSERT_EQ(in.workload.group.size(), 3u);
-  const FunctionId hot = in.workload.requests[0].function;
-  EXPECT_EQ(in.workload.group[hot], hot);
-  EXPECT_EQ(in.workload.group[hot + 1], hot);
-  EXPECT_EQ(in.workload.requests[2].function, hot + 1);  // round-robin as named
+  const Result<Inputs> in = LoadInputs(o);
+  ASSERT_TRUE(in.ok()) << in.status().message();
+  ASSERT_EQ(in->workload.functions.size(), 3u);
+  ASSERT_EQ(in->workload.group.size(), 3u);
+  const FunctionId hot = in->workload.requests[0].function;
+  EXPECT_EQ(in->workload.group[hot], hot);
+  EXPECT_EQ(in->workload.group[hot + 1], hot);
+  EXPECT_EQ(in->workload.requests[2].function, hot + 1);  // round-robin as named
 }
 
 TEST(Inputs, ReportsParseErrorsWithTheLine) {
@@ -109,8 +109,8 @@ TEST(Inputs, ReportsParseErrorsWithTheLine) {
   InputOptions o;
   o.trace = file.path();
   o.format = "csv";
-  const Inputs in = LoadInputs(o);
-  EXPECT_NE(in.error.find(":3:"), std::string::npos) << in.error;
+  const Result<Inputs> in = LoadInputs(o);
+  EXPECT_NE(in.status().message().find(":3:"), std::string::npos) << in.status().message();
 }
 
 TEST(Inputs, ShippedAzureLlmTraceLoads) {
@@ -118,10 +118,10 @@ TEST(Inputs, ShippedAzureLlmTraceLoads) {
   o.format = "azure-llm";
   o.functions = 20;
   o.max_requests = 2000;
-  const Inputs in = LoadInputs(o);
-  ASSERT_TRUE(in.error.empty()) << in.error;
-  EXPECT_EQ(in.workload.requests.size(), 2000u);
-  EXPECT_GE(in.workload.functions.size(), 20u);
+  const Result<Inputs> in = LoadInputs(o);
+  ASSERT_TRUE(in.ok()) << in.status().message();
+  EXPECT_EQ(in->workload.requests.size(), 2000u);
+  EXPECT_GE(in->workload.functions.size(), 20u);
 }
 
 TEST(Inputs, SyntheticIsSeeded) {
@@ -129,22 +129,22 @@ TEST(Inputs, SyntheticIsSeeded) {
   o.synthetic = true;
   o.functions = 30;
   o.duration_s = 600;
-  const Inputs a = LoadInputs(o), b = LoadInputs(o);
+  const Result<Inputs> a = LoadInputs(o), b = LoadInputs(o);
   o.seed = 2;
-  const Inputs c = LoadInputs(o);
-  ASSERT_EQ(a.workload.requests.size(), b.workload.requests.size());
-  for (size_t i = 0; i < a.workload.requests.size(); ++i) {
-    EXPECT_EQ(a.workload.requests[i].arrival, b.workload.requests[i].arrival);
-    EXPECT_EQ(a.workload.requests[i].exec, b.workload.requests[i].exec);
+  const Result<Inputs> c = LoadInputs(o);
+  ASSERT_EQ(a->workload.requests.size(), b->workload.requests.size());
+  for (size_t i = 0; i < a->workload.requests.size(); ++i) {
+    EXPECT_EQ(a->workload.requests[i].arrival, b->workload.requests[i].arrival);
+    EXPECT_EQ(a->workload.requests[i].exec, b->workload.requests[i].exec);
   }
-  EXPECT_NE(a.workload.requests.size(), c.workload.requests.size());
+  EXPECT_NE(a->workload.requests.size(), c->workload.requests.size());
 }
 
 TEST(Inputs, UnknownFormatIsAnError) {
   InputOptions o;
   o.format = "parquet";
   o.trace = "/nonexistent";
-  EXPECT_FALSE(LoadInputs(o).error.empty());
+  EXPECT_FALSE(LoadInputs(o).ok());
 }
 
 }  // namespace
@@ -167,17 +167,17 @@ TEST(Inputs, ModelsByName) {
   o.catalog = catalog.path();
   o.models_by_name = true;
   o.max_instance_load = 1e9;  // one instance each
-  Inputs in = LoadInputs(o);
-  ASSERT_EQ(in.error, "");
-  ASSERT_EQ(in.workload.functions.size(), 3u);
-  EXPECT_EQ(in.workload.functions[0].model, "cnn");
-  EXPECT_EQ(in.workload.functions[1].model, "bert");
-  EXPECT_EQ(in.workload.functions[2].model, "cnn");
-  EXPECT_EQ(in.workload.functions[1].weights_bytes, 320u << 20);
+  Result<Inputs> in = LoadInputs(o);
+  ASSERT_EQ(in.status().message(), "");
+  ASSERT_EQ(in->workload.functions.size(), 3u);
+  EXPECT_EQ(in->workload.functions[0].model, "cnn");
+  EXPECT_EQ(in->workload.functions[1].model, "bert");
+  EXPECT_EQ(in->workload.functions[2].model, "cnn");
+  EXPECT_EQ(in->workload.functions[1].weights_bytes, 320u << 20);
   TempFile unknown("timestamp_ms,function,exec_ms\n0,llm-0,5\n");
   o.trace = unknown.path();
   in = LoadInputs(o);
-  EXPECT_NE(in.error.find("'llm-0'"), std::string::npos) << in.error;
+  EXPECT_NE(in.status().message().find("'llm-0'"), std::string::npos) << in.status().message();
 }
 
 }  // namespace

@@ -22,9 +22,9 @@ const SimWorkload& Workload() {
     in.duration_s = 900;
     in.seed = 11;
     in.rate_scale = 4;
-    const Inputs inputs = LoadInputs(in);
-    EXPECT_TRUE(inputs.error.empty()) << inputs.error;
-    return new SimWorkload(inputs.workload);
+    const Result<Inputs> inputs = LoadInputs(in);
+    EXPECT_TRUE(inputs.ok()) << inputs.status().message();
+    return new SimWorkload(inputs.ok() ? inputs->workload : SimWorkload{});
   }();
   return *w;
 }

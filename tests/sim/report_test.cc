@@ -38,7 +38,7 @@ SimWorkload Small() {
   in.functions = 20;
   in.duration_s = 300;
   in.rate_scale = 5;
-  return LoadInputs(in).workload;
+  return LoadInputs(in)->workload;
 }
 
 std::vector<RunResult> RunAll(const SimWorkload& w) {

@@ -7,6 +7,9 @@
 #include <chrono>
 #include <climits>
 #include <cstdlib>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "gshare/common/units.h"
 
@@ -23,6 +26,11 @@ bool IsFile(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
+// The error of a bad value or a missing library: the operator's to fix.
+Status Invalid(std::string message) {
+  return Status(StatusCode::kInvalidArgument, std::move(message));
+}
+
 std::string Dir(const std::string& path) {
   const auto slash = path.rfind('/');
   return slash == std::string::npos ? "." : path.substr(0, slash);
@@ -30,91 +38,77 @@ std::string Dir(const std::string& path) {
 
 }  // namespace
 
-EnvResult ShimEnvironment(const LaunchOptions& o) {
-  EnvResult r;
+Result<std::vector<std::string>> ShimEnvironment(const LaunchOptions& o) {
+  std::vector<std::string> vars;
   std::string err;
   const auto bytes = ParseByteSize(o.memory, &err);
-  if (!bytes) {
-    r.error = "--memory '" + o.memory + "': " + err + " (e.g. 1GiB, 512MiB)";
-    return r;
-  }
+  if (!bytes) return Invalid("--memory '" + o.memory + "': " + err + " (e.g. 1GiB, 512MiB)");
   if (*bytes < kMinMemory || *bytes > kMaxMemory) {
-    r.error = "--memory '" + o.memory + "': must be between 1MiB and 16TiB";
-    return r;
+    return Invalid("--memory '" + o.memory + "': must be between 1MiB and 16TiB");
   }
   if (*bytes % kMinMemory != 0) {
-    r.error = "--memory '" + o.memory + "': must be a whole number of MiB";
-    return r;
+    return Invalid("--memory '" + o.memory + "': must be a whole number of MiB");
   }
   const auto slo = ParseDuration(o.slo, &err);
-  if (!slo) {
-    r.error = "--slo '" + o.slo + "': " + err + " (e.g. 50ms, 1s)";
-    return r;
-  }
+  if (!slo) return Invalid("--slo '" + o.slo + "': " + err + " (e.g. 50ms, 1s)");
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(*slo);
   if (ms.count() < 1 || ms.count() > kMaxSloMs || ms != *slo) {
-    r.error = "--slo '" + o.slo + "': must be a whole number of milliseconds from 1ms to 1h";
-    return r;
+    return Invalid("--slo '" + o.slo + "': must be a whole number of milliseconds from 1ms to 1h");
   }
   if (o.name.empty() || o.name.size() > kMaxName) {
-    r.error = "--name '" + o.name + "': must be 1 to 127 characters";
-    return r;
+    return Invalid("--name '" + o.name + "': must be 1 to 127 characters");
   }
   for (char ch : o.name) {
     const bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
                     ch == '-' || ch == '_' || ch == '.';
     if (!ok) {
-      r.error = "--name '" + o.name + "': only letters, digits, '-', '_' and '.' are allowed";
-      return r;
+      return Invalid("--name '" + o.name + "': only letters, digits, '-', '_' and '.' are allowed");
     }
   }
-  r.vars.push_back("GSHARE_VGPU_MEMORY=" + std::to_string(*bytes >> 20) + "MiB");
-  r.vars.push_back("GSHARE_SLO_MS=" + std::to_string(ms.count()));
-  r.vars.push_back("GSHARE_FUNCTION=" + o.name);
+  vars.push_back("GSHARE_VGPU_MEMORY=" + std::to_string(*bytes >> 20) + "MiB");
+  vars.push_back("GSHARE_SLO_MS=" + std::to_string(ms.count()));
+  vars.push_back("GSHARE_FUNCTION=" + o.name);
   if (o.arbiter != "none") {
     const std::string socket = o.arbiter.empty() ? kDefaultArbiterSocket : o.arbiter;
     if (socket.size() >= 108) {
-      r.error = "--arbiter '" + socket + "': longer than a Unix socket path allows (107 bytes)";
-      return r;
+      return Invalid("--arbiter '" + socket +
+                     "': longer than a Unix socket path allows (107 bytes)");
     }
-    r.vars.push_back("GSHARE_ARBITER_SOCKET=" + socket);
+    vars.push_back("GSHARE_ARBITER_SOCKET=" + socket);
   }
   if (!o.log_level.empty()) {
     static const char* const kLevels[] = {"trace", "debug", "info", "warn", "error", "critical", "off"};
     bool known = false;
     for (const char* l : kLevels) known |= o.log_level == l;
     if (!known) {
-      r.error = "--log-level '" + o.log_level +
-                "': not one of trace, debug, info, warn, error, critical, off";
-      return r;
+      return Invalid("--log-level '" + o.log_level +
+                     "': not one of trace, debug, info, warn, error, critical, off");
     }
-    r.vars.push_back("GSHARE_LOG_LEVEL=" + o.log_level);
+    vars.push_back("GSHARE_LOG_LEVEL=" + o.log_level);
   }
   if (!o.idle_release.empty()) {
     const auto d = ParseDuration(o.idle_release, &err);
     const auto us = d ? std::chrono::duration_cast<std::chrono::microseconds>(*d).count() : 0;
     if (!d || us < 1 || us > 10'000'000) {
-      r.error = "--idle-release '" + o.idle_release + "': must be a duration from 1us to 10s";
-      return r;
+      return Invalid("--idle-release '" + o.idle_release + "': must be a duration from 1us to 10s");
     }
-    r.vars.push_back("GSHARE_IDLE_RELEASE_US=" + std::to_string(us));
+    vars.push_back("GSHARE_IDLE_RELEASE_US=" + std::to_string(us));
   }
   if (!o.fail.empty()) {
     if (o.fail != "open" && o.fail != "closed") {
-      r.error = "--fail '" + o.fail + "': must be 'open' or 'closed'";
-      return r;
+      return Invalid("--fail '" + o.fail + "': must be 'open' or 'closed'");
     }
-    r.vars.push_back("GSHARE_ARBITER_FAIL=" + o.fail);
+    vars.push_back("GSHARE_ARBITER_FAIL=" + o.fail);
   }
-  return r;
+  return vars;
 }
 
-std::string FindPreloadLibrary(const std::string& explicit_path, const std::string& self_exe,
-                               const std::string& install_libdir, std::string* error) {
+Result<std::string> FindPreloadLibrary(const std::string& explicit_path,
+                                       const std::string& self_exe,
+                                       const std::string& install_libdir) {
   if (!explicit_path.empty()) {
     if (IsFile(explicit_path)) return explicit_path;
-    *error = "--preload '" + explicit_path + "': no such file";
-    return {};
+    return Invalid("--preload '" + explicit_path + "': no such file");
   }
   const std::string bin = Dir(self_exe);
   std::vector<std::string> candidates = {bin + "/libgshare.so", bin + "/../lib/libgshare.so"};
@@ -124,10 +118,9 @@ std::string FindPreloadLibrary(const std::string& explicit_path, const std::stri
     char resolved[PATH_MAX];
     return ::realpath(c.c_str(), resolved) != nullptr ? std::string(resolved) : c;
   }
-  *error = "libgshare.so not found next to gshare-run (" + bin + ", " + bin + "/../lib)" +
-           (install_libdir.empty() ? std::string() : " nor in " + install_libdir) +
-           "; pass --preload PATH";
-  return {};
+  return Invalid("libgshare.so not found next to gshare-run (" + bin + ", " + bin + "/../lib)" +
+                 (install_libdir.empty() ? std::string() : " nor in " + install_libdir) +
+                 "; pass --preload PATH");
 }
 
 std::string AppendPreload(const std::string& existing, const std::string& lib) {

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "gshare/common/status.h"
+
 namespace gshare::run {
 
 struct LaunchOptions {
@@ -22,18 +24,16 @@ struct LaunchOptions {
 
 inline constexpr const char* kDefaultArbiterSocket = "/run/gshare/arbiter.sock";
 
-// The GSHARE_* variables for `opts` ("NAME=value"), or an error message naming the flag.
-struct EnvResult {
-  std::vector<std::string> vars;
-  std::string error;
-};
-EnvResult ShimEnvironment(const LaunchOptions& opts);
+// The GSHARE_* variables for `opts` ("NAME=value"), or a kInvalidArgument status whose message
+// names the flag.
+Result<std::vector<std::string>> ShimEnvironment(const LaunchOptions& opts);
 
 // Where libgshare.so is: `explicit_path` if given (must exist), else next to the gshare-run
 // binary (`self_exe`'s directory, then ../lib), then `install_libdir`.
-// Returns "" with `error` set when none exists.
-std::string FindPreloadLibrary(const std::string& explicit_path, const std::string& self_exe,
-                               const std::string& install_libdir, std::string* error);
+// A kInvalidArgument status saying where it looked when none exists.
+Result<std::string> FindPreloadLibrary(const std::string& explicit_path,
+                                       const std::string& self_exe,
+                                       const std::string& install_libdir);
 
 // LD_PRELOAD after adding `lib` to `existing` (kept first; `lib` appended once).
 std::string AppendPreload(const std::string& existing, const std::string& lib);

@@ -64,24 +64,22 @@ int main(int argc, char** argv) {
     return kExitUsage;
   }
   const auto env = gshare::run::ShimEnvironment(o);
-  if (!env.error.empty()) {
-    std::fprintf(stderr, "gshare-run: %s\n", env.error.c_str());
+  if (!env.ok()) {
+    std::fprintf(stderr, "gshare-run: %s\n", env.status().message().c_str());
     return kExitUsage;
   }
-  std::string error;
-  const std::string lib =
-      gshare::run::FindPreloadLibrary(o.preload, SelfExe(), GSHARE_INSTALL_LIBDIR, &error);
-  if (lib.empty()) {
-    std::fprintf(stderr, "gshare-run: %s\n", error.c_str());
+  const auto lib = gshare::run::FindPreloadLibrary(o.preload, SelfExe(), GSHARE_INSTALL_LIBDIR);
+  if (!lib.ok()) {
+    std::fprintf(stderr, "gshare-run: %s\n", lib.status().message().c_str());
     return kExitUsage;
   }
   const char* existing = std::getenv("LD_PRELOAD");
-  const std::string preload = gshare::run::AppendPreload(existing != nullptr ? existing : "", lib);
+  const std::string preload = gshare::run::AppendPreload(existing != nullptr ? existing : "", *lib);
   if (::setenv("LD_PRELOAD", preload.c_str(), 1) != 0) {
     std::perror("gshare-run: setenv");
     return kExitUsage;
   }
-  for (const std::string& kv : env.vars) {
+  for (const std::string& kv : *env) {
     const auto eq = kv.find('=');
     (void)::setenv(kv.substr(0, eq).c_str(), kv.substr(eq + 1).c_str(), 1);
   }

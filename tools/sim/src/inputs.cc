@@ -74,32 +74,23 @@ workload::Result<std::vector<uint32_t>> ModelsByName(const workload::Trace& trac
 
 }  // namespace
 
-Inputs LoadInputs(const InputOptions& o) {
+Result<Inputs> LoadInputs(const InputOptions& o) {
   Inputs in;
   workload::Catalog catalog = workload::DefaultCatalog();
   if (!o.catalog.empty()) {
     auto c = workload::LoadCatalog(o.catalog);
-    if (!c.ok()) {
-      in.error = c.status().message();
-      return in;
-    }
+    if (!c.ok()) return c.status();
     catalog = std::move(c.value());
   }
   if (o.routing != "round-robin" && o.routing != "idle-first" && o.routing != "warm-first") {
-    in.error = "unknown routing '" + o.routing + "' (round-robin, idle-first, warm-first)";
-    return in;
+    return workload::Fail("unknown routing '" + o.routing +
+                          "' (round-robin, idle-first, warm-first)");
   }
   auto trace = ReadTrace(o);
-  if (!trace.ok()) {
-    in.error = trace.status().message();
-    return in;
-  }
+  if (!trace.ok()) return trace.status();
   auto models = o.models_by_name ? ModelsByName(*trace, catalog)
                                  : workload::AssignModels(*trace, catalog, o.seed);
-  if (!models.ok()) {
-    in.error = models.status().message();
-    return in;
-  }
+  if (!models.ok()) return models.status();
   workload::SampleExecTimes(&trace.value(), catalog, *models, o.seed);
 
   // Per trace function: its requests' execution times (for the empirical p90 behind the SLO)

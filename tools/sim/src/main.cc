@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "CLI/CLI.hpp"
@@ -186,11 +187,12 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "gshare-sim: --gpu-memory '{}': {}\n", gpu_memory, err);
     return 2;
   }
-  const sim::Inputs inputs = sim::LoadInputs(in);
-  if (!inputs.error.empty()) {
-    fmt::print(stderr, "gshare-sim: {}\n", inputs.error);
+  auto loaded = sim::LoadInputs(in);
+  if (!loaded.ok()) {
+    fmt::print(stderr, "gshare-sim: {}\n", loaded.status().message());
     return 1;
   }
+  const sim::Inputs inputs = std::move(loaded).value();
   sim::SimOptions options;
   policy::GpuSpec gpu;
   gpu.memory_bytes = *mem;

@@ -14,11 +14,13 @@
 #include <cstdio>
 #include <iostream>
 #include <string>
+#include <utility>
 
 #include <CLI/CLI.hpp>
 
 #include "frame.h"
 #include "gshare/arbiter/control_client.h"
+#include "gshare/common/status.h"
 
 namespace {
 
@@ -53,32 +55,22 @@ int TerminalWidth() {
   return 200;
 }
 
-struct Fetched {
-  std::string frame;
-  std::string error;
-  bool not_running = false;
-};
-
-Fetched Fetch(const std::string& socket, const gshare::top::FrameStyle& style) {
+// One frame, or why not: the control call's error (kUnavailable: the arbiter is not running),
+// or kRefused with the error the arbiter answered.
+gshare::Result<std::string> Fetch(const std::string& socket, const gshare::top::FrameStyle& style) {
   using gshare::arbiter::ControlCall;
   const auto timeout = std::chrono::milliseconds(2000);
-  Fetched f;
   auto status = ControlCall(socket, {{"cmd", "status"}}, timeout);
   if (status.ok() && status->value("ok", false)) {
     auto clients = ControlCall(socket, {{"cmd", "clients"}}, timeout);
     if (clients.ok() && clients->value("ok", false)) {
-      f.frame = gshare::top::RenderFrame(*status, *clients, style);
-      return f;
+      return gshare::top::RenderFrame(*status, *clients, style);
     }
     status = std::move(clients);
   }
-  if (!status.ok()) {
-    f.error = status.status().message();
-    f.not_running = status.status().code() == gshare::shm::StatusCode::kUnavailable;
-  } else {
-    f.error = status->value("error", std::string("the arbiter reported an error"));
-  }
-  return f;
+  if (!status.ok()) return status.status();
+  return gshare::Status(gshare::StatusCode::kRefused,
+                        status->value("error", std::string("the arbiter reported an error")));
 }
 
 }  // namespace
@@ -107,12 +99,12 @@ int main(int argc, char** argv) {
   style.color = !no_color && !snapshot && ::isatty(STDOUT_FILENO) != 0;
   style.width = TerminalWidth();
   if (snapshot) {
-    const Fetched f = Fetch(socket, style);
-    if (!f.error.empty()) {
-      std::fprintf(stderr, "gshare-top: %s\n", f.error.c_str());
-      return f.not_running ? 3 : 4;
+    const auto f = Fetch(socket, style);
+    if (!f.ok()) {
+      std::fprintf(stderr, "gshare-top: %s\n", f.status().message().c_str());
+      return f.status().code() == gshare::StatusCode::kUnavailable ? 3 : 4;
     }
-    std::cout << f.frame << std::flush;
+    std::cout << *f << std::flush;
     return 0;
   }
   struct sigaction sa{};
@@ -123,12 +115,12 @@ int main(int argc, char** argv) {
   std::cout << "\x1b[?1049h\x1b[?25l";  // alternate screen, hide the cursor
   while (g_stop == 0) {
     style.width = TerminalWidth();
-    const Fetched f = Fetch(socket, style);
+    const auto f = Fetch(socket, style);
     std::cout << "\x1b[H\x1b[2J";
-    if (f.error.empty()) {
-      std::cout << f.frame;
+    if (f.ok()) {
+      std::cout << *f;
     } else {
-      std::cout << "gshare-top: " << f.error << " (retrying)\n";
+      std::cout << "gshare-top: " << f.status().message() << " (retrying)\n";
     }
     std::cout << "\n(q to quit)" << std::flush;
     pollfd p{STDIN_FILENO, POLLIN, 0};

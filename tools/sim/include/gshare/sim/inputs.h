@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <string>
 
+#include "gshare/common/status.h"
 #include "gshare/sim/engine.h"
 
 namespace gshare::sim {
@@ -50,9 +51,10 @@ struct InputOptions {
 struct Inputs {
   SimWorkload workload;
   std::string description;  // for reports
-  std::string error;        // non-empty on failure
 };
 
-Inputs LoadInputs(const InputOptions& options);
+// The inputs, or why not: a bad option (kInvalidArgument), or the gshare_workload status of a
+// trace or catalog that cannot be read or parsed; its message() is for a person.
+Result<Inputs> LoadInputs(const InputOptions& options);
 
 }  // namespace gshare::sim
