@@ -15,6 +15,7 @@
 #include <benchmark/benchmark.h>
 
 #include <chrono>
+#include <cstdio>
 #include <map>
 #include <utility>
 #include <string>
@@ -37,7 +38,14 @@ const sim::SimWorkload& Workload(double duration_s, double rate_scale = 1.0) {
     in.duration_s = duration_s;
     in.rate_scale = rate_scale;
     in.seed = 1;
-    it = cache->emplace(std::make_pair(duration_s, rate_scale), sim::LoadInputs(in).workload).first;
+    auto inputs = sim::LoadInputs(in);
+    sim::SimWorkload workload;  // empty on failure (the error is printed)
+    if (inputs.ok()) {
+      workload = std::move(inputs->workload);
+    } else {
+      std::fprintf(stderr, "policy_bench: %s\n", inputs.status().message().c_str());
+    }
+    it = cache->emplace(std::make_pair(duration_s, rate_scale), std::move(workload)).first;
   }
   return it->second;
 }
