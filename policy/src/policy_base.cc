@@ -24,10 +24,14 @@ PolicyBase::PolicyBase(std::string name, const PolicyConfig& config)
   gpus_.resize(config.gpus.size());
   gpu_empty_seen_.assign(config.gpus.size(), false);
   gpu_slots_.resize(config.gpus.size() * kWakeTags);
+  std::vector<double> link_priors;
   for (size_t g = 0; g < gpus_.size(); ++g) {
     gpus_[g].spec = config.gpus[g];
-    gpus_[g].bw = BandwidthPredictor(config.gpus[g].link_bytes_per_us);
+    link_priors.push_back(config.gpus[g].link_bytes_per_us);
+    min_restore_overhead_ = g == 0 ? config.gpus[g].restore_overhead
+                                   : std::min(min_restore_overhead_, config.gpus[g].restore_overhead);
   }
+  links_ = LinkBandwidths(link_priors);
   available_count_ = static_cast<int>(gpus_.size());
 }
 
@@ -449,7 +453,7 @@ void PolicyBase::HandleSwapDone(Time now, const SwapDone& e) {
       // copy far slower, and swap times predicted from the default made every swap look cheap.
       {
         const Duration copy = fn.swap_from_parked ? e.took : e.took - gpu.spec.restore_overhead;
-        if (copy > 0) gpu.bw.Observe(e.bytes, copy);
+        if (copy > 0) links_.Observe(e.gpu, e.bytes, copy);
       }
       if (!gpu.available) {  // it landed on a GPU that went away meanwhile: move it on
         if (gpu.tenant == e.function && !fn.running) gpu.tenant = kNoFunction;
@@ -525,8 +529,16 @@ Duration PolicyBase::SwapTime(FunctionId f, GpuId g, const Transfer& t) const {
   const Gpu& gpu = gpus_[g];
   const Duration overhead =
       (fn.where == Residency::kParked && fn.gpu == g) ? 0 : gpu.spec.restore_overhead;
-  const double copy = static_cast<double>(t.bytes) / gpu.bw.bytes_per_us();
+  const double copy = static_cast<double>(t.bytes) / LinkSpeed(g);
   return overhead + static_cast<Duration>(std::ceil(copy));
+}
+
+Duration PolicyBase::MinSwapElsewhere(FunctionId f) const {
+  // Elsewhere a swap-in brings the whole footprint with the restore overhead (SwapInCost), over
+  // a link no faster than the fastest (and a rounded-up quotient is monotone in the divisor).
+  if (links_.size() == 0) return 0;
+  const double bytes = static_cast<double>(FootprintBytes(fns_[f].spec, Residency::kResident));
+  return min_restore_overhead_ + static_cast<Duration>(std::ceil(bytes / links_.fastest()));
 }
 
 Duration PolicyBase::SwapTime(FunctionId f, GpuId g) const {

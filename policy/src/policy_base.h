@@ -99,7 +99,6 @@ class PolicyBase : public Policy {
     std::vector<FunctionId> corunners;
     uint32_t evictions_in_flight = 0;
     Time activated_at = 0;
-    BandwidthPredictor bw;
     uint64_t free() const { return spec.memory_bytes - used; }
     bool empty() const {
       return members.empty() && tenant == kNoFunction && ready.empty() && evictions_in_flight == 0;
@@ -216,6 +215,12 @@ class PolicyBase : public Policy {
   // Predicted transfer time of bringing f to kResident on g, on an idle link.
   Duration SwapTime(FunctionId f, GpuId g) const;
   Duration SwapTime(FunctionId f, GpuId g, const Transfer& t) const;
+  // A lower bound on SwapTime(f, g) for every GPU g that does not hold f's state: the smallest
+  // restore overhead plus the copy over the fastest link. When even this misses a deadline,
+  // only f's own GPU can meet it, and a placement scan need look at no other.
+  Duration MinSwapElsewhere(FunctionId f) const;
+  // g's host link's learned bandwidth (bytes per microsecond).
+  double LinkSpeed(GpuId g) const { return links_[g].bytes_per_us(); }
   // When g could start f's burst if f were swapped in now and queued behind g's work (with
   // `link_delay` more on g's link first: the victims' copy-out, RoomTime).
   Time PredictedStart(Time now, FunctionId f, GpuId g, Duration link_delay = 0) const;
@@ -245,6 +250,8 @@ class PolicyBase : public Policy {
   std::vector<Gpu> gpus_;
 
  private:
+  LinkBandwidths links_;  // one per GPU, learned from completed swap-ins
+  Duration min_restore_overhead_ = 0;  // over every GPU (MinSwapElsewhere)
   void Emit(ActionKind kind, FunctionId f, GpuId g, Duration slice = 0, bool pin = false,
             bool corun = false);
   void Touch(GpuId g);  // g's emptiness must be re-checked at the end of this Handle()

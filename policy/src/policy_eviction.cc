@@ -72,7 +72,7 @@ Duration PolicyBase::EvictTime(FunctionId f, bool park) const {
   const Gpu& gpu = gpus_[fn.gpu];
   if (!config_.swap_out_copies) return park ? 0 : DeepEvictCost(fn.spec, fn.where, gpu.spec).time;
   const uint64_t bytes = park ? fn.spec.weights_bytes : FootprintBytes(fn.spec, fn.where);
-  return static_cast<Duration>(std::ceil(static_cast<double>(bytes) / gpu.bw.bytes_per_us()));
+  return static_cast<Duration>(std::ceil(static_cast<double>(bytes) / LinkSpeed(fn.gpu)));
 }
 
 Duration PolicyBase::RoomTime(Time now, GpuId g, uint64_t need, Evict mode) const {
@@ -86,7 +86,7 @@ Duration PolicyBase::RoomTime(Time now, GpuId g, uint64_t need, Evict mode) cons
   double cost = 0;
   const std::vector<FunctionId> victims = CheapestVictims(now, g, Residency::kResident, more, freed, &cost);
   if (victims.empty()) {  // MakeRoom's fallback: at least the missing bytes are copied out
-    return static_cast<Duration>(std::ceil(static_cast<double>(more) / gpu.bw.bytes_per_us()));
+    return static_cast<Duration>(std::ceil(static_cast<double>(more) / LinkSpeed(g)));
   }
   Duration total = 0;
   for (FunctionId f : victims) total += EvictTime(f, park);

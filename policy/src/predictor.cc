@@ -80,7 +80,10 @@ Duration ExecPredictor::Predict(const PaddingRule& rule) const {
 
 void ArrivalPredictor::Observe(Time arrival) {
   if (last_ >= 0) {
-    gaps_[static_cast<size_t>(count_ % kWindow)] = std::max<Duration>(0, arrival - last_);
+    Duration& slot = gaps_[static_cast<size_t>(count_ % kWindow)];
+    if (count_ >= kWindow) sum_ -= slot;  // the gap leaving the window
+    slot = std::max<Duration>(0, arrival - last_);
+    sum_ += slot;
     ++count_;
   }
   last_ = arrival;
@@ -89,9 +92,8 @@ void ArrivalPredictor::Observe(Time arrival) {
 double ArrivalPredictor::MeanGap() const {
   const int n = gaps();
   if (n == 0) return 0;
-  double sum = 0;
-  for (int i = 0; i < n; ++i) sum += static_cast<double>(gaps_[static_cast<size_t>(i)]);
-  return sum / n;
+  // The integer sum is exact, as the double sum of the window's gaps was (below 2^53 us).
+  return static_cast<double>(sum_) / n;
 }
 
 double ArrivalPredictor::GapCv() const {
@@ -123,6 +125,21 @@ void BandwidthPredictor::Observe(uint64_t bytes, Duration link_time) {
   // link: the live arbiter's 24 GB/s against simcuda's ~2 GB/s); later ones are averaged.
   bytes_per_us_ = observed_ ? 0.8 * bytes_per_us_ + 0.2 * sample : sample;
   observed_ = true;
+}
+
+LinkBandwidths::LinkBandwidths(const std::vector<double>& priors) {
+  links_.reserve(priors.size());
+  for (double prior : priors) {
+    links_.emplace_back(prior);
+    speeds_.insert(prior);
+  }
+}
+
+void LinkBandwidths::Observe(size_t link, uint64_t bytes, Duration link_time) {
+  BandwidthPredictor& b = links_[link];
+  speeds_.erase(speeds_.find(b.bytes_per_us()));
+  b.Observe(bytes, link_time);
+  speeds_.insert(b.bytes_per_us());
 }
 
 }  // namespace gshare::policy

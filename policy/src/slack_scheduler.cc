@@ -18,6 +18,7 @@
 // prefetched, relocated, rescued onto another GPU or drained away by scale-down; the base never
 // takes it as a victim (policy_base.h, invariant 4).
 #include <algorithm>
+#include <span>
 #include <vector>
 
 #include "corun.h"
@@ -237,7 +238,7 @@ class SlackScheduler final : public PolicyBase {
     const GpuId g = fns_[f].last_gpu != kNoGpu ? fns_[f].last_gpu : 0;
     const Transfer t = SwapInCost(fns_[f].spec, Residency::kHost, kNoGpu, g, gpus_[g].spec);
     return gpus_[g].spec.restore_overhead +
-           static_cast<Duration>(static_cast<double>(t.bytes) / gpus_[g].bw.bytes_per_us());
+           static_cast<Duration>(static_cast<double>(t.bytes) / LinkSpeed(g));
   }
   // Deep eviction is SLO-safe when a restore from the host still meets the SLO.
   bool DeepSafe(FunctionId f) const { return HostSwap(f) + Risky(f) <= fns_[f].spec.slo; }
@@ -245,7 +246,7 @@ class SlackScheduler final : public PolicyBase {
     const Fn& fn = fns_[f];
     const GpuId g = fn.gpu != kNoGpu ? fn.gpu : 0;
     const Transfer t = SwapInCost(fn.spec, Residency::kParked, g, g, gpus_[g].spec);
-    return static_cast<Duration>(static_cast<double>(t.bytes) / gpus_[g].bw.bytes_per_us()) +
+    return static_cast<Duration>(static_cast<double>(t.bytes) / LinkSpeed(g)) +
                Risky(f) <= fn.spec.slo;
   }
 
@@ -275,11 +276,19 @@ class SlackScheduler final : public PolicyBase {
   // instead, and they evict others in turn: in the demo three berts and an llm kept evicting
   // each other on one GPU while the other had room.
   // `fits_only`: only GPUs where f fits without evicting anyone.
+  // When even the shortest swap-in elsewhere (MinSwapElsewhere) would miss the deadline, every
+  // GPU but f's own fails the deadline test below, and only that one is looked at: most calls
+  // (Relocate's, a function too large to move in time) then cost O(1) instead of O(active GPUs).
   GpuId Choose(Time now, FunctionId f, Time deadline, bool fits_only = false) const {
     const Duration e = Predict(f);
+    const GpuId own = fns_[f].gpu;
+    std::span<const GpuId> scan = active_gpus();
+    if (now + MinSwapElsewhere(f) + e > deadline) {
+      scan = own != kNoGpu && gpus_[own].active ? std::span<const GpuId>(&own, 1) : std::span<const GpuId>();
+    }
     GpuId best = kNoGpu;
     std::vector<GpuId> crowded;  // feasible, but room must be made
-    for (GpuId g : active_gpus()) {
+    for (GpuId g : scan) {
       const Gpu& gpu = gpus_[g];
       if (!Usable(g)) continue;
       const uint64_t need = Need(f, g);
@@ -345,16 +354,19 @@ class SlackScheduler final : public PolicyBase {
     return TimeSliced(f, g) || CorunPacks(now, f, g);
   }
   // The typical rule: a typical burst of each fits in the other's slack (SLO - typical burst).
-  bool TypicalFits(FunctionId f, FunctionId m) const {
-    const Duration ef = Typical(f), em = Typical(m);
+  bool TypicalFits(FunctionId f, FunctionId m) const { return TypicalFits(f, Typical(f), m); }
+  // The same with f's typical burst `ef` already known (TimeSliced asks for every member).
+  bool TypicalFits(FunctionId f, Duration ef, FunctionId m) const {
+    const Duration em = Typical(m);
     return em <= fns_[f].spec.slo - ef && ef <= fns_[m].spec.slo - em;
   }
   bool TimeSliced(FunctionId f, GpuId g) const {
+    const Duration ef = Typical(f);
     double util = Utilisation(f);
     double f_misses = 0;
     for (FunctionId m : gpus_[g].members) {
       if (m == f) continue;
-      if (opt_.typical && !TypicalFits(f, m)) return false;
+      if (opt_.typical && !TypicalFits(f, ef, m)) return false;
       if (opt_.collisions) {
         f_misses += Collisions(f, m);
         if (f_misses > kMissBudget || Collisions(m, f) > kMissBudget) return false;
@@ -556,7 +568,7 @@ class SlackScheduler final : public PolicyBase {
     Fn& fn = fns_[f];
     if (!fn.pending.empty()) return;
     const Duration gap = static_cast<Duration>(fn.arrivals.MeanGap());
-    if (opt_.prefetch && fn.arrivals.Periodic() && gap >= kPrefetchMinGap && !fn.queued &&
+    if (opt_.prefetch && gap >= kPrefetchMinGap && fn.arrivals.Periodic() && !fn.queued &&
         gpus_[g].tenant != f && Movable(f)) {
       DeepEvict(now, f);  // come back just before the next tick
       const Duration lead = HostSwap(f) + std::min<Duration>(gap / 20, kUsPerSecond) + 5'000;

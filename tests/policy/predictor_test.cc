@@ -1,8 +1,14 @@
 // Tests of the online predictors: execution-time quantiles from the prior and from observed
-// bursts, the padding rule, periodic-arrival detection, bandwidth learning.
+// bursts, the padding rule, periodic-arrival detection, bandwidth learning; the running sums and
+// maxima kept incrementally (the mean gap, the fastest link) against their recomputation.
 #include "gshare/policy/predictor.h"
 
 #include <gtest/gtest.h>
+
+#include <algorithm>
+#include <deque>
+#include <random>
+#include <vector>
 
 namespace gshare::policy {
 namespace {
@@ -58,6 +64,61 @@ TEST(ArrivalPredictor, RecognisesTimers) {
   EXPECT_EQ(timer.NextArrival(), 10 * 60'000'000);
   EXPECT_FALSE(bursty.Periodic());
   EXPECT_GT(bursty.GapCv(), 1.0);
+}
+
+TEST(ArrivalPredictor, RunningMeanGapEqualsTheWindowsMean) {
+  // MeanGap keeps an integer sum of the window's gaps with each Observe: after any sequence of
+  // arrivals it must equal, to the bit, the mean of the last kWindow gaps summed afresh.
+  std::mt19937_64 rng(7);
+  std::uniform_int_distribution<Duration> gap(0, 50'000'000);
+  std::uniform_int_distribution<int> backwards(0, 9);
+  ArrivalPredictor p;
+  std::deque<Duration> window;
+  Time t = 1'000;
+  Time last = -1;
+  for (int i = 0; i < 5'000; ++i) {
+    // Now and then an arrival before the last one (a gap clamped to 0) or at the same time.
+    t = backwards(rng) == 0 ? std::max<Time>(0, t - gap(rng) / 100) : t + gap(rng) * (i % 3);
+    p.Observe(t);
+    if (last >= 0) {
+      window.push_back(std::max<Duration>(0, t - last));
+      if (window.size() > static_cast<size_t>(ArrivalPredictor::kWindow)) window.pop_front();
+    }
+    last = t;
+    double sum = 0;
+    for (Duration d : window) sum += static_cast<double>(d);
+    const double mean = window.empty() ? 0.0 : sum / static_cast<double>(window.size());
+    ASSERT_EQ(p.MeanGap(), mean) << "after " << i + 1 << " arrivals";
+    ASSERT_EQ(p.gaps(), static_cast<int>(window.size()));
+  }
+}
+
+TEST(LinkBandwidths, FastestIsTheLargestLinkAfterAnyObservations) {
+  // The fastest link is kept in an ordered multiset as links learn: after every observation it
+  // must equal the maximum over the links, and each link must learn as a lone predictor would.
+  std::mt19937_64 rng(11);
+  const std::vector<double> priors{24'000.0, 24'000.0, 2'200.0, 50'000.0, 24'000.0};
+  LinkBandwidths links(priors);
+  std::vector<BandwidthPredictor> alone(priors.begin(), priors.end());
+  std::uniform_int_distribution<size_t> link(0, priors.size() - 1);
+  std::uniform_int_distribution<uint64_t> bytes(0, 4'000'000'000);
+  std::uniform_int_distribution<Duration> took(-5, 200'000);
+  ASSERT_EQ(links.size(), priors.size());
+  EXPECT_EQ(links.fastest(), 50'000.0);
+  for (int i = 0; i < 5'000; ++i) {
+    const size_t l = link(rng);
+    const uint64_t b = bytes(rng);
+    const Duration d = took(rng);  // some ignored: no bytes, or no time
+    links.Observe(l, b, d);
+    alone[l].Observe(b, d);
+    double fastest = 0;
+    for (size_t j = 0; j < alone.size(); ++j) {
+      ASSERT_EQ(links[j].bytes_per_us(), alone[j].bytes_per_us());
+      fastest = std::max(fastest, alone[j].bytes_per_us());
+    }
+    ASSERT_EQ(links.fastest(), fastest) << "after " << i + 1 << " observations";
+  }
+  EXPECT_EQ(LinkBandwidths().fastest(), 0.0);
 }
 
 TEST(BandwidthPredictor, MovesTowardObservedTransfers) {

@@ -42,8 +42,13 @@ struct FnState {
   GpuId last_gpu = kNoGpu;  // the GPU its state was last on (for counting migrations)
   bool transfer = false;
   bool running = false;
-  std::deque<size_t> pending;  // request indices, oldest first
-  std::deque<Residency> arrived_as;  // where the state was when each pending request arrived
+  // Its outstanding requests, oldest first: the request's index, and where the function's
+  // state was when it arrived (one deque: a request is queued and finished once).
+  struct Queued {
+    size_t request;
+    Residency arrived_as;
+  };
+  std::deque<Queued> pending;
   Duration remaining = 0;      // execution left of the head request
   Duration burst_exec = 0;     // execution of the head request so far
   // Where the head request's time went (for the late-request causes).
@@ -128,8 +133,7 @@ class Engine {
         const SimRequest& r = w_.requests[next];
         const FunctionId f = Route(r.function);
         FnState& fn = fns_[f];
-        fn.pending.push_back(next);
-        fn.arrived_as.push_back(fn.transfer ? Residency::kHost : fn.where);
+        fn.pending.push_back({next, fn.transfer ? Residency::kHost : fn.where});
         if (r.exec <= w_.functions[f].slo) ++result_.solo_feasible;
         if (fn.pending.size() == 1) StartHead(fn, r.arrival, r.exec);
         ++next;
@@ -244,9 +248,9 @@ class Engine {
     } else {
       policy_.Handle(policy::Event{now_, std::move(body)}, actions_);
     }
-    // Actions may complete at once (a swap-out); their events are queued, not nested.
-    const std::vector<Action> batch = actions_;
-    for (const Action& a : batch) Execute(a);
+    // Actions may complete at once (a swap-out); their events are queued, not nested: Execute
+    // never delivers, so actions_ is not touched while it is read (no copy per event).
+    for (const Action& a : actions_) Execute(a);
   }
 
   void Violation(const std::string& what) {
@@ -502,10 +506,9 @@ class Engine {
   void FinishHead(FunctionId f, GpuId g, bool corun) {
     FnState& fn = fns_[f];
     const Pending e{now_, 0, Ev::kRunEnd, f, g, policy::SwapKind::kIn, 0, 0, true};
-    const size_t idx = fn.pending.front();
+    const size_t idx = fn.pending.front().request;
+    const Residency was = fn.pending.front().arrived_as;
     fn.pending.pop_front();
-    const Residency was = fn.arrived_as.front();
-    fn.arrived_as.pop_front();
     const Duration latency = now_ - w_.requests[idx].arrival;
     ++result_.completed;
     --outstanding_;
@@ -522,7 +525,7 @@ class Engine {
       result_.request_start[idx] = fn.grant_at;
     }
     const Duration used = fn.burst_exec;
-    if (!fn.pending.empty()) StartHead(fn, now_, w_.requests[fn.pending.front()].exec);
+    if (!fn.pending.empty()) StartHead(fn, now_, w_.requests[fn.pending.front().request].exec);
     Deliver(e.at, policy::BurstEnd{e.f, e.g, used, corun});
   }
 

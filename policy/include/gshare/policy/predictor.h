@@ -1,13 +1,18 @@
 // Online predictors learned from observed bursts: per-function execution time (a sliding
 // window of recent bursts, read as a quantile with a padding rule), per-function inter-arrival
 // times (to recognise periodic functions and predict their next arrival), and per-GPU host-link
-// bandwidth (from completed transfers). Each starts from a prior and adapts.
+// bandwidth (from completed transfers; LinkBandwidths: a node's links and the fastest of them).
+// Each starts from a prior and adapts.
 //
-// Thread-safety: plain values; not thread-safe. Observe is O(window); queries are O(1).
+// Thread-safety: plain values; not thread-safe. Observe is O(window) (LinkBandwidths: O(log
+// links)); queries are O(1).
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
+#include <set>
+#include <vector>
 
 #include "gshare/policy/types.h"
 
@@ -69,6 +74,7 @@ class ArrivalPredictor {
 
  private:
   std::array<Duration, kWindow> gaps_{};
+  Duration sum_ = 0;  // of gaps_[0, gaps()): kept with each Observe, so MeanGap is O(1)
   int count_ = 0;
   Time last_ = -1;
 };
@@ -85,6 +91,25 @@ class BandwidthPredictor {
  private:
   double bytes_per_us_;
   bool observed_ = false;
+};
+
+// The BandwidthPredictors of a node's links (one per GPU), and the fastest of their current
+// bandwidths, kept up to date with each observation: a bound for placement scans (no link
+// copies faster, so no swap-in anywhere is shorter than over this bandwidth).
+class LinkBandwidths {
+ public:
+  LinkBandwidths() = default;
+  // One link per prior, starting at that bandwidth (bytes per microsecond).
+  explicit LinkBandwidths(const std::vector<double>& priors);
+  void Observe(size_t link, uint64_t bytes, Duration link_time);
+  const BandwidthPredictor& operator[](size_t link) const { return links_[link]; }
+  size_t size() const { return links_.size(); }
+  // The largest bytes_per_us() of any link (0 without links).
+  double fastest() const { return speeds_.empty() ? 0.0 : *speeds_.rbegin(); }
+
+ private:
+  std::vector<BandwidthPredictor> links_;
+  std::multiset<double> speeds_;  // every link's bytes_per_us()
 };
 
 }  // namespace gshare::policy
