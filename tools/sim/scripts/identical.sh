@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Checks that two gshare-sim builds give the same results to the byte (a speed-up must change no
 # decision): every policy and some ablations on the shipped trace and synthetic seeds 1-2 (also
-# with copy-out evictions, co-running, scale-out routers, the demo scenario and 1,000 functions),
-# each run's table and JSON report compared with diff. Exits non-zero on the first difference.
+# with copy-out evictions, co-running, scale-out routers, several nodes, the demo scenario and
+# 1,000 functions), each run's table and JSON report compared with diff. Exits non-zero on the
+# first difference.
 # Usage: tools/sim/scripts/identical.sh BASE_GSHARE_SIM NEW_GSHARE_SIM [OUT_DIR]
 set -euo pipefail
 base=$1
@@ -32,6 +33,7 @@ done
 add demo --format csv --trace "$scenario/requests.csv" --catalog "$scenario/catalog.toml" --models-by-name \
   --gpus 2 --link-gbps 2.2 --policy-link-gbps 24 --slice-ms 100 --gpu-memory 1536MiB \
   --policy aggressive-no-scale-no-deep-evict,aggressive,dual-queue,fifo,aggressive-no-residency-no-scale-no-deep-evict
+add cluster --synthetic --functions 300 --duration 900 --gpus 32 --nodes 4 --seed 1 --policy aggressive,keepalive
 add big-1000 --synthetic --functions 1000 --duration 3600 --gpus 1000 --seed 1 --policy aggressive,dual-queue
 mkdir -p "$out/base" "$out/new"
 for run in "${runs[@]}"; do
