@@ -189,7 +189,10 @@ struct Client {
 
   uint32_t swapin_requests_seen = 0;
   uint32_t swapin_failures = 0;  // consecutive failed swap-ins (back-off of the retry)
-  uint32_t bursts_seen = 0;
+  // The client's count of bursts started (its channel's bursts_started) when the arbiter last
+  // started a burst for it: a client in a burst with a later count has started one the arbiter
+  // has not (StartBurstIfAsked), one with this count is still in that burst.
+  uint32_t burst_number = 0;
 
   DoorbellGuard doorbell;  // flooding defence (arbiter_loop.cc, doorbell_guard.h)
   DeadlineQueue::ClientMarks deadline_marks;  // its entries in deadlines_ (arbiter_deadlines.cc)
@@ -409,6 +412,10 @@ class ArbiterImpl final : public Arbiter {
   void Deliver(uint64_t now_ns, policy::EventBody body);
   void Execute(uint64_t now_ns, const policy::ActionList& actions);
   void PollClient(Client& c, uint64_t now_ns);
+  // A client that asks for the GPU (`wants`: waiting for a grant or asking to be swapped in) or
+  // is in a burst the arbiter has not started, while it has none outstanding: its burst starts
+  // (BurstStart to the policy). Asking while a burst is outstanding is that burst.
+  void StartBurstIfAsked(Client& c, const shm::ClientView& v, bool wants, uint64_t now_ns);
   void PollAll(uint64_t now_ns);
   void CheckSlices(uint64_t now_ns);
   // UINT64_MAX: no order in flight. See the constants above kOrderMinBytesPerS.

@@ -57,7 +57,8 @@ void ArbiterImpl::AdoptLease(Client& c, uint64_t now_ns) {
   // The take came right after the client's burst-start report: count the grant from there
   // (bounded by its last release and now).
   uint64_t taken_ns = now_ns;
-  if (auto v = c.chan.ReadClient(std::max(now_ns, NowNs())); v.ok() && v->burst_start_ns != 0)
+  const auto v = c.chan.ReadClient(std::max(now_ns, NowNs()));
+  if (v.ok() && v->burst_start_ns != 0)
     taken_ns = std::clamp(v->burst_start_ns, std::min(c.last_use_ns, now_ns), now_ns);
   const uint64_t deadline = taken_ns + static_cast<uint64_t>(config_.slice.count());
   const uint32_t seq = c.chan.AdoptLease(deadline);
@@ -75,6 +76,9 @@ void ArbiterImpl::AdoptLease(Client& c, uint64_t now_ns) {
   ++stats_.lease_takes;
   const bool new_burst = !c.burst_outstanding;
   if (new_burst) {
+    // The client reports its burst's start just before it takes: that burst (its count) is the
+    // take's.
+    c.burst_number = v.ok() ? v->bursts_started : c.burst_number + 1;
     c.burst_outstanding = true;
     c.deadline_ns = taken_ns + uint64_t{c.slo_ms} * 1'000'000;
     Record(shm::EventType::kBurstStart, &c, shm::kNoGpu, taken_ns);
@@ -179,6 +183,11 @@ bool ArbiterImpl::LeaseBeforeGrant(Client& c, uint32_t g, policy::Duration slice
     c.burst_outstanding = false;
     Deliver(now_ns, policy::BurstEnd{c.fid, g, std::max<policy::Duration>(
                                                     1, static_cast<policy::Duration>(gpu_ns / 1000))});
+    // Its next burst may have begun meanwhile and asked while this one was outstanding (a
+    // client waiting to be swapped in asks once): started now, or it would wait for ever.
+    if (ById(c.id) != nullptr)
+      if (auto v = c.chan.ReadClient(std::max(now_ns, NowNs())); v.ok())
+        StartBurstIfAsked(c, *v, /*wants=*/false, now_ns);
     return true;
   }
   if (c.holding) return false;
@@ -201,7 +210,10 @@ bool ArbiterImpl::LeaseBeforeGrant(Client& c, uint32_t g, policy::Duration slice
 
 void ArbiterImpl::ReleaseUnconfirmedLease(Client& c, const shm::ClientView& v, uint64_t now_ns) {
   c.lease_unconfirmed = false;
-  if (v.in_burst) return;  // it wants the GPU again: the policy's pending grant serves it
+  // Still in the taken burst: it wants the GPU again, and the policy's pending grant serves it.
+  // A later burst (its count moved on) means the taken one ended: answered when the policy
+  // grants, and the later one starts after that (LeaseBeforeGrant).
+  if (v.in_burst && v.bursts_started == c.burst_number) return;
   const uint64_t gpu_ns = v.burst_gpu_time_ns != 0 ? v.burst_gpu_time_ns : now_ns - c.grant_ns;
   c.lease_done_gpu_ns = gpu_ns;
   if (v.burst_end_ns != 0)

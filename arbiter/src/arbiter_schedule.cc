@@ -689,9 +689,10 @@ void ArbiterImpl::PollClient(Client& c, uint64_t now_ns) {
     const shm::ClientView& v = *view;
     if (c.lease_unconfirmed) {
       ReleaseUnconfirmedLease(c, v, now_ns);  // the policy has not granted it: no event
-    } else if (v.in_burst && v.bursts_started == c.bursts_seen) {
+    } else if (v.in_burst && v.bursts_started == c.burst_number) {
       // (A burst counter that moved on means the client ended the held burst and already
-      // started its next one before we looked: that is a burst end, below.)
+      // started its next one before we looked: that is a burst end, below, and the next one
+      // starts after it.)
       Deliver(now_ns, policy::SliceExpired{c.fid, g});
     } else {
       uint64_t gpu_time = v.burst_gpu_time_ns;
@@ -721,16 +722,27 @@ void ArbiterImpl::PollClient(Client& c, uint64_t now_ns) {
   const bool wants = v.state == shm::ClientTokenState::kWaiting ||
                      v.swapin_requests != c.swapin_requests_seen;
   c.swapin_requests_seen = v.swapin_requests;
-  c.bursts_seen = v.bursts_started;
-  if (!c.holding && !c.burst_outstanding && wants && LeaseBeforeBurst(c, now_ns)) {
-    c.burst_outstanding = true;
-    c.last_use_ns = now_ns;
-    c.deadline_ns = now_ns + uint64_t{c.slo_ms} * 1'000'000;
-    c.burst_start_ns = v.burst_start_ns != 0 ? std::min(v.burst_start_ns, now_ns) : now_ns;
-    Record(shm::EventType::kBurstStart, &c, shm::kNoGpu, v.burst_start_ns);
-    OnBurstStart(c, v.burst_start_ns != 0 ? v.burst_start_ns : now_ns);
-    Deliver(now_ns, policy::BurstStart{c.fid});
-  }
+  StartBurstIfAsked(c, v, wants, now_ns);
+}
+
+void ArbiterImpl::StartBurstIfAsked(Client& c, const shm::ClientView& v, bool wants,
+                                    uint64_t now_ns) {
+  // A burst the arbiter has not started asks for the GPU even when its request was seen while
+  // the previous one was still outstanding (a lease take's burst answered only when the policy
+  // granted it, LeaseBeforeGrant): a client waiting to be swapped in asks once, and that
+  // request must not be lost (ArbiterLease.TakeVersusRevokeRacesNeverLeaveTwoHolders: the
+  // function waited for ever).
+  const bool unstarted = v.in_burst && v.bursts_started != c.burst_number;
+  if (c.holding || c.burst_outstanding || !(wants || unstarted) || !LeaseBeforeBurst(c, now_ns))
+    return;
+  c.burst_number = v.bursts_started;
+  c.burst_outstanding = true;
+  c.last_use_ns = now_ns;
+  c.deadline_ns = now_ns + uint64_t{c.slo_ms} * 1'000'000;
+  c.burst_start_ns = v.burst_start_ns != 0 ? std::min(v.burst_start_ns, now_ns) : now_ns;
+  Record(shm::EventType::kBurstStart, &c, shm::kNoGpu, v.burst_start_ns);
+  OnBurstStart(c, v.burst_start_ns != 0 ? v.burst_start_ns : now_ns);
+  Deliver(now_ns, policy::BurstStart{c.fid});
 }
 
 void ArbiterImpl::PollAll(uint64_t now_ns) {

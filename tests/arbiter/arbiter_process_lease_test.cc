@@ -43,6 +43,21 @@ std::string Describe(const shm::Event& e) {
          std::to_string(e.args[1]) + "," + std::to_string(e.args[2]) + "\n";
 }
 
+// The records around every preemption and every revocation lost to a take (where a grant nobody
+// asked for would come from): context for a failure of the grant count.
+std::string AroundLeaseRaces(const std::vector<shm::Event>& events) {
+  std::string out;
+  for (size_t i = 0; i < events.size(); ++i) {
+    const shm::Event& e = events[i];
+    const bool race = e.type == shm::EventType::kPreempt ||
+                      (e.type == shm::EventType::kLease && e.args[0] == kLeaseRevokeLost);
+    if (!race) continue;
+    out += "-- around record " + std::to_string(i) + ":\n";
+    for (size_t j = i >= 8 ? i - 8 : 0; j < std::min(events.size(), i + 12); ++j) out += Describe(events[j]);
+  }
+  return out;
+}
+
 TEST(ArbiterLease, SoleTenantsLaterRequestsTakeTheLeaseWithoutARoundTrip) {
   TempDir dir;
   ArbiterProcess arb(dir, ArbiterArgs());
@@ -253,8 +268,16 @@ TEST(ArbiterLease, TakeVersusRevokeRacesNeverLeaveTwoHolders) {
   int takes = 0;
   int acquisitions = 0;
   for (const auto& f : fns) {
-    EXPECT_EQ(ExitCode(WaitFor(f.pid, Scaled(seconds(90)))), 0)
-        << ReadFile(f.out) << ReadFile(arb.log());
+    const int code = ExitCode(WaitFor(f.pid, Scaled(seconds(90))));
+    if (code != 0) {  // the last records say what it waited for
+      std::string last;
+      const std::vector<shm::Event> events = ReadEvents(arb.events());
+      for (size_t i = events.size() > 40 ? events.size() - 40 : 0; i < events.size(); ++i)
+        last += Describe(events[i]);
+      ADD_FAILURE() << f.out << " exited " << code << "\n" << ReadFile(f.out) << last
+                    << AroundLeaseRaces(events) << ReadFile(arb.log());
+      continue;
+    }
     const auto r = LastJsonLine(f.out);
     EXPECT_EQ(r.value("overlaps", -1), 0) << ReadFile(f.out);
     takes += r.value("lease_takes", 0);
@@ -267,7 +290,9 @@ TEST(ArbiterLease, TakeVersusRevokeRacesNeverLeaveTwoHolders) {
   // previous grant's release) and granted again: more grants than acquisitions.
   EXPECT_LE(summary.value("lease_takes", -1), takes);
   EXPECT_GE(summary.value("lease_takes", -1), takes - 2);
-  EXPECT_LE(summary.value("grants", -1), acquisitions) << summary.dump();
+  const std::vector<shm::Event> events = ReadEvents(arb.events());
+  EXPECT_LE(summary.value("grants", -1), acquisitions)
+      << summary.dump() << "\n" << AroundLeaseRaces(events) << ReadFile(fns[0].out) << ReadFile(fns[1].out);
   EXPECT_GE(summary.value("grants", -1), acquisitions - 2) << summary.dump();
   EXPECT_GT(summary.value("lease_offers", 0), 0);
   std::printf("lease stress: %d takes, %d offers, %d revoked, %d revocations lost, %d unconfirmed\n",
@@ -276,7 +301,7 @@ TEST(ArbiterLease, TakeVersusRevokeRacesNeverLeaveTwoHolders) {
   // One holder per GPU in the ring: grants and yields alternate per GPU.
   std::map<uint32_t, uint32_t> holder;
   std::deque<std::string> recent;  // context for a failure
-  for (const auto& e : ReadEvents(arb.events())) {
+  for (const auto& e : events) {
     recent.push_back(Describe(e));
     if (recent.size() > 16) recent.pop_front();
     if (e.type == shm::EventType::kGrant) {
