@@ -178,14 +178,15 @@ int main(int argc, char** argv) {
   std::printf(
       "{\"requests\":%d,\"overlaps\":%d,\"not_resident\":%d,\"corrupt\":%d,\"registrations\":%llu,"
       "\"swap_outs\":%llu,\"swap_ins\":%llu,\"max_wait_us\":%llu,\"lease_takes\":%llu,"
-      "\"waited_grants\":%llu}\n",
+      "\"waited_grants\":%llu,\"stray_releases\":%llu}\n",
       requests, overlaps, not_resident, corrupt,
       static_cast<unsigned long long>((*client)->registrations()),
       static_cast<unsigned long long>(host.swap_outs_.load()),
       static_cast<unsigned long long>(host.swap_ins_.load()),
       static_cast<unsigned long long>(max_wait_ns / 1000),
       static_cast<unsigned long long>((*client)->lease_takes()),
-      static_cast<unsigned long long>((*client)->waited_grants()));
+      static_cast<unsigned long long>((*client)->waited_grants()),
+      static_cast<unsigned long long>((*client)->stray_releases()));
   std::fflush(stdout);
   return overlaps == 0 && not_resident == 0 && corrupt == 0 ? 0 : 1;
 }

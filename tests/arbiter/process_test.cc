@@ -537,6 +537,43 @@ TEST(ArbiterProcess, PolicySwapOutKeepsAnIdleVgpuResidentUntilItsMemoryIsNeeded)
 
 // A holder past its slice is asked to yield only when someone waits for *its* GPU: a function
 // waiting for the other GPU is no reason to cut it short (arbiter_schedule.cc, CheckSlices).
+// A function preempted in the middle of a request (its slice ended, another waits) asks for the
+// GPU again, and the grant that answers comes while it sleeps between requests: it keeps that
+// grant (its next request runs on it, or its idle release gives it back), never gives it back
+// at once as a grant nobody asked for. That ended the burst the arbiter was still serving, and
+// the next request asked and waited again: a grant wasted per preemption (grants exceeded the
+// functions' acquisitions in ArbiterLease.TakeVersusRevokeRacesNeverLeaveTwoHolders).
+TEST(ArbiterProcess, AGrantAnsweringAPreemptedRequestIsKeptNotGivenBack) {
+  TempDir dir;
+  ArbiterProcess arb(dir, {"--gpu-memory", "1GiB", "--libcuda", "/nonexistent/libcuda.so.1",
+                           "--slice", "1ms", "--lease", "off"});
+  ASSERT_TRUE(arb.Start()) << ReadFile(arb.log());
+  // long: 4 ms of work per request (preempted in it whenever short waits), then 10 ms asleep.
+  const Function long_fn = StartFunction(dir, arb, "long",
+                                         {"--quota-mib", "128", "--slo-ms", "200", "--requests",
+                                          "30", "--submissions", "1", "--work-us", "4000",
+                                          "--gap-us", "10000", "--idle-release-us", "5000"});
+  const Function short_fn = StartFunction(dir, arb, "short",
+                                          {"--quota-mib", "128", "--slo-ms", "200", "--requests",
+                                           "100", "--submissions", "1", "--work-us", "300",
+                                           "--gap-us", "3000", "--idle-release-us", "300"});
+  int acquisitions = 0;
+  for (const auto* f : {&long_fn, &short_fn}) {
+    ASSERT_EQ(ExitCode(WaitFor(f->pid, Scaled(seconds(60)))), 0)
+        << ReadFile(f->out) << ReadFile(arb.log());
+    const auto r = LastJsonLine(f->out);
+    EXPECT_EQ(r.value("stray_releases", -1), 0) << ReadFile(f->out);
+    acquisitions += r.value("waited_grants", 0) + r.value("lease_takes", 0);
+  }
+  const auto summary = arb.Stop();
+  ASSERT_TRUE(summary.is_object()) << ReadFile(arb.log());
+  EXPECT_GE(summary.value("preemptions", 0), 1) << "nobody was preempted: nothing tested";
+  // Every grant answered an acquisition; the last one of a function preempted in its last
+  // request may come as it exits, unseen (one per function).
+  EXPECT_GE(summary.value("grants", -1), acquisitions) << summary.dump();
+  EXPECT_LE(summary.value("grants", -1), acquisitions + 2) << summary.dump();
+}
+
 TEST(ArbiterProcess, WaiterOnAnotherGpuDoesNotPreemptTheHolder) {
   TempDir dir;
   ArbiterProcess arb(dir, {"--gpu-memory", "1GiB", "--gpu-count", "2", "--libcuda",

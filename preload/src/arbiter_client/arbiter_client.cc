@@ -155,6 +155,7 @@ shm::Status ArbiterClient::Connect(Registration kind) {
     channel_ = ch;
     client_id_ = reg->reply.client_id;
     connected_ = true;
+    wants_again_ = false;  // a new channel: nothing asked there yet
     ++registrations_;
     last_order_seq_ = 0;
   }
@@ -212,6 +213,7 @@ bool ArbiterClient::Acquire() {
         held_since_ns_ = Now();
         last_activity_ns_ = held_since_ns_;
         announce_take_ = true;
+        wants_again_ = false;
         ++lease_takes_;
         continue;  // the kHeld branch opens the gate
       }
@@ -240,6 +242,7 @@ bool ArbiterClient::Acquire() {
     }
     if (grant && connected_ && channel_ == ch && state_ == TokenState::kAcquiring) {
       ++waited_grants_;
+      wants_again_ = false;
       grant_ = *grant;
       state_ = TokenState::kHeld;
       held_since_ns_ = Now();
@@ -297,6 +300,7 @@ void ArbiterClient::Release(bool want_again, bool only_if_still_idle) {
     in_burst_ = false;
   }
   (void)ch->Release(seq, want_again);
+  wants_again_ = want_again;
   LogAt(options_.log, spdlog::level::debug,
         "released grant {} after holding it {} us (release began after {} us){}", seq,
         (now - held_since_ns_) / 1000, (decided - std::min(decided, held_since_ns_)) / 1000,
@@ -383,6 +387,7 @@ void ArbiterClient::OnArbiterLost(const std::string& why) {
   MutexLock lock(mu_);
   if (!connected_) return;
   connected_ = false;
+  wants_again_ = false;
   LogAt(options_.log, spdlog::level::warn, "arbiter lost ({}); running {}", why,
         options_.fail_closed ? "fail-closed (submissions wait)" : "fail-open under the last assignment");
   if (options_.fail_closed) {
@@ -518,6 +523,21 @@ void ArbiterClient::ServiceLoop() {
     bool preempted = false;
     {
       MutexLock lock(mu_);
+      if (state_ == TokenState::kNone && ch->HoldsToken() && wants_again_) {
+        // The answer to the release that asked again (preempted mid-burst), come while no
+        // submission waits in Acquire: held, as if Acquire had waited for it. The next
+        // submission runs at once; the idle release gives it back if none comes. (Given back
+        // as a stray, it ended the burst the arbiter was still serving, and the next
+        // submission asked for, and waited for, a grant again.)
+        wants_again_ = false;
+        grant_ = ch->ReadGrant();
+        state_ = TokenState::kHeld;
+        held_since_ns_ = Now();
+        last_activity_ns_ = held_since_ns_;
+        ++waited_grants_;
+        cv_.NotifyAll();
+        continue;
+      }
       if (state_ == TokenState::kNone && ch->HoldsToken()) {
         // A grant nobody here waits for (the request that asked for it was answered otherwise,
         // e.g. the arbiter re-granted after enforcement): give it back at once, or the GPU
@@ -529,6 +549,7 @@ void ArbiterClient::ServiceLoop() {
           in_burst_ = false;
         }
         (void)ch->Release(stray.seq, false);
+        ++stray_releases_;
         LogAt(options_.log, spdlog::level::debug, "released grant {} nobody was waiting for",
               stray.seq);
         continue;
@@ -652,6 +673,10 @@ uint64_t ArbiterClient::lease_takes() const {
 uint64_t ArbiterClient::waited_grants() const {
   MutexLock lock(mu_);
   return waited_grants_;
+}
+uint64_t ArbiterClient::stray_releases() const {
+  MutexLock lock(mu_);
+  return stray_releases_;
 }
 
 }  // namespace gshare::preload

@@ -177,6 +177,9 @@ class ArbiterClient {
   // Acquisitions that took the arbiter's lease (no round trip) / that waited for a grant.
   uint64_t lease_takes() const EXCLUDES(mu_);
   uint64_t waited_grants() const EXCLUDES(mu_);
+  // Grants given back at once because nothing here asked for them (the service thread's stray
+  // grant check): after a preemption mid-burst, the answer to "wants it again" is not one.
+  uint64_t stray_releases() const EXCLUDES(mu_);
 
  private:
   enum class TokenState { kNone, kAcquiring, kHeld, kReleasing, kStandalone };
@@ -243,6 +246,10 @@ class ArbiterClient {
   bool announce_take_ GUARDED_BY(mu_) = false;  // a lease take the arbiter was not told of yet
   uint64_t lease_takes_ GUARDED_BY(mu_) = 0;
   uint64_t waited_grants_ GUARDED_BY(mu_) = 0;
+  uint64_t stray_releases_ GUARDED_BY(mu_) = 0;
+  // Preempted mid-burst, the last release asked for the GPU again (the channel says waiting):
+  // the next grant answers it, whether or not a submission waits in Acquire by then.
+  bool wants_again_ GUARDED_BY(mu_) = false;
   std::thread thread_;
   // The current registration's fds and channel mapping, for DropInheritedAfterFork (read
   // without mu_ in a forked child). Connect publishes a new registration's here before the
