@@ -116,8 +116,8 @@ shm::Status ArbiterImpl::Init(bool handle_signals) {
   pc.swap_out_copies = true;
   pc.corun_across_domains = config_.corun.fault_domain == CorunFaultDomain::kAny;  // a swap-out copies the vGPU to the host before its memory is free
   auto made = policy::Make(config_.policy, pc);
-  if (!made.ok()) return shm::Status(shm::StatusCode::kInvalidArgument, "policy: " + made.error);
-  policy_ = std::move(made.policy);
+  if (!made.ok()) return shm::Status(made.status().code(), "policy: " + made.status().message());
+  policy_ = std::move(*made);
 
   // The driver is optional: without it (or without its checkpoint API) the arbiter schedules
   // cooperative clients but cannot enforce on one that ignores preemption.

@@ -64,7 +64,7 @@ double MeasureUsPerEvent(const std::string& name, uint64_t* events, bool corun =
   policy::PolicyConfig c;
   c.gpus = node.gpus;
   auto made = policy::Make(name, c);
-  const sim::RunResult r = sim::Simulate(Workload(600), node, *made.policy, true);
+  const sim::RunResult r = sim::Simulate(Workload(600), node, **made, true);
   *events = r.events;
   if (corun_grants != nullptr) *corun_grants = r.corun_grants;
   return r.events ? r.policy_seconds * 1e6 / static_cast<double>(r.events) : 0.0;
@@ -134,7 +134,7 @@ void Replay(benchmark::State& state, const sim::SimWorkload& w, size_t gpus) {
   for (auto _ : state) {
     auto made = policy::Make("aggressive", c);
     const auto t0 = std::chrono::steady_clock::now();
-    const sim::RunResult r = sim::Simulate(w, node, *made.policy);
+    const sim::RunResult r = sim::Simulate(w, node, **made);
     wall += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     requests += r.requests;
     benchmark::DoNotOptimize(r.on_time);

@@ -14,7 +14,7 @@ class BruteForce final : public ExactSolver {
  public:
   const char* name() const override { return "brute-force"; }
 
-  ExactSolution Solve(const ExactInstance& in) override {
+  Result<ExactSolution> Solve(const ExactInstance& in) override {
     const auto t0 = std::chrono::steady_clock::now();
     in_ = &in;
     best_ = ExactSolution{};

@@ -33,7 +33,7 @@ class Cbc final : public ExactSolver {
  public:
   const char* name() const override { return "cbc"; }
 
-  ExactSolution Solve(const ExactInstance& in) override {
+  Result<ExactSolution> Solve(const ExactInstance& in) override {
     const auto t0 = std::chrono::steady_clock::now();
     ExactSolution sol;
     const int G = in.gpus, H = in.horizon, F = static_cast<int>(in.functions.size());
@@ -143,7 +143,9 @@ class Cbc final : public ExactSolver {
     model.setMaximumSeconds(kTimeLimitSeconds);
     model.branchAndBound();
     if (!model.isProvenOptimal()) {
-      if (!model.isProvenInfeasible()) sol.error = "CBC stopped without a proven optimum";
+      if (!model.isProvenInfeasible()) {
+        return Status(StatusCode::kTimeout, "CBC stopped without a proven optimum");
+      }
       return Done(sol, t0);
     }
     const double* x = model.bestSolution();
@@ -158,7 +160,7 @@ class Cbc final : public ExactSolver {
     }
     for (int r = 0; r < R; ++r) sol.served += sol.gpu[static_cast<size_t>(r)] >= 0 ? 1 : 0;
     sol.cost = EvaluateAssignment(in, sol.gpu, sol.start);
-    if (sol.cost < 0) sol.error = "CBC's solution breaks the model";
+    if (sol.cost < 0) return Status(StatusCode::kMalformed, "CBC's solution breaks the model");
     return Done(sol, t0);
   }
 

@@ -2,6 +2,7 @@
 #include "gshare/policy/policy.h"
 
 #include <string>
+#include <utility>
 
 #include "policies.h"
 
@@ -81,32 +82,28 @@ std::string ParseAblations(std::string_view rest, internal::SlackOptions& option
 
 }  // namespace
 
-MakeResult Make(std::string_view name, const PolicyConfig& config) {
-  MakeResult result;
-  if (config.gpus.empty()) {
-    result.error = "the policy needs at least one GPU";
-    return result;
-  }
+Result<std::unique_ptr<Policy>> Make(std::string_view name, const PolicyConfig& config) {
+  const auto invalid = [](std::string message) {
+    return Status(StatusCode::kInvalidArgument, std::move(message));
+  };
+  if (config.gpus.empty()) return invalid("the policy needs at least one GPU");
   const std::string n(name);
-  if (n == "keepalive") {
-    result.policy = internal::MakeKeepAlive(n, config);
-  } else if (n == "proxy-swap") {
-    result.policy = internal::MakeProxySwap(n, config);
-  } else if (n == "fifo") {
-    result.policy = internal::MakeFifo(n, config);
-  } else if (n == "dual-queue") {
+  if (n == "keepalive") return internal::MakeKeepAlive(n, config);
+  if (n == "proxy-swap") return internal::MakeProxySwap(n, config);
+  if (n == "fifo") return internal::MakeFifo(n, config);
+  if (n == "dual-queue") {
     internal::SlackOptions off{false, false, false, false, false, false, false,
                                false, false, false, false, false, false, false};
-    result.policy = internal::MakeSlackScheduler(n, config, off);
-  } else if (name.substr(0, 10) == "aggressive") {
-    internal::SlackOptions options;
-    result.error = ParseAblations(name.substr(10), options);
-    if (result.error.empty()) result.policy = internal::MakeSlackScheduler(n, config, options);
-  } else {
-    result.error = "unknown policy '" + n +
-                   "' (known: keepalive, proxy-swap, fifo, dual-queue, aggressive[-no-<idea>...])";
+    return internal::MakeSlackScheduler(n, config, off);
   }
-  return result;
+  if (name.substr(0, 10) == "aggressive") {
+    internal::SlackOptions options;
+    std::string error = ParseAblations(name.substr(10), options);
+    if (!error.empty()) return invalid(std::move(error));
+    return internal::MakeSlackScheduler(n, config, options);
+  }
+  return invalid("unknown policy '" + n +
+                 "' (known: keepalive, proxy-swap, fifo, dual-queue, aggressive[-no-<idea>...])");
 }
 
 }  // namespace gshare::policy

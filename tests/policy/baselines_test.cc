@@ -23,7 +23,7 @@ TEST(ProxySwap, ActivatesTheWholePoolAtStart) {
   auto made = Make("proxy-swap", config);
   ASSERT_TRUE(made.ok());
   ActionList out;
-  made.policy->Handle(Event{0, Started{}}, out);
+  (*made)->Handle(Event{0, Started{}}, out);
   EXPECT_EQ(out.size(), 3u);
   for (const Action& a : out) EXPECT_EQ(a.kind, ActionKind::kActivateGpu);
 }

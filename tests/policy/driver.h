@@ -39,8 +39,8 @@ class Driver {
   // With a whole configuration (e.g. PolicyConfig::slice).
   Driver(const std::string& name, const PolicyConfig& config) {
     auto made = Make(name, config);
-    EXPECT_TRUE(made.ok()) << made.error;
-    policy = std::move(made.policy);
+    EXPECT_TRUE(made.ok()) << made.status().ToString();
+    policy = std::move(*made);
     Send(0, Started{});
   }
 

@@ -22,7 +22,7 @@ ExactInstance OneFunctionTwoRequests() {
 }
 
 TEST(BruteForce, ReloadsWhenThatIsCheaperThanStayingResident) {
-  const ExactSolution s = MakeBruteForceSolver()->Solve(OneFunctionTwoRequests());
+  const ExactSolution s = MakeBruteForceSolver()->Solve(OneFunctionTwoRequests()).value();
   ASSERT_TRUE(s.feasible);
   EXPECT_EQ(s.cost, 6);  // load [0,2) run [2,3); load [8,10) run [10,11)
   EXPECT_EQ(EvaluateAssignment(OneFunctionTwoRequests(), s.gpu, s.start), 6);
@@ -31,7 +31,7 @@ TEST(BruteForce, ReloadsWhenThatIsCheaperThanStayingResident) {
 TEST(BruteForce, StaysResidentWhenTheGapIsShort) {
   ExactInstance in = OneFunctionTwoRequests();
   in.requests[1] = {0, 4, 6, 1};
-  const ExactSolution s = MakeBruteForceSolver()->Solve(in);
+  const ExactSolution s = MakeBruteForceSolver()->Solve(in).value();
   ASSERT_TRUE(s.feasible);
   EXPECT_EQ(s.cost, 4);  // load [1,3), run [3,4), stay resident, run [4,5)
 }
@@ -43,20 +43,20 @@ TEST(BruteForce, UsesASecondGpuWhenMemoryForcesIt) {
   in.gpus = 2;
   in.gpu_memory = 1000;
   in.horizon = 3;
-  const ExactSolution s = MakeBruteForceSolver()->Solve(in);
+  const ExactSolution s = MakeBruteForceSolver()->Solve(in).value();
   ASSERT_TRUE(s.feasible);
   EXPECT_NE(s.gpu[0], s.gpu[1]);
   EXPECT_EQ(s.cost, 6);
   EXPECT_EQ(s.served, 2);
   in.gpus = 1;
-  const ExactSolution one = MakeBruteForceSolver()->Solve(in);
+  const ExactSolution one = MakeBruteForceSolver()->Solve(in).value();
   EXPECT_EQ(one.served, 1) << "one GPU cannot hold both at once: one request is dropped";
 }
 
 TEST(BruteForce, DropsARequestThatCannotMeetItsDeadline) {
   ExactInstance in = OneFunctionTwoRequests();
   in.requests[0].deadline = 2;  // cannot load (2 steps) and run (1) by step 2
-  const ExactSolution s = MakeBruteForceSolver()->Solve(in);
+  const ExactSolution s = MakeBruteForceSolver()->Solve(in).value();
   ASSERT_TRUE(s.feasible);
   EXPECT_EQ(s.served, 1);
   EXPECT_EQ(s.gpu[0], -1);
@@ -72,10 +72,10 @@ TEST(BruteForce, SerialisesLoadsOnOneGpusLink) {
   in.gpus = 1;
   in.gpu_memory = 1000;
   in.horizon = 5;
-  EXPECT_EQ(MakeBruteForceSolver()->Solve(in).served, 1);
+  EXPECT_EQ(MakeBruteForceSolver()->Solve(in).value().served, 1);
   EXPECT_EQ(EvaluateAssignment(in, {0, 0}, {3, 4}), -1);
   in.gpus = 2;
-  const ExactSolution two = MakeBruteForceSolver()->Solve(in);
+  const ExactSolution two = MakeBruteForceSolver()->Solve(in).value();
   EXPECT_EQ(two.served, 2);
   EXPECT_NE(two.gpu[0], two.gpu[1]);
 }
@@ -128,9 +128,10 @@ TEST(Cbc, AgreesWithBruteForceOnRandomTinyInstances) {
   int feasible = 0;
   for (int i = 0; i < 25; ++i) {
     const ExactInstance in = RandomInstance(rng);
-    const ExactSolution b = brute->Solve(in);
-    const ExactSolution c = cbc->Solve(in);
-    ASSERT_TRUE(c.error.empty()) << c.error;
+    const ExactSolution b = brute->Solve(in).value();
+    const auto solved = cbc->Solve(in);
+    ASSERT_TRUE(solved.ok()) << solved.status().ToString();
+    const ExactSolution& c = *solved;
     ASSERT_TRUE(b.feasible && c.feasible) << "instance " << i;
     EXPECT_EQ(b.served, c.served) << "instance " << i;
     EXPECT_EQ(b.cost, c.cost) << "instance " << i;
@@ -157,11 +158,13 @@ TEST(ServeAll, NeverDropsAndIsInfeasibleWhenItMust) {
   for (auto& solver : solvers) {
     SCOPED_TRACE(solver->name());
     in.gpus = 1;  // both at once do not fit one GPU
-    ExactSolution s = solver->Solve(in);
-    EXPECT_FALSE(s.feasible);
-    EXPECT_TRUE(s.error.empty()) << s.error;
+    auto infeasible = solver->Solve(in);
+    ASSERT_TRUE(infeasible.ok()) << "infeasibility is no failure: " << infeasible.status().ToString();
+    EXPECT_FALSE(infeasible->feasible);
     in.gpus = 2;
-    s = solver->Solve(in);
+    auto solved = solver->Solve(in);
+    ASSERT_TRUE(solved.ok()) << solved.status().ToString();
+    const ExactSolution& s = *solved;
     ASSERT_TRUE(s.feasible);
     EXPECT_EQ(s.served, 2);
     EXPECT_EQ(s.cost, 6);

@@ -15,8 +15,8 @@ PolicyConfig OneGpu() {
 TEST(Make, KnowsEveryPolicy) {
   for (const std::string& name : PolicyNames()) {
     auto made = Make(name, OneGpu());
-    ASSERT_TRUE(made.ok()) << name << ": " << made.error;
-    EXPECT_EQ(made.policy->name(), name);
+    ASSERT_TRUE(made.ok()) << name << ": " << made.status().ToString();
+    EXPECT_EQ((*made)->name(), name);
   }
 }
 
@@ -27,18 +27,27 @@ TEST(Make, AcceptsAblations) {
 
 TEST(Make, RejectsUnknownNamesAndIdeas) {
   auto bad = Make("round-robin", OneGpu());
-  EXPECT_FALSE(bad.ok());
-  EXPECT_NE(bad.error.find("unknown policy"), std::string::npos);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("unknown policy 'round-robin'"), std::string::npos)
+      << bad.status().message();
   auto idea = Make("aggressive-no-magic", OneGpu());
-  EXPECT_FALSE(idea.ok());
-  EXPECT_NE(idea.error.find("magic"), std::string::npos);
-  EXPECT_FALSE(Make("aggressive-prefetch", OneGpu()).ok());
+  ASSERT_FALSE(idea.ok());
+  EXPECT_EQ(idea.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(idea.status().message().find("unknown idea 'magic'"), std::string::npos)
+      << idea.status().message();
+  auto suffix = Make("aggressive-prefetch", OneGpu());
+  ASSERT_FALSE(suffix.ok());
+  EXPECT_EQ(suffix.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(suffix.status().message().find("expected -no-<idea> in '-prefetch'"), std::string::npos)
+      << suffix.status().message();
 }
 
 TEST(Make, NeedsAGpu) {
   auto none = Make("aggressive", PolicyConfig{});
-  EXPECT_FALSE(none.ok());
-  EXPECT_NE(none.error.find("GPU"), std::string::npos);
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(none.status().message(), "the policy needs at least one GPU");
 }
 
 }  // namespace

@@ -88,7 +88,7 @@ TEST(Bounds, NoPolicyUsesLessGpuTime) {
   EXPECT_GT(b.lower_bound_seconds, 0);
   std::vector<RunResult> runs;
   for (const std::string& name : policy::PolicyNames()) {
-    runs.push_back(Simulate(w, o, *policy::Make(name, c).policy));
+    runs.push_back(Simulate(w, o, *policy::Make(name, c).value()));
     EXPECT_GE(runs.back().gpu_seconds, b.lower_bound_seconds) << name;
     EXPECT_NEAR(runs.back().busy_seconds, b.busy_seconds, 1e-6) << name;
   }

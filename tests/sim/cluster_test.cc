@@ -101,7 +101,7 @@ TEST(Cluster, OneNodeIsTheNodeSimulation) {
   std::string err;
   const ClusterResult cr = SimulateCluster(w, o, "aggressive", c, &err);
   ASSERT_EQ(err, "");
-  const RunResult r = Simulate(w, o.node, *policy::Make("aggressive", c).policy);
+  const RunResult r = Simulate(w, o.node, *policy::Make("aggressive", c).value());
   EXPECT_EQ(cr.total.on_time, r.on_time);
   EXPECT_DOUBLE_EQ(cr.total.gpu_seconds, r.gpu_seconds);
   EXPECT_DOUBLE_EQ(cr.total.p99_ms, r.p99_ms);

@@ -43,8 +43,8 @@ RunResult RunDemo(const std::string& policy_name, uint64_t gpu_memory = 2 * kGiB
   for (policy::GpuSpec& g : config.gpus) g.link_bytes_per_us = 24'000;  // what the arbiter says
   config.slice = 100'000;
   auto made = policy::Make(policy_name, config);
-  EXPECT_TRUE(made.ok()) << made.error;
-  return Simulate(inputs.workload, options, *made.policy);
+  EXPECT_TRUE(made.ok()) << made.status().ToString();
+  return Simulate(inputs.workload, options, **made);
 }
 
 // The demo's policy: few swaps, SLOs met but for the four berts' first requests (they start on

@@ -37,7 +37,7 @@ RunResult RunKeepAlive(const SimWorkload& w, int gpus = 1) {
   c.gpus = o.gpus;
   auto p = policy::Make("keepalive", c);
   EXPECT_TRUE(p.ok());
-  return Simulate(w, o, *p.policy);
+  return Simulate(w, o, **p);
 }
 
 TEST(Engine, ColdRequestIsOnTimeExactlyWhenSwapPlusExecutionFitsTheSlo) {
@@ -67,7 +67,7 @@ TEST(Engine, ASwapInAfterAnEvictionWaitsForItsCopyOut) {
     c.swap_out_copies = copies;
     auto p = policy::Make("fifo", c);
     ASSERT_TRUE(p.ok());
-    const RunResult r = Simulate(w, o, *p.policy);
+    const RunResult r = Simulate(w, o, **p);
     ASSERT_EQ(r.completed, 2u);
     EXPECT_EQ(r.evictions, 1u);
     EXPECT_EQ(r.latencies[1], (copies ? 700'000 : 0) + 602'000 + 5'000) << copies;
@@ -125,7 +125,7 @@ TEST(Engine, AggressiveRunsTheLeastSlackFirst) {
   for (const char* name : {"aggressive", "aggressive-no-edf"}) {
     auto p = policy::Make(name, c);
     ASSERT_TRUE(p.ok());
-    const RunResult r = Simulate(w, o, *p.policy);
+    const RunResult r = Simulate(w, o, **p);
     EXPECT_EQ(r.completed, 6u) << name;
     // EDF: f2 done at 5050 ms (48 ms), f1 at 5060 ms (59 ms); FIFO: f1 49 ms, f2 58 ms.
     ASSERT_EQ(r.latencies.size(), 6u);
@@ -150,7 +150,7 @@ RunResult RunRouted(const SimWorkload& w, bool warm) {
   o.warm_routing = warm;
   policy::PolicyConfig c;
   c.gpus = o.gpus;
-  return Simulate(w, o, *policy::Make("keepalive", c).policy);
+  return Simulate(w, o, *policy::Make("keepalive", c).value());
 }
 
 // SimOptions::warm_routing (issue 21 item 3): two instances of one function; the first request
@@ -181,13 +181,13 @@ TEST(Engine, RecordsEachRequestsGpuAndStart) {
   o.record_requests = true;
   policy::PolicyConfig c;
   c.gpus = o.gpus;
-  const RunResult r = Simulate(w, o, *policy::Make("keepalive", c).policy);
+  const RunResult r = Simulate(w, o, *policy::Make("keepalive", c).value());
   ASSERT_EQ(r.request_gpu.size(), 2u);
   EXPECT_EQ(r.request_gpu[0], 0);
   EXPECT_EQ(r.request_start[0], 10'000);
   EXPECT_EQ(r.request_start[1], 15'000);
   o.record_requests = false;
-  EXPECT_TRUE(Simulate(w, o, *policy::Make("keepalive", c).policy).request_gpu.empty());
+  EXPECT_TRUE(Simulate(w, o, *policy::Make("keepalive", c).value()).request_gpu.empty());
 }
 
 // A busy warm instance is not preferred over an idle cold one (its own queue would delay the

@@ -66,8 +66,8 @@ TEST_P(Invariants, HoldOnRoomyAndCrampedNodes) {
     policy::PolicyConfig c;
     c.gpus = node.gpus;
     auto made = policy::Make(GetParam(), c);
-    ASSERT_TRUE(made.ok()) << made.error;
-    const RunResult r = Simulate(Workload(), node, *made.policy);
+    ASSERT_TRUE(made.ok()) << made.status().ToString();
+    const RunResult r = Simulate(Workload(), node, **made);
     SCOPED_TRACE(GetParam() + " on " + std::to_string(node.gpus.size()) + " GPUs");
     EXPECT_EQ(r.violations, 0u) << r.first_violation;
     EXPECT_EQ(r.memory_overcommits, 0u);
@@ -81,7 +81,7 @@ TEST_P(Invariants, HoldOnRoomyAndCrampedNodes) {
     EXPECT_GE(r.gpu_seconds, r.busy_seconds / static_cast<double>(node.gpus.size()));
     // Determinism: the same inputs give the same run.
     auto again = policy::Make(GetParam(), c);
-    const RunResult r2 = Simulate(Workload(), node, *again.policy);
+    const RunResult r2 = Simulate(Workload(), node, **again);
     EXPECT_EQ(r2.on_time, r.on_time);
     EXPECT_EQ(r2.swap_bytes, r.swap_bytes);
     EXPECT_DOUBLE_EQ(r2.gpu_seconds, r.gpu_seconds);
@@ -123,8 +123,8 @@ TEST_P(Outages, NothingTouchesAnUnavailableGpuAndEveryRequestIsServed) {
   c.gpus = node.gpus;
   c.pool_gpus = 2;  // proxy-swap: its pool must be refilled from GPUs outside it
   auto made = policy::Make(GetParam(), c);
-  ASSERT_TRUE(made.ok()) << made.error;
-  const RunResult r = Simulate(Workload(), node, *made.policy);
+  ASSERT_TRUE(made.ok()) << made.status().ToString();
+  const RunResult r = Simulate(Workload(), node, **made);
   EXPECT_EQ(r.violations, 0u) << r.first_violation;
   EXPECT_EQ(r.memory_overcommits, 0u);
   EXPECT_EQ(r.outage_residue, 0u);
@@ -138,10 +138,10 @@ TEST_P(Outages, NothingTouchesAnUnavailableGpuAndEveryRequestIsServed) {
   SimOptions plain = node;
   plain.outages.clear();
   auto fresh = policy::Make(GetParam(), c);
-  const RunResult base = Simulate(Workload(), plain, *fresh.policy);
+  const RunResult base = Simulate(Workload(), plain, **fresh);
   EXPECT_GT(r.on_time, base.on_time * 3 / 4) << base.on_time;
   auto again = policy::Make(GetParam(), c);
-  const RunResult r2 = Simulate(Workload(), node, *again.policy);
+  const RunResult r2 = Simulate(Workload(), node, **again);
   EXPECT_EQ(r2.on_time, r.on_time);
   EXPECT_DOUBLE_EQ(r2.gpu_seconds, r.gpu_seconds);
 }
@@ -158,8 +158,8 @@ TEST_P(Outages, AnOutageOfAnUnusedGpuChangesNothing) {
   c.pool_gpus = 4;
   auto a = policy::Make(GetParam(), c);
   auto b = policy::Make(GetParam(), c);
-  const RunResult ra = Simulate(Workload(), plain, *a.policy);
-  const RunResult rb = Simulate(Workload(), unused, *b.policy);
+  const RunResult ra = Simulate(Workload(), plain, **a);
+  const RunResult rb = Simulate(Workload(), unused, **b);
   EXPECT_EQ(rb.violations, 0u) << rb.first_violation;
   if (ra.peak_gpus < 8) {
     EXPECT_EQ(ra.on_time, rb.on_time);

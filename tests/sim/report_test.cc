@@ -48,7 +48,7 @@ std::vector<RunResult> RunAll(const SimWorkload& w) {
   c.gpus = o.gpus;
   std::vector<RunResult> runs;
   for (const std::string& name : policy::PolicyNames()) {
-    runs.push_back(Simulate(w, o, *policy::Make(name, c).policy));
+    runs.push_back(Simulate(w, o, *policy::Make(name, c).value()));
   }
   return runs;
 }

@@ -135,10 +135,10 @@ ClusterResult SimulateCluster(const SimWorkload& w, const ClusterOptions& o, con
     ++c.nodes_used;
     auto made = policy::Make(name, node_config);
     if (!made.ok()) {
-      if (error) *error = made.error;
+      if (error) *error = made.status().message();
       return c;
     }
-    const RunResult r = Simulate(parts[n], node, *made.policy);
+    const RunResult r = Simulate(parts[n], node, **made);
     c.node_gpu_seconds[n] = r.gpu_seconds;
     t.on_time += r.on_time;
     t.completed += r.completed;

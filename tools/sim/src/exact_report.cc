@@ -2,9 +2,11 @@
 #include "gshare/sim/exact_report.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <map>
 #include <random>
+#include <utility>
 
 #include "fmt/format.h"
 
@@ -109,20 +111,29 @@ std::vector<ExactRow> GradeAgainstExact(const SimWorkload& workload, const SimOp
     // The fewest GPUs (from exact.gpus) on which the optimum is feasible; without serve_all,
     // exact.gpus (a drop is always feasible).
     policy::ExactSolution opt;
+    Status failed;  // the solver's failure, if it failed (not infeasibility)
     int gpus = std::min(exact.gpus, static_cast<int>(options.gpus.size()));
     double solve_seconds = 0;
     for (;; ++gpus) {
       policy::ExactInstance ei = policy::Discretize(inst.functions, timed, gpus, options.gpus[0],
                                                     step, /*lead_in=*/false, exact.relaxed);
       ei.serve_all = exact.serve_all;
-      opt = solver->Solve(ei);
+      const auto t0 = std::chrono::steady_clock::now();
+      auto solved = solver->Solve(ei);
+      if (!solved.ok()) {
+        failed = solved.status();
+        opt = policy::ExactSolution{};
+        solve_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        break;
+      }
+      opt = std::move(*solved);
       solve_seconds += opt.solve_seconds;
-      if (opt.feasible || !opt.error.empty() || !exact.serve_all || gpus >= most_gpus) break;
+      if (opt.feasible || !exact.serve_all || gpus >= most_gpus) break;
     }
     std::fprintf(stderr, "exact: %s window at eligible request %zu: %d GPUs, %s, %.1f s\n",
-                 exact.random_windows ? "random" : "dense", k, gpus, opt.feasible ? "solved" : (opt.error.empty() ? "infeasible" : opt.error.c_str()),
+                 exact.random_windows ? "random" : "dense", k, gpus, opt.feasible ? "solved" : (failed.ok() ? "infeasible" : failed.message().c_str()),
                  solve_seconds);
-    if (!opt.feasible || opt.cost <= 0 || opt.served == 0) continue;
+    if (!failed.ok() || !opt.feasible || opt.cost <= 0 || opt.served == 0) continue;
     SimOptions small = options;
     small.gpus.resize(static_cast<size_t>(gpus));
     small.record_timeline = false;
@@ -144,7 +155,7 @@ std::vector<ExactRow> GradeAgainstExact(const SimWorkload& workload, const SimOp
     for (size_t p = 0; p < policies.size(); ++p) {
       auto made = policy::Make(policies[p], config);
       if (!made.ok()) continue;
-      const RunResult r = Simulate(inst, small, *made.policy, /*measure_policy_time=*/true);
+      const RunResult r = Simulate(inst, small, **made, /*measure_policy_time=*/true);
       if (exact.detail) {
         std::string line;
         for (size_t i = 0; i < inst.requests.size(); ++i) {

@@ -229,10 +229,10 @@ int main(int argc, char** argv) {
   for (const std::string& name : SplitCommas(policies)) {
     auto made = policy::Make(name, config);
     if (!made.ok()) {
-      fmt::print(stderr, "gshare-sim: {}\n", made.error);
+      fmt::print(stderr, "gshare-sim: {}\n", made.status().message());
       return 2;
     }
-    runs.push_back(sim::Simulate(inputs.workload, options, *made.policy));
+    runs.push_back(sim::Simulate(inputs.workload, options, **made));
   }
   if (!quiet) {
     fmt::print("workload: {} ({} functions, {} requests)\n", inputs.description,

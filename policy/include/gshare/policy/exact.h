@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "gshare/common/status.h"
 #include "gshare/policy/types.h"
 
 namespace gshare::policy {
@@ -52,12 +53,11 @@ struct ExactInstance {
 };
 
 struct ExactSolution {
-  bool feasible = false;        // a solution was found (always, unless a backend failed)
+  bool feasible = false;        // a solution was found (always without serve_all)
   int64_t cost = 0;             // active GPU-steps
   int served = 0;               // requests served on time
   std::vector<int> gpu, start;  // per request; gpu -1: dropped
   double solve_seconds = 0;
-  std::string error;            // a backend failure (not infeasibility)
 };
 
 class ExactSolver {
@@ -65,8 +65,11 @@ class ExactSolver {
   virtual ~ExactSolver() = default;
   virtual const char* name() const = 0;
   // Minimises the active GPU-steps of `instance`. REQUIRES: a well-formed instance (every
-  // function index valid, exec >= 1, deadlines <= horizon).
-  virtual ExactSolution Solve(const ExactInstance& instance) = 0;
+  // function index valid, exec >= 1, deadlines <= horizon). Infeasibility is a solution
+  // (feasible false); a non-OK Status is a backend failure whose message says what failed:
+  // kTimeout (CBC stopped at its time limit without a proven optimum) or kMalformed (CBC's
+  // solution breaks the model).
+  virtual Result<ExactSolution> Solve(const ExactInstance& instance) = 0;
 };
 
 // Always available; exponential: meant for instances of up to about 6 requests.

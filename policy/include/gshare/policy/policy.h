@@ -85,6 +85,7 @@
 #include <variant>
 #include <vector>
 
+#include "gshare/common/status.h"
 #include "gshare/policy/types.h"
 
 namespace gshare::policy {
@@ -258,21 +259,15 @@ class Policy {
   Policy() = default;
 };
 
-// Result of Make(): a policy, or a message saying why none was made.
-struct MakeResult {
-  std::unique_ptr<Policy> policy;
-  std::string error;
-  bool ok() const { return policy != nullptr; }
-};
-
 // Makes the policy called `name`:
 //   "keepalive", "proxy-swap", "fifo", "dual-queue", "aggressive" (the default), and
 //   aggressive with ideas turned off for ablations: "aggressive-no-<idea>[-no-<idea>...]" with
 //   <idea> one of learned, residency, prefetch, deep-evict, release, scale, eager, interference,
 //   edf, typical, collisions, cold, rescue, corun (docs/scheduling.md explains each; corun
 //   acts only on GPUs marked GpuSpec::corun).
-// Errors: unknown name or idea, or a config without GPUs.
-MakeResult Make(std::string_view name, const PolicyConfig& config);
+// Returns the policy (never null), or kInvalidArgument whose message names what was wrong: an
+// unknown name or idea, or a config without GPUs.
+Result<std::unique_ptr<Policy>> Make(std::string_view name, const PolicyConfig& config);
 
 // The names Make() accepts without ablation suffixes, in a stable order.
 const std::vector<std::string>& PolicyNames();
