@@ -31,9 +31,8 @@ Status Invalid(std::string message) {
 using Setter = std::function<Status(ArbiterConfig&, const std::string&)>;
 
 Status SetDuration(std::chrono::nanoseconds& out, const std::string& v, bool allow_zero) {
-  std::string err;
-  auto d = ParseDuration(v, &err);
-  if (!d) return Invalid(err);
+  auto d = ParseDuration(v);
+  if (!d.ok()) return d.status();
   if (!allow_zero && d->count() == 0) return Invalid("must be greater than zero");
   if (*d > std::chrono::hours(24)) return Invalid("must be at most 24h");
   out = *d;
@@ -250,9 +249,8 @@ const std::map<std::string, Key>& Keys() {
         "gids allowed to register, primary or supplementary (default: anyone who can connect)"}},
       {"gpu_memory",
        {[](ArbiterConfig& c, const std::string& v) -> Status {
-           std::string err;
-           auto b = ParseByteSize(v, &err);
-           if (!b) return Invalid(err);
+           auto b = ParseByteSize(v);
+           if (!b.ok()) return b.status();
            if (*b < (1u << 20) || *b > shm::kMaxQuotaBytes)
              return Invalid("must be between 1MiB and 16TiB");
            c.gpu_memory_bytes = *b;
@@ -270,9 +268,8 @@ const std::map<std::string, Key>& Keys() {
         "N", "GPUs assumed when --gpu-memory is set (default 1)"}},
       {"memory_reserve",
        {[](ArbiterConfig& c, const std::string& v) -> Status {
-           std::string err;
-           auto b = ParseByteSize(v, &err);
-           if (!b) return Invalid(err);
+           auto b = ParseByteSize(v);
+           if (!b.ok()) return b.status();
            c.memory_reserve_bytes = *b;
            return {};
          },

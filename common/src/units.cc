@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <utility>
 
 namespace gshare {
 namespace {
@@ -16,39 +17,37 @@ struct Unit {
   double factor;
 };
 
-// Splits "  12.5 GiB " into number "12.5" and unit "GiB". Returns false if no number leads.
-bool SplitNumberAndUnit(std::string_view text, double* number, std::string_view* unit,
-                        std::string* error) {
+Status Invalid(std::string message) {
+  return Status(StatusCode::kInvalidArgument, std::move(message));
+}
+
+// Splits "  12.5 GiB " into number "12.5" and unit "GiB". Fails if no number leads.
+Status SplitNumberAndUnit(std::string_view text, double* number, std::string_view* unit) {
   while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) text.remove_prefix(1);
   while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.remove_suffix(1);
-  if (text.empty()) {
-    if (error) *error = "empty value";
-    return false;
-  }
+  if (text.empty()) return Invalid("empty value");
   size_t digits = 0;
   while (digits < text.size() &&
          (std::isdigit(static_cast<unsigned char>(text[digits])) || text[digits] == '.')) {
     ++digits;
   }
   if (digits == 0) {
-    if (error) *error = "'" + std::string(text) + "' does not start with a non-negative number";
-    return false;
+    return Invalid("'" + std::string(text) + "' does not start with a non-negative number");
   }
   std::string_view num = text.substr(0, digits);
   auto [ptr, ec] = std::from_chars(num.data(), num.data() + num.size(), *number);
   if (ec != std::errc() || ptr != num.data() + num.size() || !std::isfinite(*number)) {
-    if (error) *error = "'" + std::string(num) + "' is not a valid number";
-    return false;
+    return Invalid("'" + std::string(num) + "' is not a valid number");
   }
   std::string_view rest = text.substr(digits);
   while (!rest.empty() && std::isspace(static_cast<unsigned char>(rest.front()))) rest.remove_prefix(1);
   *unit = rest;
-  return true;
+  return Status::Ok();
 }
 
 }  // namespace
 
-std::optional<uint64_t> ParseByteSize(std::string_view text, std::string* error) {
+Result<uint64_t> ParseByteSize(std::string_view text) {
   static constexpr std::array<Unit, 11> kUnits{{
       {"", 1.0}, {"B", 1.0}, {"b", 1.0},
       {"KiB", 1024.0}, {"MiB", 1024.0 * 1024}, {"GiB", 1024.0 * 1024 * 1024},
@@ -57,25 +56,20 @@ std::optional<uint64_t> ParseByteSize(std::string_view text, std::string* error)
   }};
   double number = 0;
   std::string_view unit;
-  if (!SplitNumberAndUnit(text, &number, &unit, error)) return std::nullopt;
+  if (Status split = SplitNumberAndUnit(text, &number, &unit); !split.ok()) return split;
   for (const Unit& u : kUnits) {
     if (u.name != unit) continue;
     double bytes = number * u.factor;
     if (bytes >= 18446744073709549568.0) {  // largest double below 2^64
-      if (error) *error = "'" + std::string(text) + "' is too large";
-      return std::nullopt;
+      return Invalid("'" + std::string(text) + "' is too large");
     }
     if (bytes != std::floor(bytes)) {
-      if (error) *error = "'" + std::string(text) + "' is not a whole number of bytes";
-      return std::nullopt;
+      return Invalid("'" + std::string(text) + "' is not a whole number of bytes");
     }
     return static_cast<uint64_t>(bytes);
   }
-  if (error) {
-    *error = "unknown size unit '" + std::string(unit) +
-             "' (use B, KiB, MiB, GiB, TiB, KB, MB, GB or TB)";
-  }
-  return std::nullopt;
+  return Invalid("unknown size unit '" + std::string(unit) +
+                 "' (use B, KiB, MiB, GiB, TiB, KB, MB, GB or TB)");
 }
 
 std::string FormatByteSize(uint64_t bytes) {
@@ -95,28 +89,23 @@ std::string FormatByteSize(uint64_t bytes) {
   return buf;
 }
 
-std::optional<std::chrono::nanoseconds> ParseDuration(std::string_view text, std::string* error) {
+Result<std::chrono::nanoseconds> ParseDuration(std::string_view text) {
   static constexpr std::array<Unit, 5> kUnits{{
       {"ns", 1.0}, {"us", 1e3}, {"ms", 1e6}, {"s", 1e9}, {"min", 60e9},
   }};
   double number = 0;
   std::string_view unit;
-  if (!SplitNumberAndUnit(text, &number, &unit, error)) return std::nullopt;
-  if (unit.empty()) {
-    if (error) *error = "'" + std::string(text) + "' needs a unit (ns, us, ms, s or min)";
-    return std::nullopt;
-  }
+  if (Status split = SplitNumberAndUnit(text, &number, &unit); !split.ok()) return split;
+  if (unit.empty()) return Invalid("'" + std::string(text) + "' needs a unit (ns, us, ms, s or min)");
   for (const Unit& u : kUnits) {
     if (u.name != unit) continue;
     double ns = number * u.factor;
     if (ns >= static_cast<double>(std::numeric_limits<int64_t>::max())) {
-      if (error) *error = "'" + std::string(text) + "' is too large";
-      return std::nullopt;
+      return Invalid("'" + std::string(text) + "' is too large");
     }
     return std::chrono::nanoseconds(static_cast<int64_t>(std::llround(ns)));
   }
-  if (error) *error = "unknown duration unit '" + std::string(unit) + "' (use ns, us, ms, s or min)";
-  return std::nullopt;
+  return Invalid("unknown duration unit '" + std::string(unit) + "' (use ns, us, ms, s or min)");
 }
 
 }  // namespace gshare

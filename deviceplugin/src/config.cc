@@ -36,9 +36,8 @@ std::string SetPath(std::string& out, const std::string& v) {
 
 std::string SetMs(std::chrono::milliseconds& out, const std::string& v, int64_t min_ms,
                   int64_t max_ms) {
-  std::string err;
-  const auto d = ParseDuration(v, &err);
-  if (!d) return "'" + v + "': " + err;
+  const auto d = ParseDuration(v);
+  if (!d.ok()) return "'" + v + "': " + d.status().message();
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(*d);
   if (ms.count() < min_ms || ms.count() > max_ms)
     return "'" + v + "' is out of range (" + std::to_string(min_ms) + " ms to " +
@@ -101,9 +100,8 @@ const std::map<std::string, Key>& Keys() {
         "arbiter's default)"}},
       {"unit",
        {[](PluginConfig& c, const std::string& v) -> std::string {
-          std::string err;
-          const auto b = ParseByteSize(v, &err);
-          if (!b) return "'" + v + "': " + err;
+          const auto b = ParseByteSize(v);
+          if (!b.ok()) return "'" + v + "': " + b.status().message();
           if (*b < (1ull << 20) || *b % (1ull << 20) != 0)
             return "'" + v + "' must be a whole number of MiB, at least 1MiB";
           if (*b > (1ull << 40)) return "'" + v + "' is larger than 1TiB";

@@ -72,10 +72,10 @@ bool ApplyAttribute(std::string_view key, std::string_view value, DeviceSpec* d,
 }
 
 bool ParseSize(std::string_view text, uint64_t* out, std::string* error) {
-  std::string why;
-  std::optional<uint64_t> size = gshare::ParseByteSize(Trim(text), &why);
-  if (!size || *size == 0) {
-    *error = "bad device memory size '" + std::string(text) + "'" + (why.empty() ? "" : ": " + why);
+  const gshare::Result<uint64_t> size = gshare::ParseByteSize(Trim(text));
+  if (!size.ok() || *size == 0) {
+    *error = "bad device memory size '" + std::string(text) + "'" +
+             (size.ok() ? "" : ": " + size.status().message());
     return false;
   }
   *out = *size;

@@ -63,8 +63,8 @@ bool ParseLimit(std::string_view text, uint64_t* out) {
       return true;
     }
   }
-  std::optional<uint64_t> v = gshare::ParseByteSize(text);
-  if (!v || *v == 0) return false;
+  const gshare::Result<uint64_t> v = gshare::ParseByteSize(text);
+  if (!v.ok() || *v == 0) return false;
   *out = *v;
   return true;
 }

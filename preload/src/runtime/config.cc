@@ -105,10 +105,10 @@ Config ParseConfig(const char* (*getenv_fn)(const char*, void*), void* ctx, int 
   Config config;
   const std::string memory = Get(getenv_fn, ctx, "GSHARE_VGPU_MEMORY");
   if (!memory.empty()) {
-    std::string why;
-    const auto bytes = gshare::ParseByteSize(memory, &why);
-    if (!bytes) {
-      AddError(&config.error, "GSHARE_VGPU_MEMORY='" + memory + "' is not a size (" + why +
+    const auto bytes = gshare::ParseByteSize(memory);
+    if (!bytes.ok()) {
+      AddError(&config.error, "GSHARE_VGPU_MEMORY='" + memory + "' is not a size (" +
+                                  bytes.status().message() +
                                   "); expected e.g. 1536MiB or 2GiB");
     } else if (*bytes == 0) {
       AddError(&config.error, "GSHARE_VGPU_MEMORY='" + memory + "' must be greater than zero");
@@ -118,10 +118,10 @@ Config ParseConfig(const char* (*getenv_fn)(const char*, void*), void* ctx, int 
   }
   const std::string keep = Get(getenv_fn, ctx, "GSHARE_KEEP_FREED");
   if (!keep.empty()) {
-    std::string why;
-    const auto bytes = gshare::ParseByteSize(keep, &why);
-    if (!bytes) {
-      AddError(&config.error, "GSHARE_KEEP_FREED='" + keep + "' is not a size (" + why +
+    const auto bytes = gshare::ParseByteSize(keep);
+    if (!bytes.ok()) {
+      AddError(&config.error, "GSHARE_KEEP_FREED='" + keep + "' is not a size (" +
+                                  bytes.status().message() +
                                   "); expected e.g. 0 or 256MiB");
     } else {
       config.keep_freed_bytes = *bytes;
@@ -168,10 +168,10 @@ Config ParseConfig(const char* (*getenv_fn)(const char*, void*), void* ctx, int 
   if (retry == "0" || retry == "off") {
     config.register_retry_max_ns = 0;
   } else if (!retry.empty()) {
-    std::string why;
-    const auto d = gshare::ParseDuration(retry, &why);
-    if (!d) {
-      AddError(&config.error, "GSHARE_REGISTER_RETRY='" + retry + "' is not a duration (" + why +
+    const auto d = gshare::ParseDuration(retry);
+    if (!d.ok()) {
+      AddError(&config.error, "GSHARE_REGISTER_RETRY='" + retry + "' is not a duration (" +
+                                  d.status().message() +
                                   "); expected e.g. 5s, 500ms, or 0 or off (never retry)");
     } else if (*d > std::chrono::hours(1)) {
       AddError(&config.error, "GSHARE_REGISTER_RETRY='" + retry + "' is longer than 1 h");

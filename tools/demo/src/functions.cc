@@ -55,9 +55,10 @@ workload::Result<std::vector<FunctionSpec>> BuildFunctions(const std::string& mi
       f.name = fmt::format("{}-{}", kind, i);
       f.kind = kind;
       f.seed = static_cast<uint64_t>(i) + 1;
-      std::string error;
-      const auto bytes = ParseByteSize(q->second, &error);
-      if (!bytes || *bytes == 0) return workload::Fail(fmt::format("--quota {}: {}", kind, error.empty() ? "must be > 0" : error));
+      const auto bytes = ParseByteSize(q->second);
+      if (!bytes.ok() || *bytes == 0) {
+        return workload::Fail(fmt::format("--quota {}: {}", kind, bytes.ok() ? "must be > 0" : bytes.status().message()));
+      }
       f.quota_bytes = *bytes;
       const std::string& slo = s->second;
       double ms = 0;

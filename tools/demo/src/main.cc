@@ -129,7 +129,7 @@ int main(int argc, char** argv) {
   auto functions = dm::BuildFunctions(o.mix, o.quotas, o.slos_ms);
   if (!functions.ok()) return Fail(functions.status().message(), 2);
   const auto gpu_bytes = gshare::ParseByteSize(o.gpu_memory);
-  if (!gpu_bytes || *gpu_bytes == 0) return Fail("--gpu-memory: not a size: " + o.gpu_memory, 2);
+  if (!gpu_bytes.ok() || *gpu_bytes == 0) return Fail("--gpu-memory: not a size: " + o.gpu_memory, 2);
 
   dm::Environment env;
   env.options = o;

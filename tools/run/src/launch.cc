@@ -40,17 +40,18 @@ std::string Dir(const std::string& path) {
 
 Result<std::vector<std::string>> ShimEnvironment(const LaunchOptions& o) {
   std::vector<std::string> vars;
-  std::string err;
-  const auto bytes = ParseByteSize(o.memory, &err);
-  if (!bytes) return Invalid("--memory '" + o.memory + "': " + err + " (e.g. 1GiB, 512MiB)");
+  const auto bytes = ParseByteSize(o.memory);
+  if (!bytes.ok()) {
+    return Invalid("--memory '" + o.memory + "': " + bytes.status().message() + " (e.g. 1GiB, 512MiB)");
+  }
   if (*bytes < kMinMemory || *bytes > kMaxMemory) {
     return Invalid("--memory '" + o.memory + "': must be between 1MiB and 16TiB");
   }
   if (*bytes % kMinMemory != 0) {
     return Invalid("--memory '" + o.memory + "': must be a whole number of MiB");
   }
-  const auto slo = ParseDuration(o.slo, &err);
-  if (!slo) return Invalid("--slo '" + o.slo + "': " + err + " (e.g. 50ms, 1s)");
+  const auto slo = ParseDuration(o.slo);
+  if (!slo.ok()) return Invalid("--slo '" + o.slo + "': " + slo.status().message() + " (e.g. 50ms, 1s)");
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(*slo);
   if (ms.count() < 1 || ms.count() > kMaxSloMs || ms != *slo) {
     return Invalid("--slo '" + o.slo + "': must be a whole number of milliseconds from 1ms to 1h");
@@ -87,9 +88,9 @@ Result<std::vector<std::string>> ShimEnvironment(const LaunchOptions& o) {
     vars.push_back("GSHARE_LOG_LEVEL=" + o.log_level);
   }
   if (!o.idle_release.empty()) {
-    const auto d = ParseDuration(o.idle_release, &err);
-    const auto us = d ? std::chrono::duration_cast<std::chrono::microseconds>(*d).count() : 0;
-    if (!d || us < 1 || us > 10'000'000) {
+    const auto d = ParseDuration(o.idle_release);
+    const auto us = d.ok() ? std::chrono::duration_cast<std::chrono::microseconds>(*d).count() : 0;
+    if (!d.ok() || us < 1 || us > 10'000'000) {
       return Invalid("--idle-release '" + o.idle_release + "': must be a duration from 1us to 10s");
     }
     vars.push_back("GSHARE_IDLE_RELEASE_US=" + std::to_string(us));

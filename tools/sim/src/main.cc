@@ -40,16 +40,17 @@ int RunCluster(const gshare::sim::Inputs& inputs, const gshare::sim::SimOptions&
                const std::string& unit, gshare::sim::ClusterOptions cluster,
                const std::string& json_out, bool quiet, const gshare::sim::WorkloadBounds& bounds) {
   using namespace gshare;
-  std::string err;
-  const auto unit_bytes = ParseByteSize(unit, &err);
-  if (!unit_bytes || *unit_bytes == 0) {
-    fmt::print(stderr, "gshare-sim: --vgpu-unit '{}': {}\n", unit, err.empty() ? "must be positive" : err);
+  const auto unit_bytes = ParseByteSize(unit);
+  if (!unit_bytes.ok() || *unit_bytes == 0) {
+    fmt::print(stderr, "gshare-sim: --vgpu-unit '{}': {}\n", unit,
+               unit_bytes.ok() ? "must be positive" : unit_bytes.status().message());
     return 2;
   }
   cluster.nodes = nodes;
   cluster.node = node;
   cluster.unit_bytes = *unit_bytes;
   std::vector<sim::ClusterResult> results;
+  std::string err;  // SimulateCluster's
   for (const std::string& score : scores) {
     if (!sim::ParseNodeScore(score, &cluster.score)) {
       fmt::print(stderr, "gshare-sim: unknown --node-score '{}' (least-allocated, most-allocated, gshare)\n", score);
@@ -181,10 +182,9 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
 
-  std::string err;
-  const auto mem = ParseByteSize(gpu_memory, &err);
-  if (!mem) {
-    fmt::print(stderr, "gshare-sim: --gpu-memory '{}': {}\n", gpu_memory, err);
+  const auto mem = ParseByteSize(gpu_memory);
+  if (!mem.ok()) {
+    fmt::print(stderr, "gshare-sim: --gpu-memory '{}': {}\n", gpu_memory, mem.status().message());
     return 2;
   }
   auto loaded = sim::LoadInputs(in);

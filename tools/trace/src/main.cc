@@ -117,11 +117,10 @@ int main(int argc, char** argv) {
 
   if (*record || *dump) {
     if (*record) {
-      std::string error;
-      auto d = ParseDuration(duration, &error);
-      if (!d || d->count() <= 0) {
+      auto d = ParseDuration(duration);
+      if (!d.ok() || d->count() <= 0) {
         std::fprintf(stderr, "gshare-trace: --duration '%s': %s\n", duration.c_str(),
-                     error.empty() ? "must be positive" : error.c_str());
+                     d.ok() ? "must be positive" : d.status().message().c_str());
         return 2;
       }
       capture.duration = *d;

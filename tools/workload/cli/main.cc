@@ -70,10 +70,9 @@ int main(int argc, char** argv) {
   app.add_option("--out", flags.out, "save the workload as a csv trace");
   CLI11_PARSE(app, argc, argv);
 
-  std::string problem;
-  const auto duration = gshare::ParseDuration(flags.duration, &problem);
-  if (!duration) {
-    std::fprintf(stderr, "gshare-workload: --duration: %s\n", problem.c_str());
+  const auto duration = gshare::ParseDuration(flags.duration);
+  if (!duration.ok()) {
+    std::fprintf(stderr, "gshare-workload: --duration: %s\n", duration.status().message().c_str());
     return 2;
   }
   s.synthetic.duration_us = std::chrono::duration_cast<std::chrono::microseconds>(*duration).count();

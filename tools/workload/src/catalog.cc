@@ -69,12 +69,11 @@ class TableReader {
       return FailMalformed(Where(*node) + std::string(key) +
                            " must be a byte size such as \"49MiB\"");
     }
-    std::string problem;
-    const auto value = ParseByteSize(node->as_string()->get(), &problem);
-    if (!value) {
+    const auto value = ParseByteSize(node->as_string()->get());
+    if (!value.ok()) {
       return FailMalformed(Where(*node) + std::string(key) + " " +
                            internal::Quote(node->as_string()->get()) + " is not a byte size (" +
-                           problem + ")");
+                           value.status().message() + ")");
     }
     *out = *value;
     return Status::Ok();
@@ -87,12 +86,11 @@ class TableReader {
       return FailMalformed(Where(*node) + std::string(key) +
                            " must be a duration such as \"2.1ms\"");
     }
-    std::string problem;
-    const auto value = ParseDuration(node->as_string()->get(), &problem);
-    if (!value) {
+    const auto value = ParseDuration(node->as_string()->get());
+    if (!value.ok()) {
       return FailMalformed(Where(*node) + std::string(key) + " " +
                            internal::Quote(node->as_string()->get()) + " is not a duration (" +
-                           problem + ")");
+                           value.status().message() + ")");
     }
     *out = std::chrono::duration<double, std::milli>(*value).count();
     return Status::Ok();
