@@ -19,6 +19,7 @@
 
 #include "child_process.h"
 #include "gshare/arbiter/control_client.h"
+#include "gshare/shm/futex.h"
 #include "shim_test_env.h"
 #include "test_util.h"
 
@@ -112,6 +113,18 @@ class ShimCorun : public ::testing::Test {
     } while (std::chrono::steady_clock::now() < deadline);
     return mps;
   }
+  // GPU 0's daemon once it serves clients: started, and its state file and control socket in
+  // its pipe directory (simcuda's, as nvidia-cuda-mps-control's). "running" alone is true from
+  // the spawn on: a client starting before the daemon serves silently runs time-sliced.
+  nlohmann::json ServingDaemon() {
+    return DaemonWhen([](const nlohmann::json& m) {
+      if (!m.value("running", false) || !m.contains("pipe_dir") || !m["pipe_dir"].is_string()) return false;
+      const std::string pipe = m["pipe_dir"].get<std::string>();
+      struct stat st {};
+      return ::stat((pipe + "/simcuda-mps").c_str(), &st) == 0 &&
+             ::stat((pipe + "/control").c_str(), &st) == 0;
+    });
+  }
   // A function under the shim: an MPS client of the arbiter's daemon at a 25% share (declared
   // to use 20% of the SMs), or, `mps` false, pointed at a pipe directory no daemon serves.
   std::vector<std::string> FunctionEnv(const std::string& name, bool mps) {
@@ -132,14 +145,22 @@ class ShimCorun : public ::testing::Test {
 };
 
 TEST_F(ShimCorun, TwoMpsClientsOfOneUidRunTheirKernelsAtOnce) {
-  const nlohmann::json daemon = DaemonWhen([](const nlohmann::json& m) { return m.value("running", false); });
+  const nlohmann::json daemon = ServingDaemon();
   ASSERT_TRUE(daemon.value("running", false)) << daemon.dump() << ReadFile(arb.log());
   EXPECT_EQ(daemon["pipe_dir"], dir / "mps/gpu0/pipe");
   // Long enough for the policy to learn both and co-run; short bursts with gaps (each busy
   // about a third of the time: light enough that the policy's load bound admits co-running
-  // even when a loaded machine stretches the bursts), so bursts collide by chance.
-  BurstProbe a(FunctionEnv("cnn-a", true), 80, 20, 40);
-  BurstProbe b(FunctionEnv("cnn-b", true), 80, 20, 40);
+  // even when a loaded machine stretches the bursts), on one clock (one epoch): both ask for
+  // the GPU at the same moments, so every co-run grant overlaps nearly a whole kernel. (Left
+  // to collide by chance, a slow machine saw a few joins late in the other's kernel, none
+  // overlapping by 10 ms: 4 of 39 ASan runs.)
+  std::vector<std::string> env_a = FunctionEnv("cnn-a", true), env_b = FunctionEnv("cnn-b", true);
+  const std::string epoch = "GSHARE_PROBE_BURST_EPOCH_NS=" +
+                            std::to_string(shm::MonotonicNowNs() + 200'000'000ULL);
+  env_a.push_back(epoch);
+  env_b.push_back(epoch);
+  BurstProbe a(env_a, 80, 20, 40);
+  BurstProbe b(env_b, 80, 20, 40);
   std::thread ta([&] { EXPECT_TRUE(a.Run()) << ReadFile(dir / "cnn-a.log"); });
   std::thread tb([&] { EXPECT_TRUE(b.Run()) << ReadFile(dir / "cnn-b.log"); });
   // Both registered as MPS clients at the share their environment gave them.
@@ -172,7 +193,7 @@ TEST_F(ShimCorun, TwoMpsClientsOfOneUidRunTheirKernelsAtOnce) {
 // too); both leave, the arbiter forgets them and frees the GPU, and a new function of the same
 // uid then runs there (the MPS server accepts clients again once all have exited).
 TEST_F(ShimCorun, AFaultInOneCoRunnerReachesTheOtherAndTheArbiterRecoversBoth) {
-  const nlohmann::json daemon = DaemonWhen([](const nlohmann::json& m) { return m.value("running", false); });
+  const nlohmann::json daemon = ServingDaemon();
   ASSERT_TRUE(daemon.value("running", false)) << daemon.dump() << ReadFile(arb.log());
   // b serves twice as many bursts as a, so that it is still running when a
   // faults however the two are delayed on a loaded machine (with as many, b could finish first

@@ -5,7 +5,13 @@
 // "mps_enabled=" (the driver's CU_DEVICE_ATTRIBUTE_MPS_ENABLED) and "done errors=N". With
 // `fault_at` >= 0, burst fault_at is a kernel writing VMM memory mapped without access for the
 // device instead: the GPU's illegal-address fault (under MPS it reaches every co-runner).
+// With GSHARE_PROBE_BURST_EPOCH_NS (a CLOCK_MONOTONIC time), burst i starts at that epoch plus
+// i * (kernel_ms + gap_ms), or at once when it is late: probes given one epoch ask for the GPU
+// at the same moments, so their bursts collide every time instead of by chance.
 #include <time.h>
+
+#include <cstdlib>
+#include <string>
 
 #include <chrono>
 #include <cstdio>
@@ -77,7 +83,22 @@ int Bursts(int count, int kernel_ms, int gap_ms, int fault_at) {
   int errors = 0;
   unsigned long long ns = static_cast<unsigned long long>(kernel_ms) * 1'000'000ULL;
   void* params[] = {&ns};
+  unsigned long long epoch = 0;
+  if (const char* e = std::getenv("GSHARE_PROBE_BURST_EPOCH_NS"); e != nullptr && *e != '\0') {
+    char* end = nullptr;
+    epoch = std::strtoull(e, &end, 10);
+    if (end == nullptr || *end != '\0') {
+      std::printf("error GSHARE_PROBE_BURST_EPOCH_NS='%s' is not a number of nanoseconds\n", e);
+      return 2;
+    }
+  }
+  const unsigned long long period_ns = static_cast<unsigned long long>(kernel_ms + gap_ms) * 1'000'000ULL;
   for (int i = 0; i < count; ++i) {
+    if (epoch != 0) {
+      const unsigned long long due = epoch + static_cast<unsigned long long>(i) * period_ns;
+      if (const unsigned long long now = MonotonicNs(); due > now)
+        std::this_thread::sleep_for(std::chrono::nanoseconds(due - now));
+    }
     const unsigned long long start = MonotonicNs();
     CUresult r = i == fault_at ? LaunchFault(module, stream)
                                : cuLaunchKernel(sleep_fn, 1, 1, 1, 1, 1, 1, 0, stream, params, nullptr);
@@ -86,7 +107,7 @@ int Bursts(int count, int kernel_ms, int gap_ms, int fault_at) {
     std::printf("burst=%d start_ns=%llu end_ns=%llu result=%d\n", i, start, MonotonicNs(),
                 static_cast<int>(r));
     std::fflush(stdout);
-    std::this_thread::sleep_for(std::chrono::milliseconds(gap_ms));
+    if (epoch == 0) std::this_thread::sleep_for(std::chrono::milliseconds(gap_ms));
   }
   std::printf("done errors=%d\n", errors);
   std::fflush(stdout);
