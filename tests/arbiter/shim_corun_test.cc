@@ -130,18 +130,14 @@ class ShimCorun : public ::testing::Test {
   std::vector<std::string> FunctionEnv(const std::string& name, bool mps) {
     std::vector<std::string> env = ShimEnv(simcuda, arb.socket(), "64MiB", name, dir / (name + ".log"));
     env.push_back("GSHARE_SLO_MS=500");
-    env.push_back("CUDA_MPS_PIPE_DIRECTORY=" + (mps ? dir / "mps/gpu0/pipe" : dir / "no-daemon"));
-    env.push_back("CUDA_MPS_LOG_DIRECTORY=" + dir.path());
-    env.push_back("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=25");
+    AddMpsEnv(env, dir, mps, 25);
     env.push_back("GSHARE_CORUN_DEMAND=compute=20,bandwidth=5");
     return env;
   }
 
   TempDir dir;
   Simcuda simcuda;
-  ArbiterProcess arb{dir,
-                     {"--policy", "aggressive", "--slice", "5ms", "--corun-gpus", "0",
-                      "--mps-control", MPS_CONTROL_BIN, "--mps-dir", dir / "mps"}};
+  ArbiterProcess arb{dir, CorunArbiterArgs(dir)};
 };
 
 TEST_F(ShimCorun, TwoMpsClientsOfOneUidRunTheirKernelsAtOnce) {

@@ -54,6 +54,23 @@ inline std::vector<std::string> ShimEnv(const Simcuda& simcuda, const std::strin
   return env;
 }
 
+// Co-running on simcuda (shim_corun_test.cc, shim_mps_pin_test.cc): the arbiter's flags that
+// mark GPU 0 for co-running with its private simcuda-mps-control under <dir>/mps (the test makes
+// that directory), and what makes a program under the shim an MPS client of that daemon at
+// `share` percent, or (`mps` false) points it at a pipe directory no daemon serves (it comes up
+// without MPS: an ordinary vGPU).
+#ifdef MPS_CONTROL_BIN
+inline std::vector<std::string> CorunArbiterArgs(const TempDir& dir) {
+  return {"--policy",      "aggressive",    "--slice",    "5ms", "--corun-gpus", "0",
+          "--mps-control", MPS_CONTROL_BIN, "--mps-dir", dir / "mps"};
+}
+#endif
+inline void AddMpsEnv(std::vector<std::string>& env, const TempDir& dir, bool mps, int share) {
+  env.push_back("CUDA_MPS_PIPE_DIRECTORY=" + (mps ? dir / "mps/gpu0/pipe" : dir / "no-daemon"));
+  env.push_back("CUDA_MPS_LOG_DIRECTORY=" + dir.path());
+  env.push_back("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=" + std::to_string(share));
+}
+
 // Polls the file `path` until it contains `needle`; false after the (scaled) safety net. Not a
 // measurement: only a bound on waiting for what must happen.
 inline bool LogHas(const std::string& path, const std::string& needle) {

@@ -191,13 +191,24 @@ std::string RenderInstances(const json& reply) {
   return t.str();
 }
 
+namespace {
+// A drain's MPS clients, which stay on the GPU (docs/arbiter.md, "Co-running"): "" when none.
+std::string StayingMpsClients(const json& r) {
+  const json& ids = At(r, "mps_clients_staying");
+  if (!ids.is_array() || ids.empty()) return "";
+  std::string out = "; MPS client(s) staying: ";
+  for (size_t i = 0; i < ids.size(); ++i) out += (i == 0 ? "" : ", ") + Str(ids[i]);
+  return out + " (their memory cannot leave the GPU; stop them to empty it)";
+}
+}  // namespace
+
 std::string RenderAction(const std::string& command, const json& r) {
   if (command == "drain" || command == "undrain")
     return "GPU " + Str(At(r, "gpu")) + (At(r, "drained") == true ? " drained" : " undrained") +
            (At(r, "changed") == false ? " (it already was)" : "") +
            (command == "drain" ? "; " + Str(At(r, "resident_clients")) + " vGPU(s) being moved off"
                                : "") +
-           "\n";
+           StayingMpsClients(r) + "\n";
   if (command == "evict")
     return "client " + Str(At(r, "client")) + ": " + Str(At(r, "note")) + " (now " +
            Str(At(r, "state")) + ")\n";
