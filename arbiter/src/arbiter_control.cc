@@ -10,7 +10,8 @@
 // clients stay (their memory cannot leave the GPU: docs/arbiter.md, "Co-running"): the reply
 // names them (mps_clients_staying), their requests wait until undrain or they exit.
 // Evict: one vGPU is swapped out now (a holder first is asked to yield); an MPS client's
-// memory stays, and evict answers an error saying so. Set-slo: the policy learns the new SLO by the function
+// memory stays, and evict answers an error saying so, unless mps_swaps_verified (then it is
+// swapped out on its GPU like any vGPU). A drain leaves MPS clients either way. Set-slo: the policy learns the new SLO by the function
 // being re-registered with it (a new policy function id) once the client is idle.
 #include <algorithm>
 #include <charconv>
@@ -282,7 +283,7 @@ json ArbiterImpl::Drain(uint32_t g, bool drain, uint64_t now) {
       ++moving;
     } else {
       staying.push_back(c->id);
-      if (drain && !was) (void)RefusePinned(*c, "drain's swap-out");
+      if (drain && !was) (void)RefusePinned(*c, PinnedOp::kOffItsGpu, "drain's swap-out");
     }
   }
   if (drain) {
@@ -355,7 +356,7 @@ void ArbiterImpl::EnforceDrains(uint64_t now) {
 }
 
 json ArbiterImpl::Evict(Client& c, uint64_t now) {
-  if (RefusePinned(c, "gshare-ctl evict"))
+  if (RefusePinned(c, PinnedOp::kSwapInPlace, "gshare-ctl evict"))
     return ControlError("evict: client " + std::to_string(c.id) + " '" + c.name + "': " +
                         std::string(kMpsPinReason));
   if (c.where != Where::kResident)

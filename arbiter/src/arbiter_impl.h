@@ -92,12 +92,17 @@ inline bool DisconnectedAlive(Unregister r) { return r >= Unregister::kMalformed
 // The name in logs, the orphans' status and metrics ("clean", "malformed_channel", ...).
 const char* UnregisterName(Unregister r);
 
-// How long a client may stay inside a write of its channel (its burst seqlock odd or changing
-// whenever the arbiter looks) before it counts as malformed: far longer than a descheduled
-// honest writer on a loaded machine needs, short enough that a stuck one is removed.
 // Why an MPS client's swap-out or move is refused (RefusePinned; gshare-ctl evict's error).
 inline constexpr std::string_view kMpsPinReason =
     "MPS client: its memory stays on its GPU (docs/arbiter.md, Co-running)";
+// What RefusePinned is asked about an MPS client: kSwapInPlace, a swap-out of it that leaves it
+// on its GPU (to be swapped back in there: allowed with mps_swaps_verified); kOffItsGpu, a move
+// to another GPU, a deep eviction, a drain's evacuation (always refused).
+enum class PinnedOp : uint8_t { kSwapInPlace, kOffItsGpu };
+
+// How long a client may stay inside a write of its channel (its burst seqlock odd or changing
+// whenever the arbiter looks) before it counts as malformed: far longer than a descheduled
+// honest writer on a loaded machine needs, short enough that a stuck one is removed.
 inline constexpr uint64_t kChannelBusyLimitNs = 2'000'000'000;
 inline constexpr uint64_t kChannelBusyRecheckNs = 10'000'000;  // re-read a busy channel after
 
@@ -450,9 +455,15 @@ class ArbiterImpl final : public Arbiter {
   void HintNext(uint32_t g);
   bool DeepEvictable(const Client& c) const;
   // Whether c is an MPS client, whose memory stays on its GPU (docs/arbiter.md, "Co-running";
-  // FunctionSpec::pinned): then `what` (a swap-out, or a move to another GPU) is refused,
-  // counted in mps_pins_refused and logged (a warning the first time for c).
-  bool RefusePinned(Client& c, std::string_view what);
+  // FunctionSpec::pinned), and `op` may not be done to it: then `what` is refused, counted in
+  // mps_pins_refused and logged (a warning the first time for c). A swap-out in place is
+  // refused unless the operator set mps_swaps_verified; leaving the GPU always is.
+  bool RefusePinned(Client& c, PinnedOp op, std::string_view what);
+  // Whether c's memory may be swapped out to make room (MakeRoom): not an MPS client, or
+  // mps_swaps_verified.
+  bool SwappableInPlace(const Client& c) const {
+    return c.mps_share == 0 || config_.corun.mps_swaps_verified;
+  }
   void QueueTransfer(Client& c, Transfer t, uint64_t now_ns);
   // Every swap order goes out through here: the channel's order, its bookkeeping, its counter
   // and (`record`; else RecordOrderBegin later) its trace event.

@@ -15,7 +15,9 @@
 //    its slice only when another client waits, and enforces after the preemption grace;
 //  - an MPS client is pinned to its GPU (FunctionSpec::pinned, with its GPU as state_on): the
 //    policy never orders it out or elsewhere, and TryIssue refuses any order that would
-//    (RefusePinned), whoever asked; MakeRoom never picks it.
+//    (RefusePinned), whoever asked; MakeRoom never picks it. With mps_swaps_verified it is
+//    pinned_parkable: swap-outs in place (and swap-ins back onto its GPU) are allowed, the
+//    policy and MakeRoom may take it as a victim, moves and deep evictions stay refused.
 #include <algorithm>
 #include <cmath>
 #include <utility>
@@ -157,7 +159,10 @@ void ArbiterImpl::Execute(uint64_t now_ns, const policy::ActionList& actions) {
         const policy::SwapKind kind = a.kind == policy::ActionKind::kSwapOut
                                           ? policy::SwapKind::kOut
                                           : policy::SwapKind::kDeepEvict;
-        if (c->where == Where::kResident && RefusePinned(*c, "the policy's swap-out")) {
+        const bool out = kind == policy::SwapKind::kOut;
+        if (c->where == Where::kResident &&
+            RefusePinned(*c, out ? PinnedOp::kSwapInPlace : PinnedOp::kOffItsGpu,
+                         out ? "the policy's swap-out" : "the policy's deep eviction")) {
           // Answered as a swap-out that failed: it stays resident, the policy believes it off.
           c->shadow = true;
           Deliver(now_ns, policy::SwapDone{c->fid, c->gpu, kind, 0, 0});
@@ -229,8 +234,8 @@ bool ArbiterImpl::MakeRoom(uint32_t g, uint64_t need, uint64_t now_ns) {
         freeing += c->quota;
       continue;
     }
-    if (c->shadow && !c->holding && c->where == Where::kResident && c->mps_share == 0)
-      candidates.push_back(c);  // (an MPS client's memory stays: RefusePinned)
+    if (c->shadow && !c->holding && c->where == Where::kResident && SwappableInPlace(*c))
+      candidates.push_back(c);  // (an MPS client's memory stays unless mps_swaps_verified)
   }
   const uint64_t free_now = book_.unreserved(g);
   if (free_now + freeing >= need) return false;  // room is on its way
@@ -259,11 +264,17 @@ bool ArbiterImpl::TryIssue(Client& c, uint64_t now_ns) {
   Transfer& t = c.transfers.front();
   if (t.issued) return false;
   // Whoever asked (the policy, MakeRoom, a release, a drain, gshare-ctl evict), an MPS client's
-  // memory does not leave its GPU: a swap-out of it resident, or a swap-in elsewhere (a move).
+  // memory does not leave its GPU: a swap-out of it resident (allowed in place with
+  // mps_swaps_verified, never for a deep eviction), or a swap-in elsewhere (a move).
   if (t.op == shm::SwapOp::kSwapOut ? c.where == Where::kResident : t.gpu != c.gpu) {
-    if (RefusePinned(c, t.op == shm::SwapOp::kSwapOut
-                            ? "a swap-out"
-                            : "a move to GPU " + std::to_string(gpus_[t.gpu].info.ordinal))) {
+    const PinnedOp op = t.op == shm::SwapOp::kSwapOut && t.kind != policy::SwapKind::kDeepEvict
+                            ? PinnedOp::kSwapInPlace
+                            : PinnedOp::kOffItsGpu;
+    const std::string what =
+        t.op == shm::SwapOp::kSwapIn
+            ? "a move to GPU " + std::to_string(gpus_[t.gpu].info.ordinal)
+            : (op == PinnedOp::kSwapInPlace ? "a swap-out" : "a deep eviction's swap-out");
+    if (RefusePinned(c, op, what)) {
       const Transfer refused = t;
       c.transfers.pop_front();
       if (refused.op == shm::SwapOp::kSwapOut && refused.for_policy) {
@@ -498,6 +509,9 @@ policy::FunctionSpec ArbiterImpl::SpecOf(const Client& c) const {
   // An MPS client's contexts live in its GPU's MPS server and the same-address swap and the
   // checkpoint are unverified under MPS (docs/arbiter.md, "Co-running"): it stays where it is.
   spec.pinned = c.mps_share > 0;
+  // Unless the operator verified the same-address swap under MPS here: then it may be parked
+  // (swapped out and back in) on its GPU, still never moved or deep-evicted.
+  spec.pinned_parkable = spec.pinned && config_.corun.mps_swaps_verified;
   return spec;
 }
 
@@ -782,8 +796,9 @@ uint64_t ArbiterImpl::OrderDeadlineNs(const Client& c) const {
   return std::min(cap, std::max(first, t.progress_ns + window));
 }
 
-bool ArbiterImpl::RefusePinned(Client& c, std::string_view what) {
+bool ArbiterImpl::RefusePinned(Client& c, PinnedOp op, std::string_view what) {
   if (c.mps_share == 0) return false;
+  if (op == PinnedOp::kSwapInPlace && config_.corun.mps_swaps_verified) return false;
   ++stats_.mps_pins_refused;
   if (!c.pin_warned) {
     spdlog::warn("client {} '{}': {} refused: {}", c.id, c.name, what, kMpsPinReason);

@@ -504,6 +504,16 @@ const std::map<std::string, Key>& Keys() {
            return {};
          },
         "DIR", "root of the co-run GPUs' private MPS pipe and log directories (default /run/gshare-mps)"}},
+      {"mps_swaps_verified",
+       {[](ArbiterConfig& c, const std::string& v) -> Status {
+           if (v != "true" && v != "false")
+             return Invalid("'" + v + "' is neither 'true' nor 'false'");
+           c.corun.mps_swaps_verified = v == "true";
+           return {};
+         },
+        "true|false",
+        "the same-address swap was verified under MPS here (tests/gpu/mps-check.sh): MPS "
+        "clients may be swapped out and in on their own GPU; never moved (default false)"}},
       {"log_level",
        {[](ArbiterConfig& c, const std::string& v) -> Status {
            static const char* const kLevels[] = {"trace", "debug", "info", "warn",

@@ -58,7 +58,8 @@ constexpr std::array kCounters{
     CounterInfo{"mps_terminations", &S::mps_terminations, kC, kAll,
                 "MPS clients that ignored preemption, terminated through MPS (terminate_client)."},
     CounterInfo{"mps_pins_refused", &S::mps_pins_refused, kC, kAll,
-                "Swap-outs and moves to another GPU of MPS clients refused: their memory stays on their GPU."},
+                "Swap-outs and moves to another GPU of MPS clients refused: their memory stays on "
+                "their GPU (with mps_swaps_verified: only moves, deep evictions and drains)."},
     CounterInfo{"orphans_created", &S::orphans_created, kC, kAll,
                 "Reservations kept for live processes the arbiter disconnected."},
     CounterInfo{"orphans_released_exited", &S::orphans_released_exited, kC, kAll,

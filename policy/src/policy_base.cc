@@ -172,7 +172,8 @@ Time PolicyBase::SwapIn(Time now, FunctionId f, GpuId g) {
   Fn& fn = fns_[f];
   Gpu& gpu = gpus_[g];
   assert(gpu.active && !fn.transfer && fn.where != Residency::kResident);
-  assert(MayGo(f, g) && Movable(f));  // invariant 4: a pinned function never moves
+  // Invariant 4: a pinned function never moves (a parkable one comes back where it was parked).
+  assert(MayGo(f, g) && (Movable(f) || fn.gpu == g));
   const Transfer t = SwapInCost(fn.spec, fn.where, fn.gpu, g, gpu.spec);
   const Duration link_time = SwapTime(f, g, t);
   fn.swap_from_parked = fn.where == Residency::kParked && fn.gpu == g;
@@ -195,7 +196,7 @@ Time PolicyBase::SwapIn(Time now, FunctionId f, GpuId g) {
 
 void PolicyBase::SwapOut(Time now, FunctionId f) {
   Fn& fn = fns_[f];
-  assert(fn.where == Residency::kResident && !fn.running && !fn.transfer && Movable(f));
+  assert(fn.where == Residency::kResident && !fn.running && !fn.transfer && Parkable(f));
   Gpu& gpu = gpus_[fn.gpu];
   gpu.used -= fn.spec.weights_bytes;
   if (config_.swap_out_copies) gpu.link_free = std::max(now, gpu.link_free) + EvictTime(f, true);
@@ -325,7 +326,7 @@ void PolicyBase::HandleArrival(Time now, FunctionId f) {
 }
 
 void PolicyBase::PlaceOrHold(Time now, FunctionId f) {
-  if (const GpuId pin = PinnedTo(f); pin != kNoGpu && fns_[f].where == Residency::kHost) {
+  if (const GpuId pin = PinnedTo(f); pin != kNoGpu && fns_[f].where != Residency::kResident) {
     return PlacePinned(now, f, pin);
   }
   if (available_count_ == 0) return Hold(f);

@@ -17,7 +17,10 @@
 //     (SwapOut, DeepEvict and SwapIn assert it), and while its GPU is unavailable it is held
 //     rather than moved. One whose state the environment keeps on a GPU
 //     (FunctionRegistered::state_on) goes only there, for every policy: at registration when
-//     it fits (AdoptPinned), else with its first burst (PlacePinned).
+//     it fits (AdoptPinned), else with its first burst (PlacePinned). One that is also
+//     FunctionSpec::pinned_parkable may be parked there as a victim of memory pressure
+//     (MakeRoom: EvictVictim parks it where others are deep-evicted) and comes back there only
+//     (PlacePinned); it is still never deep-evicted or moved.
 //
 // Thread-safety: none (see policy.h).
 #pragma once
@@ -194,6 +197,13 @@ class PolicyBase : public Policy {
   // Whether f's state may leave its GPU (swap-out, deep eviction, a move): not pinned, or
   // nothing on a GPU yet.
   bool Movable(FunctionId f) const;
+  // Whether f may be swapped out where it is (SwapOut: parked): Movable, or pinned_parkable.
+  bool Parkable(FunctionId f) const;
+  // What taking f as a victim frees: its footprint (deep eviction), or its weights when it may
+  // only be parked (pinned_parkable).
+  uint64_t VictimBytes(FunctionId f) const;
+  // Frees f's memory for MakeRoom: deep-evicts it, or parks it when it may not leave its GPU.
+  void EvictVictim(Time now, FunctionId f);
   // Whether f may be swapped in onto g (PinnedTo allows it).
   bool MayGo(FunctionId f, GpuId g) const {
     const GpuId pin = PinnedTo(f);
@@ -276,8 +286,8 @@ class PolicyBase : public Policy {
   void HandleAvailable(Time now, GpuId g);
   // Places f, or holds it when no GPU is available.
   void PlaceOrHold(Time now, FunctionId f);
-  // f (kHost, with work) may only go to g = PinnedTo(f): queued there (loaded at dispatch,
-  // once room is made), or held while g is unavailable.
+  // f (on the host, or parked on g: pinned_parkable; with work) may only go to g = PinnedTo(f):
+  // queued there (loaded at dispatch, once room is made), or held while g is unavailable.
   void PlacePinned(Time now, FunctionId f, GpuId g);
   // Just registered f pinned to a GPU where the environment keeps its state (state_on): the
   // policy takes it as resident there at once (a swap-in that moves nothing), so that its

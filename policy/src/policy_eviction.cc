@@ -11,7 +11,8 @@ namespace gshare::policy::internal {
 bool PolicyBase::Evictable(FunctionId f, GpuId g, bool pinned_too) const {
   const Fn& fn = fns_[f];
   return fn.idle() && (pinned_too || !fn.pinned) && !fn.queued && !fn.waiting &&
-         gpus_[g].tenant != f && Movable(f);
+         gpus_[g].tenant != f &&
+         (Movable(f) || (fn.spec.pinned_parkable && fn.where == Residency::kResident));
 }
 
 GpuId PolicyBase::PinnedTo(FunctionId f) const {
@@ -22,6 +23,20 @@ GpuId PolicyBase::PinnedTo(FunctionId f) const {
 
 bool PolicyBase::Movable(FunctionId f) const {
   return !fns_[f].spec.pinned || fns_[f].gpu == kNoGpu;
+}
+
+bool PolicyBase::Parkable(FunctionId f) const {
+  return Movable(f) || fns_[f].spec.pinned_parkable;
+}
+
+uint64_t PolicyBase::VictimBytes(FunctionId f) const {
+  const Fn& fn = fns_[f];
+  return Movable(f) ? FootprintBytes(fn.spec, fn.where) : fn.spec.weights_bytes;
+}
+
+void PolicyBase::EvictVictim(Time now, FunctionId f) {
+  if (Movable(f)) return DeepEvict(now, f);
+  SwapOut(now, f);  // pinned to its GPU but parkable (FunctionSpec::pinned_parkable): parked there
 }
 
 std::vector<FunctionId> PolicyBase::EvictionOrder(GpuId g, Residency state, bool pinned_too) const {
@@ -40,7 +55,7 @@ std::vector<FunctionId> PolicyBase::EvictionOrder(GpuId g, Residency state, bool
 uint64_t PolicyBase::Reclaimable(GpuId g, Evict /*mode*/) const {
   uint64_t bytes = gpus_[g].free();
   for (FunctionId f : gpus_[g].members) {
-    if (Evictable(f, g, /*pinned_too=*/true)) bytes += FootprintBytes(fns_[f].spec, fns_[f].where);
+    if (Evictable(f, g, /*pinned_too=*/true)) bytes += VictimBytes(f);
   }
   return bytes;
 }
@@ -81,7 +96,7 @@ Duration PolicyBase::RoomTime(Time now, GpuId g, uint64_t need, Evict mode) cons
   const uint64_t more = need - gpu.free();
   const bool park = mode == Evict::kParkFirst;
   auto freed = [this, park](FunctionId f) {
-    return park ? fns_[f].spec.weights_bytes : FootprintBytes(fns_[f].spec, fns_[f].where);
+    return park ? fns_[f].spec.weights_bytes : VictimBytes(f);
   };
   double cost = 0;
   const std::vector<FunctionId> victims = CheapestVictims(now, g, Residency::kResident, more, freed, &cost);
@@ -89,7 +104,7 @@ Duration PolicyBase::RoomTime(Time now, GpuId g, uint64_t need, Evict mode) cons
     return static_cast<Duration>(std::ceil(static_cast<double>(more) / LinkSpeed(g)));
   }
   Duration total = 0;
-  for (FunctionId f : victims) total += EvictTime(f, park);
+  for (FunctionId f : victims) total += EvictTime(f, park || !Movable(f));
   return total;
 }
 
@@ -168,7 +183,7 @@ double PolicyBase::RoomCost(Time now, GpuId g, uint64_t need, Evict mode, bool p
   if (Reclaimable(g, mode) < need) return -1;
   double cost = 0;
   const uint64_t more = need - gpu.free();
-  auto footprint = [this](FunctionId f) { return FootprintBytes(fns_[f].spec, fns_[f].where); };
+  auto footprint = [this](FunctionId f) { return VictimBytes(f); };
   if (!CheapestVictims(now, g, Residency::kResident, more, footprint, &cost).empty()) return cost;
   if (!pinned_too) {
     uint64_t unpinned = gpu.free();
@@ -199,9 +214,9 @@ bool PolicyBase::MakeRoom(Time now, GpuId g, uint64_t need, Evict mode) {
         SwapOut(now, f);
       }
     } else {
-      auto footprint = [this](FunctionId f) { return FootprintBytes(fns_[f].spec, fns_[f].where); };
+      auto footprint = [this](FunctionId f) { return VictimBytes(f); };
       for (FunctionId f : CheapestVictims(now, g, Residency::kResident, more, footprint, &cost)) {
-        DeepEvict(now, f);
+        EvictVictim(now, f);
       }
     }
     if (gpu.free() >= need) return true;
@@ -215,7 +230,7 @@ bool PolicyBase::MakeRoom(Time now, GpuId g, uint64_t need, Evict mode) {
   } else {
     for (FunctionId f : EvictionOrder(g, Residency::kResident)) {
       if (gpu.free() >= need) return true;
-      DeepEvict(now, f);
+      EvictVictim(now, f);
     }
   }
   for (FunctionId f : EvictionOrder(g, Residency::kParked)) {
@@ -224,11 +239,12 @@ bool PolicyBase::MakeRoom(Time now, GpuId g, uint64_t need, Evict mode) {
   }
   // Last resort: idle pinned functions, least recently used first (a KeepResident pin protects
   // a function from eviction for convenience, never to the point of starving a request; a
-  // function pinned to its GPU, FunctionSpec::pinned, is never Evictable).
+  // function pinned to its GPU, FunctionSpec::pinned, is never Evictable, unless it is
+  // pinned_parkable and resident: then it is parked there, EvictVictim).
   for (Residency state : {Residency::kParked, Residency::kResident}) {
     for (FunctionId f : EvictionOrder(g, state, /*pinned_too=*/true)) {
       if (gpu.free() >= need) return true;
-      DeepEvict(now, f);
+      EvictVictim(now, f);
     }
   }
   return gpu.free() >= need;

@@ -158,5 +158,47 @@ TEST(CorunConfig, KeysParseAndBadValuesNameTheKey) {
       << cl.status().message();
 }
 
+// mps_swaps_verified (true|false, default false): a TOML boolean or the same words as a string,
+// the flag --mps-swaps-verified; anything else is an error naming the setting.
+TEST(CorunConfig, MpsSwapsVerifiedParsesAndBadValuesNameTheSetting) {
+  EXPECT_FALSE(ArbiterConfig{}.corun.mps_swaps_verified);
+  const std::pair<const char*, bool> good[] = {{"mps_swaps_verified = true", true},
+                                               {"mps_swaps_verified = false", false},
+                                               {"mps_swaps_verified = \"true\"", true},
+                                               {"[arbiter]\nmps_swaps_verified = true", true}};
+  for (const auto& [text, want] : good) {
+    auto r = ParseConfigToml(text, ArbiterConfig{});
+    ASSERT_TRUE(r.ok()) << text << ": " << r.status().message();
+    EXPECT_EQ(r->corun.mps_swaps_verified, want) << text;
+  }
+  for (const char* text : {"mps_swaps_verified = \"yes\"", "mps_swaps_verified = 1",
+                           "mps_swaps_verified = \"\"", "mps_swaps_verified = \"True\"",
+                           "mps_swaps_verified = [true]"}) {
+    auto e = ParseConfigToml(text, ArbiterConfig{});
+    ASSERT_FALSE(e.ok()) << text;
+    EXPECT_NE(e.status().message().find("config key 'mps_swaps_verified'"), std::string::npos)
+        << text << ": " << e.status().message();
+  }
+  auto bad = ParseConfigToml("mps_swaps_verified = \"yes\"", ArbiterConfig{});
+  EXPECT_NE(bad.status().message().find("'yes' is neither 'true' nor 'false'"), std::string::npos)
+      << bad.status().message();
+
+  const char* on[] = {"gshare-arbiter", "--mps-swaps-verified", "true"};
+  auto cl = ParseCommandLine(3, on);
+  ASSERT_TRUE(cl.ok()) << cl.status().message();
+  EXPECT_TRUE(cl->config.corun.mps_swaps_verified);
+  const char* none[] = {"gshare-arbiter"};
+  cl = ParseCommandLine(1, none);
+  ASSERT_TRUE(cl.ok()) << cl.status().message();
+  EXPECT_FALSE(cl->config.corun.mps_swaps_verified);
+  const char* maybe[] = {"gshare-arbiter", "--mps-swaps-verified", "maybe"};
+  cl = ParseCommandLine(3, maybe);
+  ASSERT_FALSE(cl.ok());
+  EXPECT_NE(cl.status().message().find("--mps-swaps-verified"), std::string::npos)
+      << cl.status().message();
+  EXPECT_NE(cl.status().message().find("neither 'true' nor 'false'"), std::string::npos)
+      << cl.status().message();
+}
+
 }  // namespace
 }  // namespace gshare::arbiter

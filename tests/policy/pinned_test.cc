@@ -3,7 +3,8 @@
 // room (another function goes instead), never moved to another GPU when its own is busy,
 // never parked or deep-evicted when idle (keepalive expiry, idle timeouts), held rather than
 // moved while its GPU is unavailable, and first placed where the environment keeps its state
-// (FunctionRegistered::state_on).
+// (FunctionRegistered::state_on); with pinned_parkable, parked on its GPU under memory pressure
+// and brought back there only.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -49,6 +50,19 @@ GpuId ExpectStayedPut(const MiniNode& node, FunctionId f, GpuId want = kNoGpu) {
     EXPECT_EQ(on, want) << Trail(node, f);
   }
   return on;
+}
+
+// How many `kind` actions name f; each of them is expected on GPU g (kNoGpu: anywhere).
+int CountOn(const MiniNode& node, FunctionId f, ActionKind kind, GpuId g) {
+  int n = 0;
+  for (const MiniNode::Logged& l : node.log()) {
+    if (l.action.function != f || l.action.kind != kind) continue;
+    ++n;
+    if (g != kNoGpu) {
+      EXPECT_EQ(l.action.gpu, g) << "at " << l.at << ": " << Trail(node, f);
+    }
+  }
+  return n;
 }
 
 bool Evicted(const MiniNode& node, FunctionId f) {
@@ -177,6 +191,35 @@ TEST_P(PinnedTest, TheFirstPlacementGoesWhereItsStateIs) {
   node.RunUntil(20'000);
   ExpectStayedPut(node, 0, 1);
   EXPECT_EQ(node.stats(0).completed, 1) << Trail(node, 0);
+}
+
+// FunctionSpec::pinned_parkable (the arbiter's MPS clients with mps_swaps_verified): memory
+// pressure on its GPU parks pinned P there (a swap-out: its 20 MB context stays; never a deep
+// eviction), and its next request swaps it back in onto that GPU only, although GPU 1 is active
+// (Q's) and empty enough. A plain pinned function under the same pressure stays (the first test).
+TEST_P(PinnedTest, AParkablePinnedFunctionIsParkedOnItsGpuAndComesBackThere) {
+  Driver d(GetParam(), 2, SmallGpu(1'000'000'000));
+  MiniNode node(d, 2);
+  FunctionSpec p = Pinned(Fn(300, 1000, 50'000, /*ctx_mb=*/20));
+  p.pinned_parkable = true;
+  node.Register(0, 0, p, /*state_on=*/0);
+  node.Register(0, 1, Fn(100, 1000, 50'000), /*state_on=*/1);
+  node.RequestAt(0, 1'000, 1'000);
+  node.RequestAt(1, 1'500, 1'000);
+  node.RunUntil(20'000);
+  ASSERT_EQ(node.stats(0).completed, 1) << Trail(node, 0);
+  // 680 MB free on GPU 0; 200 MB more are needed: only parking P gives them.
+  node.Inject(MemoryPressure{0, 200'000'000});
+  node.RunUntil(40'000);
+  EXPECT_EQ(CountOn(node, 0, ActionKind::kSwapOut, 0), 1) << Trail(node, 0);
+  EXPECT_EQ(CountOn(node, 0, ActionKind::kDeepEvict, kNoGpu), 0) << Trail(node, 0);
+  node.RequestAt(0, node.now() + 1'000, 1'000);
+  node.RunUntil(node.now() + 100'000);
+  EXPECT_EQ(node.stats(0).completed, 2) << Trail(node, 0);
+  EXPECT_EQ(CountOn(node, 0, ActionKind::kSwapIn, 0), 2)
+      << "placed, then back from parked: " << Trail(node, 0);
+  EXPECT_EQ(CountOn(node, 0, ActionKind::kGrant, 0), 2) << Trail(node, 0);
+  EXPECT_EQ(CountOn(node, 0, ActionKind::kDeepEvict, kNoGpu), 0) << Trail(node, 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryPolicy, PinnedTest,

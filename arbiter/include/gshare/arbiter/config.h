@@ -93,6 +93,12 @@ struct CorunConfig {
   // Root of each co-run GPU's private MPS directories (`mps_dir`): <mps_dir>/gpu<ordinal>/pipe
   // (CUDA_MPS_PIPE_DIRECTORY of its clients) and .../log.
   std::string mps_dir = "/run/gshare-mps";
+  // The operator has checked on this node's GPUs (tests/gpu/mps-check.sh) that the same-address
+  // swap works for MPS clients (`mps_swaps_verified`, true|false, default false): then an MPS
+  // client may be swapped out and back in on its own GPU like any vGPU (memory pressure there,
+  // gshare-ctl evict). Moves to another GPU, deep eviction (checkpoint) and drains' evacuation
+  // of MPS clients stay refused either way (docs/arbiter.md, "Co-running").
+  bool mps_swaps_verified = false;
 };
 
 struct ArbiterConfig {

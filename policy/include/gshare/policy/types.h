@@ -53,6 +53,12 @@ struct FunctionSpec {
   // "Co-running": their contexts live in one GPU's MPS server, and the same-address swap and
   // checkpoint are unverified under MPS).
   bool pinned = false;
+  // With `pinned`: it may still be swapped out where it is (parked: its weights to the host,
+  // its context stays) and swapped back in onto the same GPU, as a victim of memory pressure
+  // there; deep eviction and moves to another GPU stay excluded. The arbiter sets it for MPS
+  // clients when the operator says the same-address swap works under MPS on this node
+  // (`mps_swaps_verified`, checked by tests/gpu/mps-check.sh). Without `pinned`: no meaning.
+  bool pinned_parkable = false;
 };
 
 struct GpuSpec {
