@@ -56,6 +56,7 @@ class ShimMpsPin : public ::testing::Test {
       std::this_thread::sleep_for(milliseconds(20));
     } while (std::chrono::steady_clock::now() < deadline);
     ASSERT_GT(daemon_pid, 0) << ReadFile(arb.log());
+    ASSERT_TRUE(MpsDaemonServes(dir)) << ReadFile(arb.log());
   }
   // The arbiter stops its daemon at shutdown; a test that ended early (a failed ASSERT) still
   // stops the arbiter gracefully, and a daemon left behind (it is the arbiter's child, started

@@ -70,6 +70,15 @@ inline void AddMpsEnv(std::vector<std::string>& env, const TempDir& dir, bool mp
   env.push_back("CUDA_MPS_LOG_DIRECTORY=" + dir.path());
   env.push_back("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=" + std::to_string(share));
 }
+// Waits until that daemon serves (safety net, scaled): its status saying `running` is true from
+// the spawn on, but simcuda's clients find it by the state file and control socket in its pipe
+// directory, and a program started before they exist comes up without MPS (fail-open). (The
+// ShimCorun fixture's ServingDaemon checks the same through the status's pipe_dir.)
+inline bool MpsDaemonServes(const TempDir& dir) {
+  const auto wait = Scaled(std::chrono::seconds(30));
+  return WaitForFile(dir / "mps/gpu0/pipe/simcuda-mps", wait) &&
+         WaitForFile(dir / "mps/gpu0/pipe/control", wait);
+}
 
 // Polls the file `path` until it contains `needle`; false after the (scaled) safety net. Not a
 // measurement: only a bound on waiting for what must happen.
