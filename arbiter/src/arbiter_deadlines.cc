@@ -15,6 +15,26 @@ namespace gshare::arbiter {
 
 using Kind = DeadlineQueue::Kind;
 
+namespace {
+
+// How long moving `bytes` takes at `bytes_per_s`, in ns (no overflow for any quota).
+uint64_t TransferNs(uint64_t bytes, uint64_t bytes_per_s) {
+  constexpr uint64_t kNsPerS = 1'000'000'000ULL;
+  return bytes / bytes_per_s * kNsPerS + bytes % bytes_per_s * kNsPerS / bytes_per_s;
+}
+
+// A swap order not acknowledged within swap_order_timeout + quota / kOrderMinBytesPerS is taken
+// as a client that stopped reading its channel (alive, connection open) and is disconnected.
+// Generous: a loaded node moves >1 GB/s. But a node can be far slower than that (a sanitizer
+// build, host memory pressure, many GPUs swapping at once), so a client that reports progress
+// (its copies completing: ClientChannel::ReportSwapProgress) is given swap_order_timeout more
+// from each change the arbiter sees, up to quota / kOrderProgressMinBytesPerS in all: a
+// stalled swap is still caught, and a client that fakes progress is caught at that cap.
+constexpr uint64_t kOrderMinBytesPerS = 128ULL << 20;
+constexpr uint64_t kOrderProgressMinBytesPerS = 8ULL << 20;
+
+}  // namespace
+
 uint64_t ArbiterImpl::DeadlineOf(const Client& c, Kind kind, uint64_t now_ns) const {
   switch (kind) {
     case Kind::kOrderDeadline:
@@ -48,6 +68,25 @@ uint64_t ArbiterImpl::DeadlineOf(const Client& c, Kind kind, uint64_t now_ns) co
       return UINT64_MAX;  // scheduled when the doorbell is muted (OnDoorbell), without marks
   }
   return UINT64_MAX;
+}
+
+uint64_t ArbiterImpl::OrderDeadlineNs(const Client& c) const {
+  if (c.transfers.empty() || !c.transfers.front().issued) return UINT64_MAX;
+  const Transfer& t = c.transfers.front();
+  const auto window = static_cast<uint64_t>(config_.swap_order_timeout.count());
+  const uint64_t first = t.issued_ns + window + TransferNs(c.quota, kOrderMinBytesPerS);
+  if (t.progress_ns == 0) return first;
+  const uint64_t cap = t.issued_ns + window + TransferNs(c.quota, kOrderProgressMinBytesPerS);
+  return std::min(cap, std::max(first, t.progress_ns + window));
+}
+
+bool ArbiterImpl::DeepEvictable(const Client& c) const {
+  // Not an MPS client: the checkpoint API's behaviour for MPS clients is unverified (docs/
+  // arbiter.md, "Co-running"; tests/gpu/mps-check.sh measures it).
+  return config_.deep_evict_after.count() > 0 && CanCheckpoint() && c.op == DriverOp::kNone &&
+         c.mps_share == 0 &&
+         c.where == Where::kResident && !c.holding && !c.burst_outstanding && c.transfers.empty() &&
+         !stopping_;
 }
 
 void ArbiterImpl::ScheduleDeadlines(Client& c, uint64_t now_ns) {

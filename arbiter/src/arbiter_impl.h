@@ -423,7 +423,7 @@ class ArbiterImpl final : public Arbiter {
   void StartBurstIfAsked(Client& c, const shm::ClientView& v, bool wants, uint64_t now_ns);
   void PollAll(uint64_t now_ns);
   void CheckSlices(uint64_t now_ns);
-  // UINT64_MAX: no order in flight. See the constants above kOrderMinBytesPerS.
+  // UINT64_MAX: no order in flight. See kOrderMinBytesPerS (arbiter_deadlines.cc).
   uint64_t OrderDeadlineNs(const Client& c) const;
   // `corun`: the policy grants c beside g's current holders (a co-run set), which the co-run
   // rules may refuse (answered as a slice that ended: the policy asks again).

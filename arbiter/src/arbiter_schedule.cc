@@ -34,25 +34,10 @@ namespace {
 
 policy::Duration ToUs(uint64_t ns) { return static_cast<policy::Duration>(ns / 1000); }
 
-// How long moving `bytes` takes at `bytes_per_s`, in ns (no overflow for any quota).
-uint64_t TransferNs(uint64_t bytes, uint64_t bytes_per_s) {
-  constexpr uint64_t kNsPerS = 1'000'000'000ULL;
-  return bytes / bytes_per_s * kNsPerS + bytes % bytes_per_s * kNsPerS / bytes_per_s;
-}
-
 // How long the arbiter spins for a draining holder's release, and how long it lets the
 // next-in-line client spin for its grant, before both fall back to sleeping.
 constexpr uint64_t kReleaseSpinNs = 200'000;
 constexpr uint32_t kNextSpinNs = 500'000;
-// A swap order not acknowledged within swap_order_timeout + quota / kOrderMinBytesPerS is taken
-// as a client that stopped reading its channel (alive, connection open) and is disconnected.
-// Generous: a loaded node moves >1 GB/s. But a node can be far slower than that (a sanitizer
-// build, host memory pressure, many GPUs swapping at once), so a client that reports progress
-// (its copies completing: ClientChannel::ReportSwapProgress) is given swap_order_timeout more
-// from each change the arbiter sees, up to quota / kOrderProgressMinBytesPerS in all: a
-// stalled swap is still caught, and a client that fakes progress is caught at that cap.
-constexpr uint64_t kOrderMinBytesPerS = 128ULL << 20;
-constexpr uint64_t kOrderProgressMinBytesPerS = 8ULL << 20;
 // A swap-in that failed (device out of memory: e.g. a process outside gshare holds memory) is
 // retried while the client still waits for a grant there, after 50 ms doubling up to 2 s.
 constexpr uint64_t kSwapInRetryBaseNs = 50'000'000;
@@ -786,16 +771,6 @@ void ArbiterImpl::CheckSlices(uint64_t now_ns) {
   }
 }
 
-uint64_t ArbiterImpl::OrderDeadlineNs(const Client& c) const {
-  if (c.transfers.empty() || !c.transfers.front().issued) return UINT64_MAX;
-  const Transfer& t = c.transfers.front();
-  const auto window = static_cast<uint64_t>(config_.swap_order_timeout.count());
-  const uint64_t first = t.issued_ns + window + TransferNs(c.quota, kOrderMinBytesPerS);
-  if (t.progress_ns == 0) return first;
-  const uint64_t cap = t.issued_ns + window + TransferNs(c.quota, kOrderProgressMinBytesPerS);
-  return std::min(cap, std::max(first, t.progress_ns + window));
-}
-
 bool ArbiterImpl::RefusePinned(Client& c, PinnedOp op, std::string_view what) {
   if (c.mps_share == 0) return false;
   if (op == PinnedOp::kSwapInPlace && config_.corun.mps_swaps_verified) return false;
@@ -807,15 +782,6 @@ bool ArbiterImpl::RefusePinned(Client& c, PinnedOp op, std::string_view what) {
     spdlog::debug("client {} '{}': {} refused: {}", c.id, c.name, what, kMpsPinReason);
   }
   return true;
-}
-
-bool ArbiterImpl::DeepEvictable(const Client& c) const {
-  // Not an MPS client: the checkpoint API's behaviour for MPS clients is unverified (docs/
-  // arbiter.md, "Co-running"; tests/gpu/mps-check.sh measures it).
-  return config_.deep_evict_after.count() > 0 && CanCheckpoint() && c.op == DriverOp::kNone &&
-         c.mps_share == 0 &&
-         c.where == Where::kResident && !c.holding && !c.burst_outstanding && c.transfers.empty() &&
-         !stopping_;
 }
 
 }  // namespace gshare::arbiter
