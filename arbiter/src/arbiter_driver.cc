@@ -180,7 +180,20 @@ void ArbiterImpl::Enforce(Client& c, uint64_t now_ns) {
     // An MPS client is never checkpointed (unverified for MPS clients); MPS's own safe
     // termination stops it, through the daemon the arbiter runs for its GPU.
     const auto control = mps_.ControlFor(c.hold_gpu);
-    if (control && worker_) return StartTerminate(c, *control, now_ns);
+    if (control && worker_) {
+      // Bounded per uid (mps_terminations_per_uid): a tenant whose processes keep ignoring
+      // preemption does not make the arbiter hammer the GPU's daemon. Past the cap the client
+      // is disconnected as unenforceable with no daemon command (its token revoked, its uid
+      // backed off as for any unenforceable holder).
+      if (std::string why; !limits_.AllowMpsTermination(c.uid, now_ns, &why)) {
+        ++stats_.mps_terminations_capped;
+        spdlog::error("client {} '{}' (pid {}, an MPS client) ignored preemption on GPU {}: {}; "
+                      "disconnecting it as unenforceable without terminating it through MPS",
+                      c.id, c.name, c.pid, ordinal, why);
+        return DisconnectUnenforceable(c, now_ns);
+      }
+      return StartTerminate(c, *control, now_ns);
+    }
     if (!c.enforce_warned)
       spdlog::warn("client {} '{}' (an MPS client) has not yielded GPU {} {} ms after "
                    "preemption; the arbiter runs no MPS daemon for that GPU to terminate it with",

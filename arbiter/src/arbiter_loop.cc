@@ -92,7 +92,8 @@ ArbiterImpl::ArbiterImpl(ArbiterConfig config, std::vector<GpuInfo> gpus)
   for (const auto& g : gpus_) ordinals.push_back(g.info.ordinal);
   corun_ = CorunBook(config_.corun, ordinals);
   limits_ = TenantLimits({config_.max_clients_per_uid, config_.max_clients_per_pid,
-                          config_.registration_rate_per_uid});
+                          config_.registration_rate_per_uid, config_.mps_terminations_per_uid,
+                          static_cast<uint64_t>(config_.mps_termination_window.count())});
 }
 
 shm::Status ArbiterImpl::Init(bool handle_signals) {

@@ -433,6 +433,18 @@ const std::map<std::string, Key>& Keys() {
            return SetUnsigned32(c.max_pending_registrations, v, 1, 1u << 20);
          },
         "N", "connections waiting for their registration request, in all (default 256)"}},
+      {"mps_terminations_per_uid",
+       {[](ArbiterConfig& c, const std::string& v) {
+           return SetUnsigned32(c.mps_terminations_per_uid, v, 0, 10'000);
+         },
+        "N", "MPS terminations one uid's clients may cause per mps_termination_window; past it a "
+        "client ignoring preemption is disconnected without a daemon command; 0 = no cap "
+        "(default 4)"}},
+      {"mps_termination_window",
+       {[](ArbiterConfig& c, const std::string& v) {
+           return SetDuration(c.mps_termination_window, v, false);
+         },
+        "DURATION", "the window of mps_terminations_per_uid, > 0, at most 24h (default 60s)"}},
       {"registration_timeout",
        {[](ArbiterConfig& c, const std::string& v) {
            return SetDuration(c.registration_timeout, v, false);

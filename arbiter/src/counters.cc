@@ -57,6 +57,9 @@ constexpr std::array kCounters{
                 "Co-run sets revoked because a member's latency threatened its SLO."},
     CounterInfo{"mps_terminations", &S::mps_terminations, kC, kAll,
                 "MPS clients that ignored preemption, terminated through MPS (terminate_client)."},
+    CounterInfo{"mps_terminations_capped", &S::mps_terminations_capped, kC, kAll,
+                "MPS clients that ignored preemption, disconnected without an MPS termination: "
+                "their uid had reached mps_terminations_per_uid."},
     CounterInfo{"mps_pins_refused", &S::mps_pins_refused, kC, kAll,
                 "Swap-outs and moves to another GPU of MPS clients refused: their memory stays on "
                 "their GPU (with mps_swaps_verified: only moves, deep evictions and drains)."},

@@ -1,4 +1,5 @@
-// TenantLimits (tenant_limits.h): clients per uid and pid, registration rate, back-off.
+// TenantLimits (tenant_limits.h): clients per uid and pid, registration rate, back-off, the cap
+// on MPS terminations.
 #include "tenant_limits.h"
 
 #include <algorithm>
@@ -67,6 +68,25 @@ uint64_t TenantLimits::Unenforceable(uid_t uid, uint64_t now_ns) {
   return backoff;
 }
 
+bool TenantLimits::AllowMpsTermination(uid_t uid, uint64_t now_ns, std::string* why) {
+  if (config_.mps_terminations_per_uid == 0) return true;
+  Uid& u = uids_[uid];
+  std::deque<uint64_t>& times = u.mps_terminations;
+  while (!times.empty() && now_ns - times.front() >= config_.mps_termination_window_ns) times.pop_front();
+  if (times.size() >= config_.mps_terminations_per_uid) {
+    *why = "uid " + std::to_string(uid) + " caused " + std::to_string(times.size()) +
+           " MPS terminations within " +
+           std::to_string(config_.mps_termination_window_ns / 1'000'000) +
+           " ms, its maximum (mps_terminations_per_uid / mps_termination_window); the next is "
+           "allowed in " +
+           std::to_string((times.front() + config_.mps_termination_window_ns - now_ns) / 1'000'000 + 1) +
+           " ms";
+    return false;
+  }
+  times.push_back(now_ns);
+  return true;
+}
+
 uint32_t TenantLimits::clients_of_uid(uid_t uid) const {
   const auto it = uids_.find(uid);
   return it == uids_.end() ? 0 : it->second.clients;
@@ -82,7 +102,11 @@ void TenantLimits::MaybeForget(uid_t uid, uint64_t now_ns) {
   const bool bucket_full =
       rate == 0 || u.refill_ns == 0 ||
       u.tokens + rate * static_cast<double>(now_ns - std::min(now_ns, u.refill_ns)) / 1e9 >= 2 * rate;
-  if (u.clients == 0 && u.unenforceable == 0 && bucket_full) uids_.erase(it);
+  // A termination still inside its window counts too (forgetting it would reset the cap).
+  const bool terminations_over =
+      u.mps_terminations.empty() ||
+      now_ns - u.mps_terminations.back() >= config_.mps_termination_window_ns;
+  if (u.clients == 0 && u.unenforceable == 0 && bucket_full && terminations_over) uids_.erase(it);
 }
 
 }  // namespace gshare::arbiter

@@ -1,6 +1,8 @@
 // TenantLimits: what the arbiter allows each tenant (docs/arbiter.md, "Limits per tenant"):
-// clients per uid and per process, a registration rate per uid (a token bucket), and a back-off
-// for a uid whose holders keep ignoring preemption without being checkpointable. It remembers a
+// clients per uid and per process, a registration rate per uid (a token bucket), a back-off
+// for a uid whose holders keep ignoring preemption without being checkpointable, and a cap on
+// the MPS termination commands (terminate_client through a GPU's MPS daemon) one uid's clients
+// may cause per window. It remembers a
 // uid only while that matters (clients, a back-off in force, a bucket not yet full), so its
 // memory follows the live tenants. Knows nothing of sockets or clients: the arbiter tells it who
 // registered and who left (tests/arbiter/tenant_limits_test.cc).
@@ -9,6 +11,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <string>
 
@@ -18,6 +21,9 @@ struct TenantLimitsConfig {
   uint32_t max_clients_per_uid = 0;        // 0 = unlimited
   uint32_t max_clients_per_pid = 0;        // 0 = unlimited
   uint32_t registration_rate_per_uid = 0;  // per second, bursts of twice as many; 0 = unlimited
+  // MPS terminations one uid may cause within `mps_termination_window_ns` (sliding); 0 = no cap.
+  uint32_t mps_terminations_per_uid = 0;
+  uint64_t mps_termination_window_ns = 60'000'000'000;
 };
 
 class TenantLimits {
@@ -40,6 +46,10 @@ class TenantLimits {
   void Removed(uid_t uid, pid_t pid, uint64_t now_ns);
   // A client of `uid` was disconnected as unenforceable; the back-off it started (0: none).
   uint64_t Unenforceable(uid_t uid, uint64_t now_ns);
+  // Whether a client of `uid` may be terminated through an MPS daemon now; an allowed one is
+  // counted against the uid's cap. false: the cap is reached within the window, `why` says so
+  // naming the settings (the caller disconnects the client without a daemon command).
+  bool AllowMpsTermination(uid_t uid, uint64_t now_ns, std::string* why);
 
   size_t tracked_uids() const { return uids_.size(); }
   size_t tracked_pids() const { return pids_.size(); }
@@ -53,6 +63,7 @@ class TenantLimits {
     uint32_t unenforceable = 0;  // consecutive unenforceable disconnections
     uint64_t last_unenforceable_ns = 0;
     uint64_t backoff_until_ns = 0;
+    std::deque<uint64_t> mps_terminations;  // when, within the window (at most the cap)
   };
   void MaybeForget(uid_t uid, uint64_t now_ns);
 

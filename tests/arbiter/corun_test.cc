@@ -160,6 +160,34 @@ TEST(CorunConfig, KeysParseAndBadValuesNameTheKey) {
 
 // mps_swaps_verified (true|false, default false): a TOML boolean or the same words as a string,
 // the flag --mps-swaps-verified; anything else is an error naming the setting.
+TEST(CorunConfig, MpsTerminationCapParsesAndBadValuesNameTheSetting) {
+  EXPECT_EQ(ArbiterConfig{}.mps_terminations_per_uid, 4u);
+  EXPECT_EQ(ArbiterConfig{}.mps_termination_window, std::chrono::seconds(60));
+  auto r = ParseConfigToml("mps_terminations_per_uid = 0\nmps_termination_window = \"5min\"",
+                           ArbiterConfig{});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->mps_terminations_per_uid, 0u);
+  EXPECT_EQ(r->mps_termination_window, std::chrono::minutes(5));
+  const std::pair<const char*, const char*> bad[] = {
+      {"mps_terminations_per_uid = -1", "mps_terminations_per_uid"},
+      {"mps_terminations_per_uid = 10001", "mps_terminations_per_uid"},
+      {"mps_terminations_per_uid = \"many\"", "mps_terminations_per_uid"},
+      {"mps_termination_window = \"0s\"", "mps_termination_window"},
+      {"mps_termination_window = \"25h\"", "mps_termination_window"},
+      {"mps_termination_window = \"soon\"", "mps_termination_window"}};
+  for (const auto& [text, key] : bad) {
+    auto e = ParseConfigToml(text, ArbiterConfig{});
+    ASSERT_FALSE(e.ok()) << text;
+    EXPECT_NE(e.status().message().find(std::string("config key '") + key + "'"), std::string::npos)
+        << text << ": " << e.status().message();
+  }
+  const char* flag[] = {"gshare-arbiter", "--mps-terminations-per-uid", "x"};
+  auto cl = ParseCommandLine(3, flag);
+  ASSERT_FALSE(cl.ok());
+  EXPECT_NE(cl.status().message().find("--mps-terminations-per-uid"), std::string::npos)
+      << cl.status().message();
+}
+
 TEST(CorunConfig, MpsSwapsVerifiedParsesAndBadValuesNameTheSetting) {
   EXPECT_FALSE(ArbiterConfig{}.corun.mps_swaps_verified);
   const std::pair<const char*, bool> good[] = {{"mps_swaps_verified = true", true},

@@ -90,6 +90,7 @@ TEST(Counters, SummaryHasEveryCounterUnderItsKey) {
       "context_moves", "doorbell_mutes", "flood_disconnects", "order_timeouts", "unenforceable",
       "deep_evictions", "lease_offers", "lease_takes", "lease_revokes", "lease_revokes_lost",
       "lease_unconfirmed", "corun_joins", "corun_refusals", "corun_revocations", "mps_terminations",
+      "mps_terminations_capped",
       "mps_pins_refused",
       "orphans_created", "orphans_released_exited",
       "orphans_released_reregistered", "orphans_released_no_device", "refusals_limit",

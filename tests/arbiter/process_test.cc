@@ -456,23 +456,39 @@ TEST(ArbiterProcess, FunctionIgnoringPreemptionIsCheckpointedAndRestored) {
 // The same rogue as an MPS client of the arbiter's daemon on a GPU marked for co-running: it is
 // never checkpointed (unverified for MPS clients); MPS's safe termination (terminate_client)
 // stops its CUDA work and it is disconnected; the waiting function runs and finishes.
-TEST(ArbiterProcess, MpsClientIgnoringPreemptionIsTerminatedThroughMps) {
-  TempDir dir;
-  const Simcuda simcuda;
-  auto env = simcuda.env();
-  ASSERT_EQ(::mkdir((dir / "mps").c_str(), 0755), 0);
-  ArbiterProcess arb(dir, {"--slice", "20ms", "--preempt-grace", "50ms", "--corun-gpus", "0",
-                           "--mps-control", MPS_CONTROL_BIN, "--mps-dir", dir / "mps"});
+// An arbiter with GPU 0 marked for co-running and its private simcuda-mps-control under
+// <dir>/mps (`extra` flags added), started; the environment of a rogue MPS client of that daemon
+// at 50%, returned once the daemon serves (else the rogue would silently run time-sliced).
+std::vector<std::string> StartMpsArbiter(const TempDir& dir, ArbiterProcess& arb,
+                                         const std::vector<std::string>& env) {
+  EXPECT_EQ(::mkdir((dir / "mps").c_str(), 0755), 0);
   arb.env = env;
-  ASSERT_TRUE(arb.Start()) << ReadFile(arb.log());
+  EXPECT_TRUE(arb.Start()) << ReadFile(arb.log());
   auto rogue_env = env;
   rogue_env.push_back("CUDA_MPS_PIPE_DIRECTORY=" + dir / "mps/gpu0/pipe");
   rogue_env.push_back("CUDA_MPS_LOG_DIRECTORY=" + dir.path());
   rogue_env.push_back("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=50");
-  // The daemon is up before the rogue's cuInit (else it would silently run time-sliced).
   const std::string pipe = dir / "mps/gpu0/pipe";
-  for (int i = 0; i < 3000 && ::access((pipe + "/simcuda-mps").c_str(), F_OK) != 0; ++i)
-    std::this_thread::sleep_for(milliseconds(10));
+  for (const char* file : {"/simcuda-mps", "/control"})
+    for (int i = 0; i < 3000 && ::access((pipe + file).c_str(), F_OK) != 0; ++i)
+      std::this_thread::sleep_for(milliseconds(10));
+  return rogue_env;
+}
+std::vector<std::string> MpsArbiterArgs(const TempDir& dir, std::vector<std::string> extra) {
+  std::vector<std::string> args = {"--slice",       "20ms",          "--preempt-grace", "50ms",
+                                   "--corun-gpus",  "0",             "--mps-control",   MPS_CONTROL_BIN,
+                                   "--mps-dir",     dir / "mps"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+TEST(ArbiterProcess, MpsClientIgnoringPreemptionIsTerminatedThroughMps) {
+  TempDir dir;
+  const Simcuda simcuda;
+  auto env = simcuda.env();
+  ArbiterProcess arb(dir, MpsArbiterArgs(dir, {}));
+  const auto rogue_env = StartMpsArbiter(dir, arb, env);
+  ASSERT_FALSE(HasFailure());
   const std::string rogue_out = dir / "rogue.out";
   const pid_t rogue = Spawn({CUDA_FUNCTION_BIN, "--socket", arb.socket(), "--name", "rogue",
                              "--rogue", "1", "--drain-ms", "3000", "--iterations", "150",
@@ -496,6 +512,66 @@ TEST(ArbiterProcess, MpsClientIgnoringPreemptionIsTerminatedThroughMps) {
   EXPECT_EQ(summary["mps_terminations"].get<int>(), 1) << ReadFile(arb.log());
   EXPECT_EQ(summary["enforcements"].get<int>(), 0) << ReadFile(arb.log());  // no checkpoint
   EXPECT_EQ(summary["unenforceable"].get<int>(), 1) << ReadFile(arb.log());
+}
+
+// The termination commands one uid causes are capped (mps_terminations_per_uid, here 1 per
+// minute): the first rogue MPS client is terminated through the daemon; the second, of the same
+// uid, is disconnected as unenforceable with no daemon command (its CUDA work is not
+// terminated: it runs on as an ordinary process); the waiting functions run both times.
+// Without the cap the second rogue is terminated through MPS too (mps_terminations 2).
+TEST(ArbiterProcess, MpsTerminationsOfOneUidAreCappedPerWindow) {
+  TempDir dir;
+  const Simcuda simcuda;
+  auto env = simcuda.env();
+  ArbiterProcess arb(dir, MpsArbiterArgs(dir, {"--mps-terminations-per-uid", "1",
+                                               "--mps-termination-window", "60s"}));
+  const auto rogue_env = StartMpsArbiter(dir, arb, env);
+  ASSERT_FALSE(HasFailure());
+  const auto grants = [&] {
+    size_t n = 0;
+    for (const auto& e : ReadEvents(arb.events())) n += e.type == shm::EventType::kGrant;
+    return n;
+  };
+  std::string rogue_outs[2];
+  for (int round = 0; round < 2; ++round) {
+    const std::string tag = std::to_string(round + 1);
+    const size_t before = grants();
+    rogue_outs[round] = dir / ("rogue" + tag + ".out");
+    const pid_t rogue = Spawn({CUDA_FUNCTION_BIN, "--socket", arb.socket(), "--name", "rogue" + tag,
+                               "--rogue", "1", "--drain-ms", "3000", "--iterations", "150",
+                               "--slo-ms", "50", "--mps-share", "50"},
+                              rogue_outs[round], dir / ("rogue" + tag + ".err"), rogue_env);
+    bool granted = false;
+    for (int i = 0; i < 10'000 && !granted; ++i) {
+      granted = grants() > before;
+      if (!granted) std::this_thread::sleep_for(milliseconds(2));
+    }
+    ASSERT_TRUE(granted) << ReadFile(arb.log()) << ReadFile(dir / ("rogue" + tag + ".err"));
+    const std::string good_out = dir / ("good" + tag + ".out");
+    const pid_t good = Spawn({CUDA_FUNCTION_BIN, "--socket", arb.socket(), "--name", "good" + tag,
+                              "--iterations", "5", "--slo-ms", "50"},
+                             good_out, dir / ("good" + tag + ".err"), env);
+    EXPECT_EQ(ExitCode(WaitFor(good, Scaled(seconds(60)))), 0)
+        << ReadFile(good_out) << ReadFile(arb.log());
+    if (round == 0) {  // terminated through MPS: its next call failed
+      EXPECT_NE(ExitCode(WaitFor(rogue, Scaled(seconds(60)))), 0) << ReadFile(rogue_outs[0]);
+    } else {  // only disconnected: it is stopped here
+      ::kill(rogue, SIGKILL);
+      (void)WaitFor(rogue, Scaled(seconds(30)));
+    }
+  }
+  EXPECT_NE(ReadFile(rogue_outs[0]).find("CUDA_ERROR_MPS_CLIENT_TERMINATED"), std::string::npos)
+      << ReadFile(rogue_outs[0]) << ReadFile(arb.log());
+  EXPECT_EQ(ReadFile(rogue_outs[1]).find("CUDA_ERROR_MPS_CLIENT_TERMINATED"), std::string::npos)
+      << ReadFile(rogue_outs[1]);
+  EXPECT_NE(ReadFile(arb.log()).find("mps_terminations_per_uid"), std::string::npos)
+      << ReadFile(arb.log());
+  const auto summary = arb.Stop();
+  ASSERT_TRUE(summary.is_object()) << ReadFile(arb.log());
+  EXPECT_EQ(summary["mps_terminations"].get<int>(), 1) << ReadFile(arb.log());
+  EXPECT_EQ(summary["mps_terminations_capped"].get<int>(), 1) << ReadFile(arb.log());
+  EXPECT_EQ(summary["unenforceable"].get<int>(), 2) << ReadFile(arb.log());
+  EXPECT_EQ(summary["enforcements"].get<int>(), 0) << ReadFile(arb.log());
 }
 #endif
 

@@ -1,6 +1,7 @@
 // Unit tests of the arbiter's TenantLimits (arbiter/src/tenant_limits.h): clients per uid and per
 // process, the registration rate per uid, the back-off after repeated unenforceable
-// disconnections, and forgetting a uid once nothing about it matters.
+// disconnections, the cap on MPS terminations per uid and window, and forgetting a uid once
+// nothing about it matters.
 #include "tenant_limits.h"
 
 #include <gtest/gtest.h>
@@ -56,6 +57,32 @@ TEST(TenantLimits, BackOffStartsAtTheSecondUnenforceableAndDoubles) {
   EXPECT_EQ(limits.Unenforceable(5, 4 * kSec), 2 * TenantLimits::kBackoffBaseNs);
   // A quiet period forgets the count: the next one alone costs nothing again.
   EXPECT_EQ(limits.Unenforceable(5, 4 * kSec + TenantLimits::kQuietNs + 1), 0u);
+}
+
+// mps_terminations_per_uid = 2 per 10 s window: a third within the window is refused naming the
+// settings, other uids are unaffected, and the window slides (the oldest leaving frees a place).
+TEST(TenantLimits, MpsTerminationsAreCappedPerUidAndWindow) {
+  TenantLimits limits({0, 0, 0, 2, 10 * kSec});
+  std::string why;
+  EXPECT_TRUE(limits.AllowMpsTermination(1000, 1 * kSec, &why));
+  EXPECT_TRUE(limits.AllowMpsTermination(1000, 2 * kSec, &why));
+  EXPECT_FALSE(limits.AllowMpsTermination(1000, 3 * kSec, &why));
+  EXPECT_NE(why.find("uid 1000 caused 2 MPS terminations within 10000 ms"), std::string::npos) << why;
+  EXPECT_NE(why.find("mps_terminations_per_uid"), std::string::npos) << why;
+  EXPECT_NE(why.find("allowed in 8001 ms"), std::string::npos) << why;
+  EXPECT_TRUE(limits.AllowMpsTermination(1001, 3 * kSec, &why));  // another tenant
+  EXPECT_FALSE(limits.AllowMpsTermination(1000, 11 * kSec - 1, &why));
+  EXPECT_TRUE(limits.AllowMpsTermination(1000, 11 * kSec, &why));  // the first left the window
+  EXPECT_FALSE(limits.AllowMpsTermination(1000, 11 * kSec, &why));
+  // A uid with nothing else is still remembered while a termination is inside its window.
+  limits.Added(1002, 7);
+  EXPECT_TRUE(limits.AllowMpsTermination(1002, 20 * kSec, &why));
+  limits.Removed(1002, 7, 21 * kSec);
+  EXPECT_TRUE(limits.AllowMpsTermination(1002, 22 * kSec, &why));
+  EXPECT_FALSE(limits.AllowMpsTermination(1002, 23 * kSec, &why));
+  // 0: no cap.
+  TenantLimits uncapped({0, 0, 0, 0, 10 * kSec});
+  for (int i = 0; i < 100; ++i) EXPECT_TRUE(uncapped.AllowMpsTermination(1000, kSec, &why));
 }
 
 TEST(TenantLimits, AUidIsForgottenOnlyWhenNothingAboutItMatters) {

@@ -71,6 +71,7 @@ struct ArbiterStats {
   uint64_t corun_refusals = 0;     // co-run grants the rules refused (answered as a slice end)
   uint64_t corun_revocations = 0;  // sets revoked: a member's latency threatened its SLO
   uint64_t mps_terminations = 0;   // MPS clients that ignored preemption, terminated by MPS
+  uint64_t mps_terminations_capped = 0;  // ... disconnected instead: their uid's cap was reached
   uint64_t mps_pins_refused = 0;   // swap-outs / moves of MPS clients refused (memory stays)
   // Orphan reservations (docs/arbiter.md, "Orphans"): created when the arbiter disconnects a
   // live process that holds device memory; released by cause.

@@ -170,6 +170,12 @@ struct ArbiterConfig {
   uint32_t max_pending_registrations_per_uid = 8;
   uint32_t max_pending_registrations = 256;
   std::chrono::nanoseconds registration_timeout{std::chrono::seconds(1)};
+  // MPS terminations (terminate_client through a co-run GPU's daemon, for an MPS client that
+  // ignored preemption) one uid's clients may cause within `mps_termination_window`
+  // (`mps_terminations_per_uid`, 0 = no cap); past it the uid's next such client is disconnected
+  // as unenforceable without a daemon command (docs/arbiter.md, "Co-running").
+  uint32_t mps_terminations_per_uid = 4;
+  std::chrono::nanoseconds mps_termination_window{std::chrono::seconds(60)};
   // A re-registration claiming to be resident is believed only within this long of the
   // arbiter's start (its previous instance's tenants coming back), once per process, or from a
   // process with an orphan here, and never beyond the GPU (`resident_claim_window`).
