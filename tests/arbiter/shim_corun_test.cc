@@ -7,6 +7,7 @@
 // shutdown stops it.
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include <chrono>
 #include <sstream>
@@ -47,16 +48,23 @@ class BurstProbe {
     std::string line;
     while (child_.ReadLine(&line, LineWait())) {
       if (line.rfind("mps_enabled=", 0) == 0) mps_enabled_ = std::stoi(line.substr(12));
-      Interval iv;
+      Interval iv, gpu;
       int burst = 0, result = 0;
-      if (std::sscanf(line.c_str(), "burst=%d start_ns=%llu end_ns=%llu result=%d", &burst,
-                      &iv.start, &iv.end, &result) == 4) {
-        // The kernel ran in the last kernel_ms of the call (before: waiting for the token).
+      const int fields = std::sscanf(
+          line.c_str(), "burst=%d start_ns=%llu end_ns=%llu result=%d gpu_start_ns=%llu gpu_end_ns=%llu",
+          &burst, &iv.start, &iv.end, &result, &gpu.start, &gpu.end);
+      if (fields >= 4) {
+        // The kernel's interval on the stream's clock where the probe could read it: the host's
+        // end stamp is late by however long the probe was descheduled after the kernel ended,
+        // which can make one holder's kernel seem to overlap the next holder's.
+        if (fields == 6 && gpu.end > 0) iv = gpu;
+        // The kernel ran in the last kernel_ms of the interval (before: waiting for the token).
         iv.start = std::max(iv.start, iv.end - kernel_ns_);
         bursts_.push_back(iv);
       }
       if (line.rfind("done errors=", 0) == 0) errors_ = std::stoi(line.substr(12));
       if (line.rfind("done errors=0", 0) == 0) return true;
+      if (line.rfind("error", 0) == 0) error_line_ = line;
       if (line.rfind("done", 0) == 0 || line.rfind("error", 0) == 0) return false;
     }
     return false;
@@ -64,6 +72,7 @@ class BurstProbe {
   int Wait() { return child_.Wait(ExitWait()); }
   int mps_enabled() const { return mps_enabled_; }
   int errors() const { return errors_; }
+  const std::string& error_line() const { return error_line_; }  // "" when none
   const std::vector<Interval>& bursts() const { return bursts_; }
 
  private:
@@ -71,6 +80,7 @@ class BurstProbe {
   unsigned long long kernel_ns_;
   int mps_enabled_ = -1;
   int errors_ = -1;
+  std::string error_line_;
   std::vector<Interval> bursts_;
 };
 
@@ -253,6 +263,20 @@ TEST_F(ShimCorun, AKilledDaemonIsRestarted) {
   const pid_t second = again["pid"].get<pid_t>();
   EXPECT_TRUE(arb.Stop().is_object());
   EXPECT_NE(::kill(second, 0), 0);  // stopped with the arbiter
+}
+
+// The probes' shared burst clock is test input too: a malformed one is an error naming it, not
+// bursts at random moments (which would make the overlap tests pass or fail by chance again).
+TEST_F(ShimCorun, AMalformedBurstEpochIsAnErrorNamingTheVariable) {
+  std::vector<std::string> env = FunctionEnv("cnn-a", false);
+  env.push_back("GSHARE_PROBE_BURST_EPOCH_NS=12x");
+  BurstProbe a(env, 2, 1, 1);
+  EXPECT_FALSE(a.Run());
+  EXPECT_NE(a.error_line().find("GSHARE_PROBE_BURST_EPOCH_NS='12x'"), std::string::npos)
+      << a.error_line();
+  const int status = a.Wait();
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 2) << status;
+  EXPECT_TRUE(arb.Stop().is_object());
 }
 
 TEST_F(ShimCorun, MalformedDemandFailsCuInitNamingTheVariable) {

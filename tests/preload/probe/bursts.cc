@@ -8,6 +8,11 @@
 // With GSHARE_PROBE_BURST_EPOCH_NS (a CLOCK_MONOTONIC time), burst i starts at that epoch plus
 // i * (kernel_ms + gap_ms), or at once when it is late: probes given one epoch ask for the GPU
 // at the same moments, so their bursts collide every time instead of by chance.
+// Each burst line also gives the kernel's interval on the stream's own clock (simcuda's simulated
+// timeline, the GPU's on a real driver), taken from events recorded around it and placed on
+// CLOCK_MONOTONIC through an anchor event (StreamClock): unlike the host's stamps, it does not
+// move when the probe is descheduled after its kernel ended ("gpu_start_ns=0 gpu_end_ns=0" when
+// the events failed, e.g. after a fault).
 #include <time.h>
 
 #include <cstdlib>
@@ -30,6 +35,48 @@ unsigned long long MonotonicNs() {
   return static_cast<unsigned long long>(ts.tv_sec) * 1'000'000'000ULL +
          static_cast<unsigned long long>(ts.tv_nsec);
 }
+
+// Places events of one stream on CLOCK_MONOTONIC. An event's time is known only relative to
+// another event's, so one anchor event is pinned to the host clock: recorded on the idle stream
+// and synchronised, its time lies between the host's stamps before the record and after the
+// synchronisation; of several tries, the narrowest such window is kept and its middle taken
+// (error at most half its width, printed by the mode).
+class StreamClock {
+ public:
+  bool Start(CUstream stream) {
+    for (int i = 0; i < 5; ++i) {
+      CUevent e = nullptr;
+      if (cuEventCreate(&e, CU_EVENT_DEFAULT) != CUDA_SUCCESS) return false;
+      const unsigned long long before = MonotonicNs();
+      if (cuEventRecord(e, stream) != CUDA_SUCCESS || cuEventSynchronize(e) != CUDA_SUCCESS) {
+        (void)cuEventDestroy(e);
+        return false;
+      }
+      const unsigned long long after = MonotonicNs();
+      if (anchor_ == nullptr || after - before < 2 * error_ns_) {
+        if (anchor_ != nullptr) (void)cuEventDestroy(anchor_);
+        anchor_ = e;
+        anchor_ns_ = before + (after - before) / 2;
+        error_ns_ = (after - before + 1) / 2;
+      } else {
+        (void)cuEventDestroy(e);
+      }
+    }
+    return true;
+  }
+  // The completed event's time on CLOCK_MONOTONIC (0: unknown).
+  unsigned long long At(CUevent e) const {
+    float ms = 0;
+    if (anchor_ == nullptr || cuEventElapsedTime(&ms, anchor_, e) != CUDA_SUCCESS) return 0;
+    return anchor_ns_ + static_cast<unsigned long long>(static_cast<double>(ms) * 1e6);
+  }
+  unsigned long long error_ns() const { return error_ns_; }
+
+ private:
+  CUevent anchor_ = nullptr;
+  unsigned long long anchor_ns_ = 0;
+  unsigned long long error_ns_ = 0;
+};
 
 }  // namespace
 
@@ -78,6 +125,13 @@ int Bursts(int count, int kernel_ms, int gap_ms, int fault_at) {
   if (CUresult r = cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING); r != CUDA_SUCCESS) {
     return Fail("stream", r);
   }
+  StreamClock clock;
+  CUevent before = nullptr, after = nullptr;
+  if (!clock.Start(stream) || cuEventCreate(&before, CU_EVENT_DEFAULT) != CUDA_SUCCESS ||
+      cuEventCreate(&after, CU_EVENT_DEFAULT) != CUDA_SUCCESS) {
+    return Fail("events", CUDA_ERROR_UNKNOWN);
+  }
+  std::printf("clock_anchor_error_ns=%llu\n", clock.error_ns());
   std::printf("started\n");
   std::fflush(stdout);
   int errors = 0;
@@ -100,12 +154,18 @@ int Bursts(int count, int kernel_ms, int gap_ms, int fault_at) {
         std::this_thread::sleep_for(std::chrono::nanoseconds(due - now));
     }
     const unsigned long long start = MonotonicNs();
-    CUresult r = i == fault_at ? LaunchFault(module, stream)
-                               : cuLaunchKernel(sleep_fn, 1, 1, 1, 1, 1, 1, 0, stream, params, nullptr);
+    CUresult r = cuEventRecord(before, stream);
+    if (r == CUDA_SUCCESS)
+      r = i == fault_at ? LaunchFault(module, stream)
+                        : cuLaunchKernel(sleep_fn, 1, 1, 1, 1, 1, 1, 0, stream, params, nullptr);
+    if (r == CUDA_SUCCESS) r = cuEventRecord(after, stream);
     if (r == CUDA_SUCCESS) r = cuStreamSynchronize(stream);
     if (r != CUDA_SUCCESS) ++errors;
-    std::printf("burst=%d start_ns=%llu end_ns=%llu result=%d\n", i, start, MonotonicNs(),
-                static_cast<int>(r));
+    const unsigned long long end = MonotonicNs();
+    const unsigned long long gpu_start = r == CUDA_SUCCESS ? clock.At(before) : 0;
+    const unsigned long long gpu_end = r == CUDA_SUCCESS ? clock.At(after) : 0;
+    std::printf("burst=%d start_ns=%llu end_ns=%llu result=%d gpu_start_ns=%llu gpu_end_ns=%llu\n",
+                i, start, end, static_cast<int>(r), gpu_start, gpu_end);
     std::fflush(stdout);
     if (epoch == 0) std::this_thread::sleep_for(std::chrono::milliseconds(gap_ms));
   }
