@@ -27,9 +27,16 @@
 # Then "simulator parameters": mps_max_clients, mps_context_mib_per_sm, a SIMCUDA_DEVICES spec
 # and the contention model's per-kernel demands fitted to the pair slowdowns
 # (tests/gpu/mps_probe.py fit; the model of policy/include/gshare/policy/interference.h).
+# Last, on every exit after the preflight, the VERDICT (mps_probe.py verdict; verdict.txt):
+# whether `mps_swaps_verified = true` is safe on this GPU (step 5: an MPS client's VMM memory
+# unmapped and mapped again at the same addresses, every byte checked, and a device write through
+# the remapped address: SAFE, NOT SAFE, or UNKNOWN when step 5 did not run), and the simcuda MPS
+# parameters to use for it. Without a GPU the script refuses at once (exit 2) and says that there
+# is no verdict: keep mps_swaps_verified = false and simcuda's defaults.
 # The helper tests/gpu/mps_probe.py needs only python3 and the driver (ctypes, no build).
 # Output: $OUT if set, else ./mps-check-out (or --out DIR): results.txt (the mps-check lines),
-# summary.tsv, summary.json, simulator-params.txt, logs/ (every process's output, the daemon's log).
+# summary.tsv, summary.json, simulator-params.txt, verdict.txt, logs/ (every process's output,
+# the daemon's log). NVIDIA_SMI names the nvidia-smi to use (default: the one on PATH).
 # Exit: 0 every check passed or skipped, 1 a check failed (including "VMM/checkpoint do not work
 # for MPS clients": a finding), 2 refused (no GPU, no nvidia-cuda-mps-control) or setup failed,
 # 3 the GPU's global settings changed during the run.
@@ -106,9 +113,14 @@ if ((DRY)); then
 fi
 
 # --- preflight: refuse without a GPU, an MPS control binary or python3 ------------------------
-refuse() { echo "mps-check.sh: REFUSED: $*"; exit 2; }
-if ! command -v nvidia-smi > /dev/null 2>&1 || ! timeout 30 nvidia-smi -L > /dev/null 2>&1; then
-  refuse "no NVIDIA GPU here (nvidia-smi missing or 'nvidia-smi -L' failed)"
+NVIDIA_SMI=${NVIDIA_SMI:-nvidia-smi}
+refuse() {
+  echo "mps-check.sh: REFUSED: $*"
+  echo "mps-check.sh: no verdict: nothing was measured; keep mps_swaps_verified = false and simcuda's MPS defaults (mps_max_clients = 48, mps_context_mib_per_sm = 2; docs/simcuda.md)"
+  exit 2
+}
+if ! command -v "$NVIDIA_SMI" > /dev/null 2>&1 || ! timeout 30 "$NVIDIA_SMI" -L > /dev/null 2>&1; then
+  refuse "no NVIDIA GPU here ($NVIDIA_SMI missing or '$NVIDIA_SMI -L' failed)"
 fi
 command -v nvidia-cuda-mps-control > /dev/null 2>&1 || refuse "nvidia-cuda-mps-control is not on PATH"
 command -v python3 > /dev/null 2>&1 || refuse "python3 is needed (tests/gpu/mps_probe.py)"
@@ -122,6 +134,8 @@ fi
 mkdir -p "$O/logs"
 L=$O/logs
 : > "$O/results.txt"
+: > "$O/simulator-params.txt"
+echo "mps-check: check=host dev_shm_bytes=$(df -B1 --output=size /dev/shm 2> /dev/null | tail -1 | tr -d ' ' || echo 0)" >> "$O/results.txt"
 printf 'check\tstatus\tdetail\n' > "$O/summary.tsv"
 T0=$SECONDS
 W=$(mktemp -d "/tmp/gshare-mps-check-$$-XXXX")
@@ -133,7 +147,7 @@ FAILED=0
 SETTINGS_CHANGED=0
 
 smi_settings() {
-  timeout 30 nvidia-smi -i "$DEV" --query-gpu=compute_mode,persistence_mode --format=csv,noheader 2>&1 || echo "query-failed"
+  timeout 30 "$NVIDIA_SMI" -i "$DEV" --query-gpu=compute_mode,persistence_mode --format=csv,noheader 2>&1 || echo "query-failed"
 }
 stop_children() {
   local p
@@ -178,6 +192,12 @@ finish() {
   else
     echo "PASS  global settings unchanged: compute_mode,persistence_mode = $AFTER"
   fi
+  # The verdict: mps_swaps_verified and simcuda's parameters, from what was measured.
+  echo
+  python3 "$PROBE" verdict --results "$O/results.txt" --simulator "$O/simulator-params.txt" > "$O/verdict.txt" 2>&1 ||
+    echo "mps-check: verdict failed: $(tail -1 "$O/verdict.txt")" >> "$O/verdict.txt"
+  cat "$O/verdict.txt"
+  grep '^mps-check: ' "$O/verdict.txt" >> "$O/results.txt" || true
   python3 - "$O/summary.tsv" "$O/summary.json" "$O/results.txt" <<'PY'
 import json, sys
 rows = [l.rstrip("\n").split("\t", 2) for l in open(sys.argv[1]).readlines()[1:]]
@@ -230,7 +250,7 @@ wait_line() {  # FILE PATTERN SECONDS: 0 when a line matches
 }
 
 echo "== gshare MPS check ($(date -u +%FT%TZ)) =="
-timeout 30 nvidia-smi -i "$DEV" --query-gpu=name,memory.total,driver_version --format=csv,noheader | sed 's/^/GPU: /'
+timeout 30 "$NVIDIA_SMI" -i "$DEV" --query-gpu=name,memory.total,driver_version --format=csv,noheader | sed 's/^/GPU: /'
 echo "settings before: compute_mode,persistence_mode = $BEFORE"
 [[ -S /tmp/nvidia-mps/control ]] && echo "note: a system MPS daemon listens in /tmp/nvidia-mps (left alone; this check uses its own)"
 

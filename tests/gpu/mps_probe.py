@@ -13,13 +13,18 @@ call (`error=CUDA_ERROR_... step=cuCtxSetCurrent`) and exit 3. Commands:
   hold [--seconds S]        a trivial client: context, cuMemGetInfo, then sleeps (until it
                             is killed or S seconds): for the client limit and context memory
   vmm                       cuMemCreate/Map/SetAccess, write, Unmap, Map again at the same
-                            address (same handle, then a new one), read back
+                            address (same handle, then a new one), every byte read back, and
+                            a device write through the remapped address (gshare's same-address
+                            swap, the question behind mps_swaps_verified)
   ckpt-target               allocates and fills 64 MiB, prints `ready pid=`, then on each
                             `verify` line on stdin checks the contents (after a checkpoint)
   ckpt --pid P              from another process: cuCheckpointProcessLock/Checkpoint/Restore/
                             Unlock on P, with cuCheckpointProcessGetState between the steps
   fit --results FILE        reads the `mps-check:` lines of a run and prints the simulator's
                             parameters (the contention model of policy/interference.h)
+  verdict --results FILE [--simulator FILE]
+                            the run's verdict: whether mps_swaps_verified = true is safe on
+                            this GPU, and simcuda's MPS parameters for it
   self-test                 checks the model, the fit and the argument parsing (no GPU)
 Without a driver every GPU command exits 3 with error=no_driver.
 """
@@ -311,9 +316,9 @@ def cmd_vmm(args):
             cu("cuMemSetAccess", va, size, ctypes.byref(access), 1)
             return h
 
-        def check(pattern):
+        def check(pattern):  # every byte
             cu("cuMemcpyDtoH_v2", host, va, size)
-            return all(host[i] == pattern for i in range(0, words, 4099)) and host[words - 1] == pattern
+            return bytes(host) == pattern.to_bytes(4, "little") * words
 
         h = map_handle()
         cu("cuMemsetD32_v2", va, 0xA5A5A5A5, words)
@@ -332,11 +337,15 @@ def cmd_vmm(args):
         host2 = (ctypes.c_uint32 * words)(*([0x5A5A5A5A] * words))
         cu("cuMemcpyHtoD_v2", va, host2, size)
         results["vmm_remap_new_handle"] = int(check(0x5A5A5A5A))
+        # The device reaches the new memory through the old address (kernels after a swap-in).
+        cu("cuMemsetD32_v2", va, 0x3C3C3C3C, words)
+        cu("cuCtxSynchronize")
+        results["vmm_device_write_after_remap"] = int(check(0x3C3C3C3C))
         cu("cuMemUnmap", va, size)
         cu("cuMemRelease", h2)
         cu("cuMemAddressFree", va, size)
         ok = all(results.values())
-        print(" ".join(f"{k}={v}" for k, v in results.items()) + f" bytes={size}")
+        print(" ".join(f"{k}={v}" for k, v in results.items()) + f" bytes={size} checked_bytes={size}")
         print(f"vmm={'works' if ok else 'fails'}")
         return 0 if ok else 1
     except CudaError as e:
@@ -547,6 +556,70 @@ def cmd_fit(args):
     return 0
 
 
+def verdict_lines(results, simulator):
+    """The verdict of a run from its `mps-check:` lines (results) and the fit's output
+    (simulator): (lines to print, 'safe' | 'unsafe' | 'unknown')."""
+    checks = {}
+    info = {}
+    for line in results:
+        if line.startswith("mps-check: "):
+            kv = parse_kv(line)
+            if "status" in kv:
+                checks[kv.get("check", "")] = kv
+            elif kv.get("check") in ("info", "host"):
+                info.update(kv)
+    gpu = info.get("name", "this GPU")
+    out = ["== verdict =="]
+    vmm = checks.get("vmm")
+    if vmm is None:
+        state = "unknown"
+        out.append("mps_swaps_verified: UNKNOWN - step 5 (vmm) did not run: keep mps_swaps_verified = false")
+    elif vmm.get("status") == "PASS" and vmm.get("vmm") == "works":
+        state = "safe"
+        out.append(f"mps_swaps_verified: SAFE on {gpu} - an MPS client's VMM memory unmapped and mapped "
+                   "again at the same addresses (same and new physical memory) kept every byte, and "
+                   "the device wrote through the remapped address: set mps_swaps_verified = true in "
+                   "the arbiter's config on nodes with this GPU and driver (docs/arbiter.md, Co-running)")
+    else:
+        state = "unsafe"
+        why = " ".join(f"{k}={vmm[k]}" for k in ("vmm", "mps_enabled", "error", "step") if vmm.get(k))
+        out.append(f"mps_swaps_verified: NOT SAFE on {gpu} - the same-address remap failed for an MPS "
+                   f"client ({why or 'no details'}): keep mps_swaps_verified = false")
+    if "dev_shm_bytes" in info:
+        gib = int(info["dev_shm_bytes"]) / (1 << 30)
+        out.append(f"  note: MPS clients' pinned host memory is limited by /dev/shm ({gib:.1f} GiB here): "
+                   "gshare's swap staging of a larger vGPU falls back to unpinned copies")
+    ck = checks.get("checkpoint")
+    if ck is not None:
+        out.append(f"  checkpoint API on an MPS client: {ck.get('checkpoint', '?')} (gshare never "
+                   "checkpoints MPS clients either way; this is for the next decision)")
+    settings = [l.strip() for l in simulator if l.strip() and not l.startswith("#") and " = " in l]
+    devices = [l.strip().lstrip("# ") for l in simulator if "SIMCUDA_DEVICES=" in l]
+    fits = [l.strip()[len("mps-check: "):] for l in simulator if l.startswith("mps-check: fit kind=")]
+    out.append("simcuda's MPS parameters for this GPU (docs/simcuda.md \"MPS mode\": SIMCUDA_CONFIG "
+               "keys, or SIMCUDA_MPS_MAX_CLIENTS / SIMCUDA_MPS_CONTEXT_MIB_PER_SM):")
+    if settings or devices or fits:
+        out.extend("  " + l for l in settings + devices + fits)
+        if not any(l.startswith("mps_max_clients") for l in settings):
+            out.append("  mps_max_clients: not measured (keep 48)")
+        if not any(l.startswith("mps_context_mib_per_sm") for l in settings):
+            out.append("  mps_context_mib_per_sm: not measured (keep 2)")
+    else:
+        out.append("  not measured: keep simcuda's defaults (mps_max_clients = 48, mps_context_mib_per_sm = 2)")
+    out.append(f"mps-check: check=verdict mps_swaps_verified={state}")
+    return out, state
+
+
+def cmd_verdict(args):
+    results = open(args.results).read().splitlines() if os.path.exists(args.results) else []
+    simulator = []
+    if args.simulator and os.path.exists(args.simulator):
+        simulator = open(args.simulator).read().splitlines()
+    lines, _ = verdict_lines(results, simulator)
+    print("\n".join(lines))
+    return 0
+
+
 def cmd_self_test(_args):
     failures = []
 
@@ -571,6 +644,22 @@ def cmd_self_test(_args):
     expect("fit finds fma's demand", abs(params["fma"][0] - 0.9) <= 0.04)
     expect("fit finds copy's bandwidth share", abs(params["copy"][1] - 0.9) <= 0.1)
     expect("PTX is embedded", PTX is not None and b".entry fma_loop" in PTX and b".entry copy_loop" in PTX)
+    sim = ["mps_max_clients = 48            # measured client limit", "mps_context_mib_per_sm = 2.1",
+           "# SIMCUDA_DEVICES=\"140GiB:sms=132:tflops=60:mem_gbps=4000:name=H200\"",
+           "mps-check: fit kind=fma d=0.90 b=0.05"]
+    good = ["mps-check: check=info name=H200 sms=132", "mps-check: check=host dev_shm_bytes=68719476736",
+            "mps-check: check=vmm status=PASS vmm=works"]
+    lines, state = verdict_lines(good, sim)
+    expect("verdict: a working remap is safe", state == "safe" and any("SAFE on H200" in l for l in lines))
+    expect("verdict: simcuda parameters listed", any("mps_context_mib_per_sm = 2.1" in l for l in lines)
+           and any("SIMCUDA_DEVICES=" in l for l in lines))
+    lines, state = verdict_lines(["mps-check: check=vmm status=FAIL vmm=fails mps_enabled=1 "
+                                  "error=CUDA_ERROR_INVALID_VALUE step=cuMemMap"], [])
+    expect("verdict: a failed remap is not safe", state == "unsafe" and any(
+        "NOT SAFE" in l and "step=cuMemMap" in l for l in lines))
+    expect("verdict: no measurements keep the defaults", any("keep simcuda's defaults" in l for l in lines))
+    lines, state = verdict_lines([], [])
+    expect("verdict: no vmm step is unknown", state == "unknown" and lines[-1].endswith("=unknown"))
     try:
         build_parser().parse_args(["run", "--kind", "fma"])
         expect("run without --go is refused", False)
@@ -603,12 +692,16 @@ def build_parser():
     k.add_argument("--timeout-ms", type=int, default=10000)
     f = sub.add_parser("fit")
     f.add_argument("--results", required=True)
+    v = sub.add_parser("verdict")
+    v.add_argument("--results", required=True)
+    v.add_argument("--simulator", default="")
     sub.add_parser("self-test")
     return p
 
 
 COMMANDS = {"info": cmd_info, "calibrate": cmd_calibrate, "run": cmd_run, "hold": cmd_hold,
             "vmm": cmd_vmm, "ckpt-target": cmd_ckpt_target, "ckpt": cmd_ckpt, "fit": cmd_fit,
+            "verdict": cmd_verdict,
             "self-test": cmd_self_test}
 
 
