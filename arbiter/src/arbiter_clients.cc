@@ -26,7 +26,13 @@ std::optional<uint32_t> ArbiterImpl::GpuIndex(uint32_t ordinal) const {
 }
 
 void ArbiterImpl::OnArrivals(uint64_t now_ns) {
-  for (Arrival& a : intake_->TakeArrivals()) Register(std::move(a), now_ns);
+  for (Arrival& a : intake_->TakeArrivals()) {
+    if (a.query) {
+      AnswerShareQuery(std::move(a), now_ns);
+    } else {
+      Register(std::move(a), now_ns);
+    }
+  }
   // The intake's own refusals, folded into the statistics (it runs on its own thread).
   const IntakeStats now = intake_->stats();
   const uint64_t refused = (now.refused_pending - intake_seen_.refused_pending) +

@@ -325,6 +325,9 @@ class ArbiterImpl final : public Arbiter {
   // Decides an arrival: refused, accepted, or (a re-registration) first sent to the driver
   // worker for the process's state (StartRegistrationQuery) and decided at its completion.
   void Register(Arrival a, uint64_t now_ns);
+  // Answers a share query (arbiter_share_query.cc): the share the policy would give the function
+  // on the GPU it would register on, when that GPU is marked for co-running.
+  void AnswerShareQuery(Arrival a, uint64_t now_ns);
   // `driver_state`: the process's state as the driver worker found it (and thawed it), for
   // re-registrations; kNoAnswer when not asked.
   void FinishRegistration(Arrival a, int driver_state, uint64_t now_ns);

@@ -63,6 +63,9 @@ constexpr std::array kCounters{
     CounterInfo{"mps_pins_refused", &S::mps_pins_refused, kC, kAll,
                 "Swap-outs and moves to another GPU of MPS clients refused: their memory stays on "
                 "their GPU (with mps_swaps_verified: only moves, deep evictions and drains)."},
+    CounterInfo{"share_queries", &S::share_queries, kC, kAll,
+                "Share queries answered: the MPS share a function would get, asked before its "
+                "process initialises CUDA."},
     CounterInfo{"orphans_created", &S::orphans_created, kC, kAll,
                 "Reservations kept for live processes the arbiter disconnected."},
     CounterInfo{"orphans_released_exited", &S::orphans_released_exited, kC, kAll,

@@ -1,5 +1,6 @@
-// RegistrationIntake's thread: accept, read each connection's request by readiness, refuse what
-// is malformed or over the limits, hand complete requests to the loop (registration_intake.h).
+// RegistrationIntake's thread: accept, read each connection's request (or share query) by
+// readiness, refuse what is malformed or over the limits, hand complete requests to the loop
+// (registration_intake.h).
 #include "registration_intake.h"
 
 #include <fcntl.h>
@@ -169,7 +170,7 @@ struct RegistrationIntake::State {
     auto it = pending.find(tag);
     if (it == pending.end()) return;
     std::vector<shm::UniqueFd> carried;
-    auto req = it->second.conn.ReceiveRequest(kNoWait, &carried);
+    auto req = it->second.conn.ReceiveOpening(kNoWait, &carried);
     for (auto& fd : carried) reaper->Dispose(std::move(fd));  // never closed on a thread that serves
     if (!req.ok() && req.status().code() == shm::StatusCode::kTimeout) return;  // not yet
     shm::RegistrationConnection conn = std::move(it->second.conn);
@@ -189,7 +190,11 @@ struct RegistrationIntake::State {
     Arrival a;
     a.groups = PeerOf(conn.fd()).gids;
     a.conn = std::move(conn);
-    a.request = std::move(*req);
+    if (req->query) {
+      a.query = std::move(req->query);
+    } else {
+      a.request = std::move(*req->request);
+    }
     a.arrived_ns = now;
     std::lock_guard<std::mutex> lock(mu);
     ++stats.requests;

@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "fd_reaper.h"
@@ -31,10 +32,12 @@
 
 namespace gshare::arbiter {
 
-// A complete registration request, for the loop to decide.
+// A complete registration request, or a share query (docs/protocol.md, "Share query"; `query`
+// set, `request` unused), for the loop to decide.
 struct Arrival {
   shm::RegistrationConnection conn;
   shm::RegisterRequest request;
+  std::optional<shm::ShareQuery> query;
   std::vector<gid_t> groups;  // the peer's groups at connect() (SO_PEERGROUPS)
   uint64_t arrived_ns = 0;
   bool had_orphan = false;  // the loop's: the process had an orphan here (arbiter_orphans.cc)

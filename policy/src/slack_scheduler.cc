@@ -74,8 +74,12 @@ class SlackScheduler final : public PolicyBase {
 
  public:
   ShareClass ShareFor(FunctionId f) const override {
-    if (!opt_.corun || f >= fns_.size() || !fns_[f].registered) return ShareClass{};
-    return CorunBook::ShareOf(fns_[f].spec);
+    if (f >= fns_.size() || !fns_[f].registered) return ShareClass{};
+    return ShareForSpec(fns_[f].spec);
+  }
+  ShareClass ShareForSpec(const FunctionSpec& spec) const override {
+    if (!opt_.corun) return ShareClass{};
+    return CorunBook::ShareOf(spec);
   }
   CorunStats corun_stats() const override { return corun_.stats(); }
 

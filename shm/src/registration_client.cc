@@ -1,4 +1,5 @@
-// Client side of registration: connect, send the request, receive and check the reply.
+// Client side of registration: connect, send the request, receive and check the reply; and the
+// share query (one question and its answer on a connection of its own).
 #include <sys/socket.h>
 #include <sys/un.h>
 
@@ -45,6 +46,18 @@ Result<UniqueFd> Connect(const std::string& path, uint64_t deadline) {
   }
 }
 
+// Connects, sends `bytes` and receives the arbiter's first packet, all within `timeout`; the
+// connection is left in `*fd`.
+Result<Packet> Exchange(const std::string& socket_path, const std::vector<std::byte>& bytes,
+                        std::chrono::nanoseconds timeout, UniqueFd* fd) {
+  const uint64_t deadline = MonotonicNowNs() + static_cast<uint64_t>(timeout.count() < 0 ? 0 : timeout.count());
+  auto connected = Connect(socket_path, deadline);
+  if (!connected.ok()) return connected.status();
+  *fd = std::move(connected).value();
+  if (Status s = SendPacket(fd->get(), bytes, {}, Left(deadline)); !s.ok()) return s;
+  return ReceivePacket(fd->get(), Left(deadline));
+}
+
 }  // namespace
 
 std::string ArbiterSocketPath() {
@@ -55,13 +68,10 @@ std::string ArbiterSocketPath() {
 
 Result<Registration> Register(const std::string& socket_path, const RegisterRequest& request,
                               std::chrono::nanoseconds timeout) {
-  const uint64_t deadline = MonotonicNowNs() + static_cast<uint64_t>(timeout.count() < 0 ? 0 : timeout.count());
   auto bytes = EncodeRequest(request);
   if (!bytes.ok()) return bytes.status();
-  auto fd = Connect(socket_path, deadline);
-  if (!fd.ok()) return fd.status();
-  if (Status s = SendPacket(fd->get(), *bytes, {}, Left(deadline)); !s.ok()) return s;
-  auto packet = ReceivePacket(fd->get(), Left(deadline));
+  UniqueFd fd;
+  auto packet = Exchange(socket_path, *bytes, timeout, &fd);
   if (!packet.ok()) return packet.status();
   auto type = PeekMessageType(packet->bytes);
   if (!type.ok()) return type.status();
@@ -83,10 +93,40 @@ Result<Registration> Register(const std::string& socket_path, const RegisterRequ
   }
   Registration reg;
   reg.reply = std::move(reply).value();
-  reg.connection = std::move(fd).value();
+  reg.connection = std::move(fd);
   reg.channel = std::move(packet->fds[0]);
   reg.doorbell = std::move(packet->fds[1]);
   return reg;
+}
+
+Result<ShareAnswer> QueryShare(const std::string& socket_path, const ShareQuery& query,
+                               std::chrono::nanoseconds timeout) {
+  auto bytes = EncodeShareQuery(query);
+  if (!bytes.ok()) return bytes.status();
+  UniqueFd fd;
+  auto packet = Exchange(socket_path, *bytes, timeout, &fd);
+  if (!packet.ok()) return packet.status();
+  if (!packet->fds.empty()) return Status(StatusCode::kMalformed, "share answer carries fds");
+  auto type = PeekMessageType(packet->bytes);
+  if (!type.ok()) return type.status();
+  switch (*type) {
+    case MessageType::kShareAnswer:
+      return DecodeShareAnswer(packet->bytes);
+    case MessageType::kRegisterReply: {  // the arbiter's intake refused the connection
+      auto reply = DecodeReply(packet->bytes);
+      if (!reply.ok()) return reply.status();
+      if (reply->accepted) return Status(StatusCode::kMalformed, "a share query answered by an accepting registration reply");
+      return Status(StatusCode::kRefused, "arbiter refused the share query: " + reply->reason);
+    }
+    case MessageType::kGoodbye: {
+      auto bye = DecodeGoodbye(packet->bytes);
+      if (!bye.ok()) return bye.status();
+      return Status(StatusCode::kUnavailable, "arbiter is shutting down: " + bye->reason);
+    }
+    default:
+      return Status(StatusCode::kMalformed, "a share query answered by message type " +
+                                                std::to_string(static_cast<int>(*type)));
+  }
 }
 
 Result<Goodbye> ReceiveGoodbye(int connection_fd, std::chrono::nanoseconds timeout) {

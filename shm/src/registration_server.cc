@@ -102,13 +102,43 @@ Result<RegistrationConnection> RegistrationListener::Accept(std::chrono::nanosec
 
 Result<RegisterRequest> RegistrationConnection::ReceiveRequest(
     std::chrono::nanoseconds timeout, std::vector<UniqueFd>* carried) const {
+  auto opening = ReceiveOpening(timeout, carried);
+  if (!opening.ok()) return opening.status();
+  if (!opening->request) {
+    return Status(StatusCode::kMalformed,
+                  "unexpected message type " + std::to_string(static_cast<int>(MessageType::kShareQuery)));
+  }
+  return std::move(*opening->request);
+}
+
+Result<RegistrationConnection::Opening> RegistrationConnection::ReceiveOpening(
+    std::chrono::nanoseconds timeout, std::vector<UniqueFd>* carried) const {
   std::vector<UniqueFd> local;
   std::vector<UniqueFd>* sink = carried != nullptr ? carried : &local;
   const size_t before = sink->size();
   auto packet = ReceivePacket(fd_.get(), timeout, sink);
   if (!packet.ok()) return packet.status();
   if (sink->size() != before) return Status(StatusCode::kMalformed, "request carries file descriptors");
-  return DecodeRequest(packet->bytes);
+  auto type = PeekMessageType(packet->bytes);
+  if (!type.ok()) return type.status();
+  Opening opening;
+  if (*type == MessageType::kShareQuery) {
+    auto query = DecodeShareQuery(packet->bytes);
+    if (!query.ok()) return query.status();
+    opening.query = std::move(query).value();
+    return opening;
+  }
+  auto request = DecodeRequest(packet->bytes);
+  if (!request.ok()) return request.status();
+  opening.request = std::move(request).value();
+  return opening;
+}
+
+Status RegistrationConnection::Answer(const ShareAnswer& answer,
+                                      std::chrono::nanoseconds timeout) const {
+  auto bytes = EncodeShareAnswer(answer);
+  if (!bytes.ok()) return bytes.status();
+  return SendPacket(fd_.get(), *bytes, {}, timeout);
 }
 
 Status RegistrationConnection::Accept(const RegisterReply& reply, int channel_fd, int doorbell_fd,

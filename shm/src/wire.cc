@@ -148,6 +148,34 @@ Status ValidateReply(const RegisterReply& r, StatusCode code) {
   return {};
 }
 
+Status ValidateShareQuery(const ShareQuery& q, StatusCode code) {
+  auto bad = [code](std::string what) { return Status(code, std::move(what)); };
+  if (q.quota_bytes > kMaxQuotaBytes) {
+    return bad("quota_bytes " + std::to_string(q.quota_bytes) + " exceeds the 16 TiB limit");
+  }
+  if (q.slo_ms == 0) return bad("slo_ms is 0");
+  if (q.slo_ms > kMaxSloMs) return bad("slo_ms " + std::to_string(q.slo_ms) + " exceeds one hour");
+  if (q.compute_demand_pct > 100) return bad("compute_demand_pct above 100 percent");
+  if (q.bandwidth_demand_pct > 100) return bad("bandwidth_demand_pct above 100 percent");
+  return {};
+}
+
+Status ValidateShareAnswer(const ShareAnswer& a, StatusCode code) {
+  auto bad = [code](std::string what) { return Status(code, std::move(what)); };
+  if (a.arbiter_epoch == 0) return bad("arbiter_epoch is 0");
+  if (a.gpu != kNoGpu && a.gpu >= kMaxGpus) return bad("gpu " + std::to_string(a.gpu) + " out of range");
+  if (a.corun) {
+    if (a.gpu == kNoGpu) return bad("a co-run answer names no gpu");
+    if (a.share_pct < 1 || a.share_pct > 100) {
+      return bad("share_pct " + std::to_string(a.share_pct) + " is not a percentage 1..100");
+    }
+    if (a.memory_limit_bytes > kMaxQuotaBytes) return bad("memory_limit_bytes exceeds 16 TiB");
+  } else if (a.share_pct != 0 || a.memory_limit_bytes != 0) {
+    return bad("an answer without corun carries a share");
+  }
+  return {};
+}
+
 template <typename Wire>
 Result<Wire> ReadWire(std::span<const std::byte> bytes, MessageType expected) {
   auto type = PeekMessageType(bytes);
@@ -218,6 +246,8 @@ Result<MessageType> PeekMessageType(std::span<const std::byte> bytes) {
     case MessageType::kRegisterRequest:
     case MessageType::kRegisterReply:
     case MessageType::kGoodbye:
+    case MessageType::kShareQuery:
+    case MessageType::kShareAnswer:
       return static_cast<MessageType>(h.type);
   }
   return Malformed("unknown message type " + std::to_string(h.type));
@@ -332,6 +362,72 @@ Result<Goodbye> DecodeGoodbye(std::span<const std::byte> bytes) {
   auto reason = ReadFixedString(wire->reason, sizeof(wire->reason), "reason", /*allow_empty=*/true);
   if (!reason.ok()) return reason.status();
   return Goodbye{std::move(reason).value()};
+}
+
+Result<std::vector<std::byte>> EncodeShareQuery(const ShareQuery& query) {
+  if (Status s = ValidateShareQuery(query, StatusCode::kInvalidArgument); !s.ok()) return s;
+  ShareQueryWire w{};
+  w.header = MakeHeader(MessageType::kShareQuery, sizeof(w));
+  w.quota_bytes = query.quota_bytes;
+  w.slo_ms = query.slo_ms;
+  w.compute_demand_pct = query.compute_demand_pct;
+  w.bandwidth_demand_pct = query.bandwidth_demand_pct;
+  if (Status s = WriteFixedString(query.function_name, w.function_name, sizeof(w.function_name),
+                                  "function_name");
+      !s.ok()) {
+    return s;
+  }
+  return ToBytes(w);
+}
+
+Result<std::vector<std::byte>> EncodeShareAnswer(const ShareAnswer& answer) {
+  if (Status s = ValidateShareAnswer(answer, StatusCode::kInvalidArgument); !s.ok()) return s;
+  ShareAnswerWire w{};
+  w.header = MakeHeader(MessageType::kShareAnswer, sizeof(w));
+  w.gpu = answer.gpu;
+  w.corun = answer.corun ? 1 : 0;
+  w.share_pct = answer.share_pct;
+  w.memory_limit_bytes = answer.memory_limit_bytes;
+  w.arbiter_epoch = answer.arbiter_epoch;
+  if (Status s = WriteFixedString(answer.reason, w.reason, sizeof(w.reason), "reason"); !s.ok()) {
+    return s;
+  }
+  return ToBytes(w);
+}
+
+Result<ShareQuery> DecodeShareQuery(std::span<const std::byte> bytes) {
+  auto wire = ReadWire<ShareQueryWire>(bytes, MessageType::kShareQuery);
+  if (!wire.ok()) return wire.status();
+  if (wire->reserved != 0) return Malformed("share query reserved field is not 0");
+  ShareQuery q;
+  q.quota_bytes = wire->quota_bytes;
+  q.slo_ms = wire->slo_ms;
+  q.compute_demand_pct = wire->compute_demand_pct;
+  q.bandwidth_demand_pct = wire->bandwidth_demand_pct;
+  auto name = ReadFixedString(wire->function_name, sizeof(wire->function_name), "function_name",
+                              /*allow_empty=*/true);
+  if (!name.ok()) return name.status();
+  q.function_name = std::move(name).value();
+  if (Status s = ValidateShareQuery(q, StatusCode::kMalformed); !s.ok()) return s;
+  return q;
+}
+
+Result<ShareAnswer> DecodeShareAnswer(std::span<const std::byte> bytes) {
+  auto wire = ReadWire<ShareAnswerWire>(bytes, MessageType::kShareAnswer);
+  if (!wire.ok()) return wire.status();
+  if (wire->reserved != 0) return Malformed("share answer reserved field is not 0");
+  if (wire->corun > 1) return Malformed("corun is neither 0 nor 1");
+  ShareAnswer a;
+  a.gpu = wire->gpu;
+  a.corun = wire->corun == 1;
+  a.share_pct = wire->share_pct;
+  a.memory_limit_bytes = wire->memory_limit_bytes;
+  a.arbiter_epoch = wire->arbiter_epoch;
+  auto reason = ReadFixedString(wire->reason, sizeof(wire->reason), "reason", /*allow_empty=*/true);
+  if (!reason.ok()) return reason.status();
+  a.reason = std::move(reason).value();
+  if (Status s = ValidateShareAnswer(a, StatusCode::kMalformed); !s.ok()) return s;
+  return a;
 }
 
 }  // namespace gshare::shm

@@ -22,6 +22,7 @@
 
 #include "child_process.h"
 #include "gshare/arbiter/control_client.h"
+#include "shim_mps_fixture.h"
 #include "shim_test_env.h"
 #include "swap_probe.h"
 #include "test_util.h"
@@ -35,70 +36,8 @@ using std::chrono::seconds;
 
 constexpr uint64_t kQuotaBytes = 200ULL << 20;
 
-class ShimMpsPin : public ::testing::Test {
+class ShimMpsPin : public ShimMpsArbiter {
  protected:
-  ShimMpsPin() : simcuda(::testing::UnitTest::GetInstance()->current_test_info()->name()) {}
-  void SetUp() override {
-    ASSERT_EQ(::mkdir((dir / "mps").c_str(), 0755), 0);
-    arb.env = simcuda.env();
-    ASSERT_TRUE(arb.Start()) << ReadFile(arb.log());
-    // The programs must find the daemon serving when they initialise CUDA.
-    const auto deadline = std::chrono::steady_clock::now() + Scaled(seconds(30));
-    do {
-      const json status = Call({{"cmd", "status"}});
-      if (status.contains("gpus") && status["gpus"].is_array() && !status["gpus"].empty()) {
-        const json mps = status["gpus"][0].value("corun", json::object()).value("mps", json());
-        if (mps.is_object() && mps.value("running", false)) {
-          daemon_pid = mps.value("pid", 0);
-          break;
-        }
-      }
-      std::this_thread::sleep_for(milliseconds(20));
-    } while (std::chrono::steady_clock::now() < deadline);
-    ASSERT_GT(daemon_pid, 0) << ReadFile(arb.log());
-    ASSERT_TRUE(MpsDaemonServes(dir)) << ReadFile(arb.log());
-  }
-  // The arbiter stops its daemon at shutdown; a test that ended early (a failed ASSERT) still
-  // stops the arbiter gracefully, and a daemon left behind (it is the arbiter's child, started
-  // for this test) is killed, so no `simcuda-mps-control -f` outlives the test.
-  void TearDown() override {
-    if (arb.pid() > 0) (void)arb.Stop();
-    if (daemon_pid > 0 && ::kill(daemon_pid, 0) == 0) {
-      ADD_FAILURE() << "the MPS daemon " << daemon_pid << " outlived the arbiter";
-      ::kill(daemon_pid, SIGKILL);
-    }
-  }
-
-  json Call(const json& request) {
-    auto reply = ControlCall(dir / "control.sock", request, seconds(10));
-    return reply.ok() && reply->is_object() ? *reply : json::object();
-  }
-  // The real gshare-ctl against the arbiter's control socket.
-  ToolResult Ctl(std::vector<std::string> args) {
-    args.insert(args.begin(), {GSHARE_CTL_BIN, "--socket", dir / "control.sock"});
-    return RunTool(dir, args);
-  }
-  // The clients list's entry named `name` (null when absent).
-  json Client(const std::string& name) {
-    for (const json& c : Call({{"cmd", "clients"}}).value("clients", json::array()))
-      if (c.value("function", "") == name) return c;
-    return nullptr;
-  }
-  // Polls the clients list until `pred` holds for `name`'s entry (safety net); the last entry.
-  template <typename Pred>
-  json ClientWhen(const std::string& name, Pred pred) {
-    const auto deadline = std::chrono::steady_clock::now() + Scaled(seconds(30));
-    json c;
-    do {
-      c = Client(name);
-      if (c.is_object() && pred(c)) return c;
-      std::this_thread::sleep_for(milliseconds(20));
-    } while (std::chrono::steady_clock::now() < deadline);
-    return c;
-  }
-  uint64_t Counter(const std::string& key) {
-    return Call({{"cmd", "status"}}).value("counters", json::object()).value(key, uint64_t{0});
-  }
   // A swap-mode probe under the shim: an MPS client of the arbiter's daemon (`mps`), or pointed
   // at a pipe directory no daemon serves (it comes up without MPS: an ordinary vGPU).
   std::unique_ptr<test::SwapProbe> StartProbe(const std::string& name, bool mps, uint32_t seed) {
@@ -109,11 +48,6 @@ class ShimMpsPin : public ::testing::Test {
     EXPECT_TRUE(p->ready()) << p->ready_line() << ReadFile(dir / (name + ".log"));
     return p;
   }
-
-  TempDir dir;
-  Simcuda simcuda;
-  ArbiterProcess arb{dir, CorunArbiterArgs(dir)};
-  pid_t daemon_pid = 0;
 };
 
 TEST_F(ShimMpsPin, EvictOfAnMpsClientFailsAndItsMemoryStaysResidentWithItsData) {

@@ -57,7 +57,8 @@ inline std::vector<std::string> ShimEnv(const Simcuda& simcuda, const std::strin
 // Co-running on simcuda (shim_corun_test.cc, shim_mps_pin_test.cc): the arbiter's flags that
 // mark GPU 0 for co-running with its private simcuda-mps-control under <dir>/mps (the test makes
 // that directory), and what makes a program under the shim an MPS client of that daemon at
-// `share` percent, or (`mps` false) points it at a pipe directory no daemon serves (it comes up
+// `share` percent (0: no CUDA_MPS_ACTIVE_THREAD_PERCENTAGE in its environment, the shim asks the
+// arbiter), or (`mps` false) points it at a pipe directory no daemon serves (it comes up
 // without MPS: an ordinary vGPU).
 #ifdef MPS_CONTROL_BIN
 inline std::vector<std::string> CorunArbiterArgs(const TempDir& dir) {
@@ -68,7 +69,7 @@ inline std::vector<std::string> CorunArbiterArgs(const TempDir& dir) {
 inline void AddMpsEnv(std::vector<std::string>& env, const TempDir& dir, bool mps, int share) {
   env.push_back("CUDA_MPS_PIPE_DIRECTORY=" + (mps ? dir / "mps/gpu0/pipe" : dir / "no-daemon"));
   env.push_back("CUDA_MPS_LOG_DIRECTORY=" + dir.path());
-  env.push_back("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=" + std::to_string(share));
+  if (share > 0) env.push_back("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=" + std::to_string(share));
 }
 // Waits until that daemon serves (safety net, scaled): its status saying `running` is true from
 // the spawn on, but simcuda's clients find it by the state file and control socket in its pipe

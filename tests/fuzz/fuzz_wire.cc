@@ -40,6 +40,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   CheckRoundTrip(request, shm::EncodeRequest, MessageType::kRegisterRequest, type, bytes);
   CheckRoundTrip(reply, shm::EncodeReply, MessageType::kRegisterReply, type, bytes);
   CheckRoundTrip(goodbye, shm::EncodeGoodbye, MessageType::kGoodbye, type, bytes);
+  const auto query = shm::DecodeShareQuery(bytes);
+  const auto answer = shm::DecodeShareAnswer(bytes);
+  CheckRoundTrip(query, shm::EncodeShareQuery, MessageType::kShareQuery, type, bytes);
+  CheckRoundTrip(answer, shm::EncodeShareAnswer, MessageType::kShareAnswer, type, bytes);
+  if (answer.ok() && answer->corun) FUZZ_CHECK(answer->share_pct >= 1 && answer->share_pct <= 100);
   if (request.ok()) {
     FUZZ_CHECK(request->quota_bytes >= 1 && request->quota_bytes <= shm::kMaxQuotaBytes);
     FUZZ_CHECK(request->function_name.size() < shm::kFunctionNameSize);
@@ -50,6 +55,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                shm::PodNamespaceProblem(request->pod_namespace).empty());
   }
   // At most one decoder accepts a packet.
-  FUZZ_CHECK(int{request.ok()} + int{reply.ok()} + int{goodbye.ok()} <= 1);
+  FUZZ_CHECK(int{request.ok()} + int{reply.ok()} + int{goodbye.ok()} + int{query.ok()} +
+                 int{answer.ok()} <=
+             1);
   return 0;
 }

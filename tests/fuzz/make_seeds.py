@@ -48,6 +48,20 @@ put("wire", "reply-accept", reply(1, 0, 42, 4096, 1 << 30, 7, ""))
 put("wire", "reply-refuse", reply(0, 0xFFFFFFFF, 0, 0, 0, 7, "quota 64 GiB exceeds every GPU"))
 put("wire", "goodbye", header(3, 208) + text_field("arbiter stopping", 192))
 put("wire", "short", header(1, 16))
+# Version 4 (issue 20): the share query and its answer.
+def share_query(quota, slo, compute, bandwidth, name):
+    body = struct.pack("<QIBBH", quota, slo, compute, bandwidth, 0) + text_field(name, 128)
+    return struct.pack("<IHHII", 0x52485347, 4, 4, 16 + len(body), 0) + body
+
+
+def share_answer(gpu, corun, share, limit, epoch, reason):
+    body = struct.pack("<IIIIQQ", gpu, corun, share, 0, limit, epoch) + text_field(reason, 192)
+    return struct.pack("<IHHII", 0x52485347, 4, 5, 16 + len(body), 0) + body
+
+
+put("wire", "share-query", share_query(0, 50, 20, 10, "small"))
+put("wire", "share-answer", share_answer(0, 1, 25, 0, 7, ""))
+put("wire", "share-answer-bad-share", share_answer(0, 1, 250, 0, 7, ""))
 
 # --- channel: prefix (client_id, gpu, quota, now: 8 bytes each; orders, grants: 8 bytes each;
 # placement: 1 byte), then the client's bytes from offset 256 (or 0).

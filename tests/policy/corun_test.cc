@@ -140,5 +140,27 @@ TEST(Corun, OffAndUnmarkedGpusBehaveExactlyAsBefore) {
   EXPECT_DOUBLE_EQ(fifo.policy->ShareFor(0).compute_share, 1.0);
 }
 
+// The share class of a function not registered yet (asked before its process starts CUDA) is
+// the one it gets once registered; without the idea, and in policies without co-running, the
+// whole GPU.
+TEST(Corun, ShareForASpecNotRegisteredYetIsTheShareItGetsRegistered) {
+  Driver with("aggressive", Config(true));
+  Driver without("aggressive-no-corun", Config(true));
+  Driver fifo("fifo", Config(true));
+  const std::pair<double, double> cases[] = {{0.2, 0.1}, {0.3, 0.5}, {0.6, 0.1}, {0.9, 0.9}, {1.0, 1.0}};
+  const double want[] = {0.25, 0.5, 0.75, 1.0, 1.0};
+  FunctionId f = 0;
+  for (const auto& [d, b] : cases) {
+    const FunctionSpec spec = Demanding(d, b);
+    EXPECT_DOUBLE_EQ(with.policy->ShareForSpec(spec).compute_share, want[f]) << d;
+    with.Send(0, FunctionRegistered{f, spec});
+    EXPECT_DOUBLE_EQ(with.policy->ShareFor(f).compute_share, with.policy->ShareForSpec(spec).compute_share);
+    EXPECT_DOUBLE_EQ(without.policy->ShareForSpec(spec).compute_share, 1.0);
+    EXPECT_DOUBLE_EQ(fifo.policy->ShareForSpec(spec).compute_share, 1.0);
+    EXPECT_EQ(with.policy->ShareForSpec(spec).memory_limit_bytes, 0u);
+    ++f;
+  }
+}
+
 }  // namespace
 }  // namespace gshare::policy::testing

@@ -109,6 +109,18 @@ TEST(Config, RegisterRetry) {
   }
 }
 
+// GSHARE_SHARE_QUERY: how long cuInit waits for the arbiter's MPS share; bad values name it.
+TEST(Config, ShareQuery) {
+  EXPECT_EQ(Parse({}).share_query_ns, 200'000'000u);
+  EXPECT_EQ(Parse({{"GSHARE_SHARE_QUERY", "1s"}}).share_query_ns, 1'000'000'000u);
+  EXPECT_EQ(Parse({{"GSHARE_SHARE_QUERY", "0"}}).share_query_ns, 0u);
+  EXPECT_EQ(Parse({{"GSHARE_SHARE_QUERY", "off"}}).share_query_ns, 0u);
+  for (const char* bad : {"5", "soon", "6s", "-1s"}) {
+    const Config c = Parse({{"GSHARE_SHARE_QUERY", bad}});
+    EXPECT_NE(c.error.find("GSHARE_SHARE_QUERY"), std::string::npos) << bad << ": " << c.error;
+  }
+}
+
 // GSHARE_POD_NAME / GSHARE_POD_NAMESPACE (Kubernetes' downward API): valid values are kept; a
 // malformed one is dropped with a warning naming the variable, never an error (it is a label:
 // the process must run on).

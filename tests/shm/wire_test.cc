@@ -192,6 +192,64 @@ TEST(WireTest, ReplyAndGoodbyeRoundTrip) {
   EXPECT_EQ(*PeekMessageType(*gb), MessageType::kGoodbye);
 }
 
+// The share query and its answer (version 4): round trips, and every rule of the answer named
+// when broken (the shim reports a bad answer as a clear error and leaves the environment alone).
+TEST(WireTest, ShareQueryAndAnswer) {
+  ShareQuery q;
+  q.quota_bytes = 0;  // not known before cuInit
+  q.slo_ms = 50;
+  q.compute_demand_pct = 20;
+  q.bandwidth_demand_pct = 10;
+  q.function_name = "small";
+  auto qb = EncodeShareQuery(q);
+  ASSERT_TRUE(qb.ok()) << qb.status().ToString();
+  EXPECT_EQ(qb->size(), sizeof(ShareQueryWire));
+  auto qd = DecodeShareQuery(*qb);
+  ASSERT_TRUE(qd.ok()) << qd.status().ToString();
+  EXPECT_EQ(qd->slo_ms, 50u);
+  EXPECT_EQ(qd->compute_demand_pct, 20);
+  EXPECT_EQ(qd->function_name, "small");
+  ExpectMalformed(DecodeShareQuery(Patch<uint32_t>(*qb, 24, 0)).status(), "slo_ms is 0");
+  ExpectMalformed(DecodeShareQuery(Patch<uint8_t>(*qb, 28, 101)).status(), "compute_demand_pct");
+  ExpectMalformed(DecodeShareQuery(Patch<uint16_t>(*qb, 30, 1)).status(), "reserved");
+  ExpectMalformed(DecodeRequest(*qb).status(), "unexpected message type 4");
+  q.slo_ms = 0;
+  EXPECT_EQ(EncodeShareQuery(q).status().code(), StatusCode::kInvalidArgument);
+
+  ShareAnswer a;
+  a.gpu = 0;
+  a.corun = true;
+  a.share_pct = 25;
+  a.arbiter_epoch = 7;
+  auto ab = EncodeShareAnswer(a);
+  ASSERT_TRUE(ab.ok()) << ab.status().ToString();
+  EXPECT_EQ(ab->size(), sizeof(ShareAnswerWire));
+  auto ad = DecodeShareAnswer(*ab);
+  ASSERT_TRUE(ad.ok()) << ad.status().ToString();
+  EXPECT_TRUE(ad->corun);
+  EXPECT_EQ(ad->share_pct, 25u);
+  EXPECT_EQ(ad->gpu, 0u);
+  ExpectMalformed(DecodeShareAnswer(Patch<uint32_t>(*ab, 24, 250)).status(), "share_pct 250");
+  ExpectMalformed(DecodeShareAnswer(Patch<uint32_t>(*ab, 24, 0)).status(), "share_pct 0");
+  ExpectMalformed(DecodeShareAnswer(Patch<uint32_t>(*ab, 20, 2)).status(), "corun is neither");
+  ExpectMalformed(DecodeShareAnswer(Patch<uint32_t>(*ab, 16, shm::kNoGpu)).status(), "names no gpu");
+  ExpectMalformed(DecodeShareAnswer(Patch<uint64_t>(*ab, 40, 0)).status(), "arbiter_epoch");
+  ExpectMalformed(DecodeShareAnswer(Patch<uint32_t>(*ab, 28, 1)).status(), "reserved");
+  // Not co-run: no share.
+  ExpectMalformed(DecodeShareAnswer(Patch<uint32_t>(Patch<uint32_t>(*ab, 20, 0), 24, 25)).status(),
+                  "without corun carries a share");
+  a.corun = false;
+  a.share_pct = 0;
+  a.reason = "GPU 0 is not marked for co-running";
+  ab = EncodeShareAnswer(a);
+  ASSERT_TRUE(ab.ok()) << ab.status().ToString();
+  ad = DecodeShareAnswer(*ab);
+  ASSERT_TRUE(ad.ok()) << ad.status().ToString();
+  EXPECT_FALSE(ad->corun);
+  EXPECT_EQ(ad->reason, a.reason);
+  ExpectMalformed(DecodeShareAnswer(std::span(*ab).first(100)).status(), "header length");
+}
+
 TEST(WireTest, HeaderErrors) {
   const auto good = Bytes(ValidRequest());
   ExpectMalformed(DecodeRequest(std::span(good).first(10)).status(), "shorter than a header");
@@ -201,12 +259,12 @@ TEST(WireTest, HeaderErrors) {
   EXPECT_EQ(version.status().code(), StatusCode::kVersionMismatch);
   EXPECT_NE(version.status().message().find("version " + std::to_string(kWireAbiVersion + 1)),
             std::string::npos);
-  // Older peers (version 1: before the pod fields; 2: before the co-run fields) are refused
-  // with both versions named.
-  for (uint16_t v : {uint16_t{1}, uint16_t{2}}) {
+  // Older peers (version 1: before the pod fields; 2: before the co-run fields; 3: before the
+  // share query) are refused with both versions named.
+  for (uint16_t v : {uint16_t{1}, uint16_t{2}, uint16_t{3}}) {
     auto old = DecodeRequest(Patch<uint16_t>(good, 4, v));
     EXPECT_EQ(old.status().code(), StatusCode::kVersionMismatch);
-    EXPECT_NE(old.status().message().find("version " + std::to_string(v) + ", this side speaks 3"),
+    EXPECT_NE(old.status().message().find("version " + std::to_string(v) + ", this side speaks 4"),
               std::string::npos)
         << old.status().ToString();
   }
@@ -321,7 +379,7 @@ TEST(WireTest, FuzzNeverCrashes) {
       if (bytes.size() >= 8 && i % 4 == 0) {  // plausible header to get past the magic
         bytes = Patch<uint32_t>(bytes, 0, kWireMagic);
         bytes = Patch<uint16_t>(bytes, 4, kWireAbiVersion);
-        bytes = Patch<uint16_t>(bytes, 6, static_cast<uint16_t>(1 + rng() % 3));
+        bytes = Patch<uint16_t>(bytes, 6, static_cast<uint16_t>(1 + rng() % 5));
       }
     } else {
       bytes = good;
@@ -330,6 +388,8 @@ TEST(WireTest, FuzzNeverCrashes) {
     auto req = DecodeRequest(bytes);
     (void)DecodeReply(bytes);
     (void)DecodeGoodbye(bytes);
+    (void)DecodeShareQuery(bytes);
+    (void)DecodeShareAnswer(bytes);
     if (req.ok()) ++accepted;
   }
   EXPECT_GT(accepted, 0);  // some mutations (e.g. of the name) stay valid

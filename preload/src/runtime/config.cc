@@ -25,6 +25,27 @@ void AddError(std::string* errors, const std::string& message) {
   errors->append(message);
 }
 
+// A duration variable that "0" or "off" turns off (0): `*out` unchanged when unset, an error
+// naming `name` when malformed or longer than `max` (`max_text`); `examples` for the message.
+void SetDurationOrOff(const std::string& value, const char* name, std::chrono::nanoseconds max,
+                      const char* max_text, const char* examples, uint64_t* out,
+                      std::string* errors) {
+  if (value == "0" || value == "off") {
+    *out = 0;
+    return;
+  }
+  if (value.empty()) return;
+  const auto d = gshare::ParseDuration(value);
+  if (!d.ok()) {
+    AddError(errors, std::string(name) + "='" + value + "' is not a duration (" +
+                         d.status().message() + "); expected e.g. " + examples);
+  } else if (*d > max) {
+    AddError(errors, std::string(name) + "='" + value + "' is longer than " + max_text);
+  } else {
+    *out = static_cast<uint64_t>(d->count());
+  }
+}
+
 std::string ExpandPid(std::string text, int pid) {
   const std::string pid_text = std::to_string(pid);
   for (size_t at = text.find("%p"); at != std::string::npos; at = text.find("%p", at)) {
@@ -164,21 +185,12 @@ Config ParseConfig(const char* (*getenv_fn)(const char*, void*), void* ctx, int 
       config.device = 0;
     }
   }
-  const std::string retry = Get(getenv_fn, ctx, "GSHARE_REGISTER_RETRY");
-  if (retry == "0" || retry == "off") {
-    config.register_retry_max_ns = 0;
-  } else if (!retry.empty()) {
-    const auto d = gshare::ParseDuration(retry);
-    if (!d.ok()) {
-      AddError(&config.error, "GSHARE_REGISTER_RETRY='" + retry + "' is not a duration (" +
-                                  d.status().message() +
-                                  "); expected e.g. 5s, 500ms, or 0 or off (never retry)");
-    } else if (*d > std::chrono::hours(1)) {
-      AddError(&config.error, "GSHARE_REGISTER_RETRY='" + retry + "' is longer than 1 h");
-    } else {
-      config.register_retry_max_ns = static_cast<uint64_t>(d->count());
-    }
-  }
+  SetDurationOrOff(Get(getenv_fn, ctx, "GSHARE_REGISTER_RETRY"), "GSHARE_REGISTER_RETRY",
+                   std::chrono::hours(1), "1 h", "5s, 500ms, or 0 or off (never retry)",
+                   &config.register_retry_max_ns, &config.error);
+  SetDurationOrOff(Get(getenv_fn, ctx, "GSHARE_SHARE_QUERY"), "GSHARE_SHARE_QUERY",
+                   std::chrono::seconds(5), "5 s", "200ms, 1s, or 0 or off (never ask)",
+                   &config.share_query_ns, &config.error);
   // The pod (attribution only): a malformed value is dropped, never fatal. Never quoted: it
   // may hold anything (the problem names the offending byte's offset and value).
   config.pod_name = Get(getenv_fn, ctx, "GSHARE_POD_NAME");

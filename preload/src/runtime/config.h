@@ -26,6 +26,11 @@ struct Config {
   // background, stand-alone meanwhile, with back-off from 50 ms doubling up to this (a
   // duration; default 5 s; 0 = never retried, stand-alone for good as before).
   uint64_t register_retry_max_ns = 5'000'000'000;
+  // GSHARE_SHARE_QUERY: the longest the shim's cuInit waits for the arbiter's answer to its
+  // share query, asked before the real cuInit when the environment sets no MPS share
+  // (docs/arbiter.md, "Co-running"; a duration, default 200 ms, at most 5 s; 0 or off = never
+  // ask).
+  uint64_t share_query_ns = 200'000'000;
   // GSHARE_POD_NAME / GSHARE_POD_NAMESPACE: the Kubernetes pod, sent to the arbiter for
   // attribution (downward API). A malformed value is dropped ("" here) with a warning.
   std::string pod_name;

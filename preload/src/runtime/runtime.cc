@@ -17,6 +17,7 @@
 #include "runtime/arbiter_host.h"
 #include "runtime/control_server.h"
 #include "runtime/log.h"
+#include "runtime/mps_share.h"
 
 namespace gshare::preload {
 
@@ -115,6 +116,13 @@ CUresult Runtime::Init(unsigned int flags) {
   if (status_ != CUDA_SUCCESS) return status_;
   MutexLock lock(init_call_mutex_);
   if (initialised_) return init_result_;
+  // The MPS share is read by the driver at its cuInit: the arbiter's choice must be in the
+  // environment before it (mps_share.h). Asked once per process image (a failed cuInit that
+  // the application retries does not ask again).
+  if (!share_chosen_) {
+    share_chosen_ = true;
+    (void)ChooseMpsShare(config_);
+  }
   const CUresult result = real_.cuInit(flags);
   if (result != CUDA_SUCCESS) return result;  // not memoised: the caller may retry
   // After the driver's own exit handlers (registered inside its cuInit), so ours runs first:

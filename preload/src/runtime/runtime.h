@@ -174,6 +174,7 @@ class Runtime {
   InflightTracker inflight_;
   Mutex init_call_mutex_ ACQUIRED_BEFORE(swap_mutex_);  // serialises Init
   bool initialised_ GUARDED_BY(init_call_mutex_) = false;
+  bool share_chosen_ GUARDED_BY(init_call_mutex_) = false;  // ChooseMpsShare ran
   CUresult init_result_ GUARDED_BY(init_call_mutex_) = CUDA_SUCCESS;
   std::atomic<memory::VgpuMemory*> memory_{nullptr};
   mutable Mutex swap_mutex_;  // serialises swaps and auto swap-in

@@ -251,6 +251,11 @@ class Policy {
   // The share class of registered function f (protocol "Co-running"): called by the
   // environment right after FunctionRegistered. Default: the whole GPU, no memory limit.
   virtual ShareClass ShareFor(FunctionId /*f*/) const { return ShareClass{}; }
+  // The share class a function described by `spec` would get if it registered now (the
+  // environment asks before the function's process starts CUDA, so that it starts at that
+  // share; docs/protocol.md, "Share query"). For a spec registered as f it equals ShareFor(f).
+  // Default: the whole GPU, no memory limit.
+  virtual ShareClass ShareForSpec(const FunctionSpec& /*spec*/) const { return ShareClass{}; }
 
   // Co-run grants and revocations so far (zero for policies that never co-run).
   virtual CorunStats corun_stats() const { return CorunStats{}; }

@@ -17,6 +17,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,14 @@ struct Registration {
 // kVersionMismatch, kMalformed (bad reply), kTimeout, kClosed.
 Result<Registration> Register(const std::string& socket_path, const RegisterRequest& request,
                               std::chrono::nanoseconds timeout);
+
+// Asks the arbiter at `socket_path` which MPS share a function described by `query` would get
+// (docs/protocol.md, "Share query"): connect, query, answer, close, all within `timeout`.
+// Errors: kUnavailable (no arbiter there, or it is shutting down), kRefused (its intake refused
+// the connection; message = the reason), kVersionMismatch, kMalformed (a bad answer, naming the
+// problem), kTimeout, kClosed.
+Result<ShareAnswer> QueryShare(const std::string& socket_path, const ShareQuery& query,
+                               std::chrono::nanoseconds timeout);
 
 // Waits up to `timeout` for a message from the arbiter on a registered connection. Returns the
 // Goodbye the arbiter sent (e.g. on SIGTERM); kClosed when the arbiter died; kTimeout if
@@ -84,6 +93,16 @@ class RegistrationConnection {
   // closed here (closing a peer's descriptor can block: see ReceivePacket).
   Result<RegisterRequest> ReceiveRequest(std::chrono::nanoseconds timeout,
                                          std::vector<UniqueFd>* carried = nullptr) const;
+  // The connection's first message: a RegisterRequest or a ShareQuery (exactly one is set),
+  // strictly decoded; the same rules on descriptors as ReceiveRequest.
+  struct Opening {
+    std::optional<RegisterRequest> request;
+    std::optional<ShareQuery> query;
+  };
+  Result<Opening> ReceiveOpening(std::chrono::nanoseconds timeout,
+                                 std::vector<UniqueFd>* carried = nullptr) const;
+  // Answers a share query (no descriptors).
+  Status Answer(const ShareAnswer& answer, std::chrono::nanoseconds timeout) const;
   // Sends an accepting reply with the channel memfd and doorbell eventfd attached (the fds stay
   // owned by the caller; the kernel duplicates them into the client). REQUIRES: reply.accepted.
   Status Accept(const RegisterReply& reply, int channel_fd, int doorbell_fd,

@@ -24,12 +24,16 @@ inline constexpr uint32_t kWireMagic = 0x52485347;  // "GSHR" read as little-end
 // attribution) and the flag kFlagLate; a version-1 peer is refused with kVersionMismatch.
 // 3 (issue 20): RegisterRequest gained mps_share, compute_demand_pct and bandwidth_demand_pct
 // (co-running: what the process's MPS client got, what its kernels need).
-inline constexpr uint16_t kWireAbiVersion = 3;
+// 4 (issue 20): the message types ShareQuery and ShareAnswer (the MPS share a function would be
+// given, asked before the process's real cuInit on a connection of its own).
+inline constexpr uint16_t kWireAbiVersion = 4;
 
 enum class MessageType : uint16_t {
   kRegisterRequest = 1,  // client -> arbiter
   kRegisterReply = 2,    // arbiter -> client (+ channel and doorbell fds when accepted)
   kGoodbye = 3,          // either way: "I am going away", with a reason (e.g. arbiter SIGTERM)
+  kShareQuery = 4,       // client -> arbiter, before its real cuInit: which MPS share for me?
+  kShareAnswer = 5,      // arbiter -> client; the connection then closes
 };
 
 // Limits that make a value "absurd" (rejected by the decoder).
@@ -105,6 +109,30 @@ struct GoodbyeWire {
   WireHeader header;
   char reason[kReasonSize];
 };
+
+// Co-running (docs/protocol.md, "Share query"): what a function would register as, asked before
+// its process initialises CUDA (the MPS share is fixed at cuInit). Identity (uid, pid) comes from
+// the kernel, as for a registration.
+struct ShareQueryWire {
+  WireHeader header;
+  uint64_t quota_bytes;  // 0 (not known yet) or 1 .. kMaxQuotaBytes
+  uint32_t slo_ms;       // 1 .. kMaxSloMs
+  uint8_t compute_demand_pct;    // 0 (unknown) or 1..100, as in RegisterRequestWire
+  uint8_t bandwidth_demand_pct;
+  uint16_t reserved;     // must be 0
+  char function_name[kFunctionNameSize];
+};
+
+struct ShareAnswerWire {
+  WireHeader header;
+  uint32_t gpu;          // the GPU it would be registered on (< kMaxGpus), or kNoGpu
+  uint32_t corun;        // 1: that GPU is marked for co-running, start it at share_pct; 0: not
+  uint32_t share_pct;    // corun 1: 1..100; corun 0: 0
+  uint32_t reserved;     // must be 0
+  uint64_t memory_limit_bytes;  // corun 1: 0 (none) or the device-memory cap; corun 0: 0
+  uint64_t arbiter_epoch;       // non-zero
+  char reason[kReasonSize];     // corun 0: why not (may be empty); corun 1: optional note
+};
 #pragma pack(pop)
 
 static_assert(sizeof(WireHeader) == 16);
@@ -118,6 +146,10 @@ static_assert(offsetof(RegisterRequestWire, pod_name) == 240);
 static_assert(sizeof(RegisterReplyWire) == 16 + 32 + kReasonSize);
 static_assert(offsetof(RegisterReplyWire, reason) == 48);
 static_assert(sizeof(GoodbyeWire) == 16 + kReasonSize);
+static_assert(sizeof(ShareQueryWire) == 160);
+static_assert(offsetof(ShareQueryWire, function_name) == 32);
+static_assert(sizeof(ShareAnswerWire) == 240);
+static_assert(offsetof(ShareAnswerWire, reason) == 48);
 static_assert(std::is_trivially_copyable_v<RegisterRequestWire>);
 static_assert(std::is_trivially_copyable_v<RegisterReplyWire>);
 inline constexpr size_t kMaxMessageSize = sizeof(RegisterRequestWire) > sizeof(RegisterReplyWire)
@@ -154,6 +186,23 @@ struct Goodbye {
   std::string reason;
 };
 
+struct ShareQuery {
+  uint64_t quota_bytes = 0;  // 0: not known yet
+  uint32_t slo_ms = 0;
+  uint8_t compute_demand_pct = 0;
+  uint8_t bandwidth_demand_pct = 0;
+  std::string function_name;  // may be empty
+};
+
+struct ShareAnswer {
+  uint32_t gpu = kNoGpu;
+  bool corun = false;
+  uint32_t share_pct = 0;
+  uint64_t memory_limit_bytes = 0;
+  uint64_t arbiter_epoch = 0;
+  std::string reason;
+};
+
 // Why `value` is not a Kubernetes namespace (a DNS-1123 label: 1-63 bytes of a-z, 0-9 and '-',
 // starting and ending with a letter or digit) / pod name (a DNS-1123 subdomain: 1-253 bytes,
 // dot-separated labels of the same characters), "" if it is. The value is never quoted (it may
@@ -165,6 +214,8 @@ std::string PodNameProblem(std::string_view value);
 Result<std::vector<std::byte>> EncodeRequest(const RegisterRequest& request);
 Result<std::vector<std::byte>> EncodeReply(const RegisterReply& reply);
 Result<std::vector<std::byte>> EncodeGoodbye(const Goodbye& goodbye);
+Result<std::vector<std::byte>> EncodeShareQuery(const ShareQuery& query);
+Result<std::vector<std::byte>> EncodeShareAnswer(const ShareAnswer& answer);
 
 // Reads and checks the header only (magic, version, reserved, length == bytes.size(), known
 // type). kVersionMismatch for another ABI version, kMalformed for everything else.
@@ -173,5 +224,7 @@ Result<MessageType> PeekMessageType(std::span<const std::byte> bytes);
 Result<RegisterRequest> DecodeRequest(std::span<const std::byte> bytes);
 Result<RegisterReply> DecodeReply(std::span<const std::byte> bytes);
 Result<Goodbye> DecodeGoodbye(std::span<const std::byte> bytes);
+Result<ShareQuery> DecodeShareQuery(std::span<const std::byte> bytes);
+Result<ShareAnswer> DecodeShareAnswer(std::span<const std::byte> bytes);
 
 }  // namespace gshare::shm

@@ -1,0 +1,65 @@
+// The share query (docs/protocol.md, "Share query"): before its process's real cuInit, a shim
+// asks which MPS share its function would get, so that CUDA_MPS_ACTIVE_THREAD_PERCENTAGE is set
+// before the driver reads it. The answer is the policy's share class for the function as it
+// would register now (Policy::ShareForSpec), on the GPU it would register on, when that GPU is
+// marked for co-running; otherwise "not co-run" and the environment stays as it is. Nothing is
+// kept: a query creates no client and reserves nothing.
+#include <cmath>
+
+#include <spdlog/spdlog.h>
+
+#include "arbiter_impl.h"
+
+namespace gshare::arbiter {
+
+void ArbiterImpl::AnswerShareQuery(Arrival a, uint64_t now_ns) {
+  const shm::PeerCredentials peer = a.conn.peer();
+  const shm::ShareQuery& q = *a.query;
+  ++stats_.share_queries;
+  shm::ShareAnswer answer;
+  answer.arbiter_epoch = epoch_;
+  // Judged as the registration it announces: the allow-list, the capacity, the tenant's limits
+  // (a query takes a token of registration_rate_per_uid, like a registration).
+  shm::RegisterRequest as_registration;
+  as_registration.quota_bytes = q.quota_bytes == 0 ? 1 : q.quota_bytes;
+  as_registration.slo_ms = q.slo_ms;
+  std::string why = Validate(as_registration, peer, a.groups);
+  if (why.empty()) (void)limits_.Check(peer.uid, peer.pid, now_ns, &why);
+  if (!why.empty()) {
+    answer.reason = why.substr(0, shm::kReasonSize - 1);
+  } else {
+    const uint32_t g = RegistrationGpu(as_registration);
+    answer.gpu = gpus_[g].info.ordinal;
+    if (!corun_.Enabled(g)) {
+      answer.reason = "GPU " + std::to_string(answer.gpu) + " is not marked for co-running";
+    } else {
+      // The function as it would register: an MPS client declaring these demands.
+      Client would_be;
+      would_be.uid = peer.uid;
+      would_be.gid = peer.gid;
+      would_be.name = q.function_name.empty() ? "pid" + std::to_string(peer.pid) : q.function_name;
+      would_be.quota = as_registration.quota_bytes;
+      would_be.slo_ms = q.slo_ms;
+      would_be.mps_share = 100;
+      would_be.compute_demand_pct = q.compute_demand_pct;
+      would_be.bandwidth_demand_pct = q.bandwidth_demand_pct;
+      const policy::ShareClass share = policy_->ShareForSpec(SpecOf(would_be));
+      answer.corun = true;
+      answer.share_pct = static_cast<uint32_t>(
+          std::clamp<long>(std::lround(share.compute_share * 100), 1, 100));
+      answer.memory_limit_bytes = std::min<uint64_t>(share.memory_limit_bytes, shm::kMaxQuotaBytes);
+    }
+  }
+  spdlog::info("pid {} uid {} ('{}'): share query answered: GPU {}, {}{}{}", peer.pid, peer.uid,
+               q.function_name,
+               answer.gpu == shm::kNoGpu ? std::string("none") : std::to_string(answer.gpu),
+               answer.corun ? "co-run at " + std::to_string(answer.share_pct) + "%"
+                            : std::string("not co-run"),
+               answer.reason.empty() ? "" : ": ", answer.reason);
+  // One small packet on a connection with nothing queued: never waited for.
+  if (auto s = a.conn.Answer(answer, std::chrono::nanoseconds(0)); !s.ok())
+    spdlog::debug("pid {}: share answer not sent: {}", peer.pid, s.ToString());
+  reaper_.Dispose(std::move(a.conn));
+}
+
+}  // namespace gshare::arbiter

@@ -1,0 +1,34 @@
+// The MPS share chosen before the real cuInit (docs/arbiter.md, "Co-running"; docs/protocol.md,
+// "Share query"). An MPS client's compute share is CUDA_MPS_ACTIVE_THREAD_PERCENTAGE as the
+// driver reads it at cuInit, fixed for the process's life; the arbiter chooses it from the
+// function's declared demands. So the shim's cuInit hook asks the arbiter first (a share query
+// on a connection of its own, bounded by GSHARE_SHARE_QUERY) and, when the answer is a co-run
+// GPU and the environment sets no share, sets the variable (and CUDA_MPS_PINNED_DEVICE_MEM_LIMIT
+// when the answer caps memory and the environment does not). Precedence: an operator's explicit
+// CUDA_MPS_ACTIVE_THREAD_PERCENTAGE wins; a disagreement with the arbiter's choice is logged as
+// a warning naming the variable and both values. No answer (no arbiter, a refusal, a timeout)
+// or a bad one (logged as an error naming the problem) leaves the environment as it was. Never
+// blocks longer than the bound, never fails the application's cuInit, never exits.
+#pragma once
+
+#include "runtime/config.h"
+
+namespace gshare::preload {
+
+// What ChooseMpsShare did, for the log and tests.
+enum class ShareOutcome : uint8_t {
+  kNotAsked,      // no arbiter socket, or GSHARE_SHARE_QUERY=0
+  kNoAnswer,      // unreachable, refused, timed out: environment unchanged
+  kBadAnswer,     // the answer broke the protocol: environment unchanged, error logged
+  kNotCorun,      // the arbiter would not co-run it: environment unchanged
+  kSet,           // CUDA_MPS_ACTIVE_THREAD_PERCENTAGE set to the arbiter's share
+  kKeptAgrees,    // the environment's share kept; it is the arbiter's
+  kKeptDisagrees  // the environment's share kept; the arbiter chose another (warning logged)
+};
+
+// Call before the real cuInit, at most once per process image. Not thread-safe against other
+// threads reading the environment at the same moment (setenv), as any setenv: it runs inside
+// the application's first cuInit, before CUDA is in use.
+ShareOutcome ChooseMpsShare(const Config& config);
+
+}  // namespace gshare::preload
