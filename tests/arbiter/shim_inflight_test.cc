@@ -82,7 +82,7 @@ class ShimInflight : public ::testing::Test {
 
 TEST_F(ShimInflight, SwapOutWaitsForQueuedWorkOnTheSameDevice) {
   test::SwapProbe swap(PROBE_BIN, 3, 4, 64, ProbeEnv(), LineWait());
-  ASSERT_TRUE(swap.ready()) << swap.ready_line() << swap.process().err();
+  ASSERT_TRUE(swap.ready()) << swap.ready_line() << swap.WhyItStopped();
   ChildProcess& probe = swap.process();
   std::string line;
   const std::string socket = Socket(probe.pid());
@@ -107,7 +107,7 @@ TEST_F(ShimInflight, SwapOutWaitsForQueuedWorkOnTheSameDevice) {
 // drain waits for the queued work across swaps on the program's GPU.
 TEST_F(ShimInflight, SwapInOntoAnotherGpuIsRefusedAndDrainsStayCorrect) {
   test::SwapProbe swap(PROBE_BIN, 3, 4, 64, ProbeEnv(), LineWait());
-  ASSERT_TRUE(swap.ready()) << swap.ready_line() << swap.process().err();
+  ASSERT_TRUE(swap.ready()) << swap.ready_line() << swap.WhyItStopped();
   ChildProcess& probe = swap.process();
   std::string line;
   const std::string socket = Socket(probe.pid());
@@ -159,7 +159,7 @@ TEST_F(ShimInflight, TokenIsKeptWhileWorkIsInFlightOrAStreamCaptures) {
   std::vector<std::string> env = ShimEnv(simcuda, arb.socket(), "512MiB", "held", log);
   env.push_back("GSHARE_LOG_LEVEL=debug");
   test::SwapProbe swap(PROBE_BIN, 3, 4, 64, EnvMap(env), LineWait());
-  ASSERT_TRUE(swap.ready()) << swap.ready_line() << swap.process().err();
+  ASSERT_TRUE(swap.ready()) << swap.ready_line() << swap.WhyItStopped();
   ChildProcess& probe = swap.process();
   std::string line;
 

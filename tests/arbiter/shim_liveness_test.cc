@@ -56,7 +56,8 @@ Probe StartProbe(const Simcuda& simcuda, const ArbiterProcess& arb, const TempDi
   std::vector<std::string> env = ShimEnv(simcuda, arb.socket(), "300MiB", name, p.log);
   env.insert(env.end(), extra_env.begin(), extra_env.end());
   p.swap = std::make_unique<test::SwapProbe>(PROBE_BIN, 3, 8, 64, EnvMap(env), LineWait());
-  EXPECT_TRUE(p.swap->ready()) << p.swap->ready_line() << ReadFile(p.log);
+  EXPECT_TRUE(p.swap->ready()) << p.swap->ready_line() << ReadFile(p.log)
+                               << p.swap->WhyItStopped();
   return p;
 }
 
@@ -196,11 +197,12 @@ TEST(ShimPlacement, EachVgpuAllocatesOnTheGpuTheArbiterAssigned) {
     const std::string log = dir / (std::string(name) + ".log");
     probes.push_back(std::make_unique<test::SwapProbe>(
         PROBE_BIN, 5, 0, 600, EnvMap(ShimEnv(simcuda, arb.socket(), "700MiB", name, log)), LineWait()));
-    ASSERT_TRUE(probes.back()->ready()) << probes.back()->ready_line() << ReadFile(log) << ReadFile(arb.log());
+    ASSERT_TRUE(probes.back()->ready()) << probes.back()->ready_line() << ReadFile(log)
+                                        << ReadFile(arb.log()) << probes.back()->WhyItStopped();
   }
   for (auto& probe : probes) {
     const test::Verified v = probe->Verify();
-    ASSERT_TRUE(v.answered);
+    ASSERT_TRUE(v.answered) << probe->WhyItStopped() << ReadFile(arb.log());
     EXPECT_TRUE(v.intact()) << v.line;
     EXPECT_EQ(probe->Quit(ExitWait()), 0) << probe->process().err();
   }

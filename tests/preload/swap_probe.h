@@ -8,6 +8,7 @@
 #pragma once
 
 #include <sys/types.h>
+#include <sys/wait.h>
 
 #include <chrono>
 #include <cstdint>
@@ -57,6 +58,10 @@ class SwapProbe {
   [[nodiscard]] ChildProcess& process() { return process_; }
 
   Verified Verify();
+  // For a probe that is not ready (or stopped answering): waits for it to end, killing it after
+  // `wait`, and says how it ended and what it printed on stderr (a sanitizer's report, a crash),
+  // which a failed assertion should show.
+  std::string WhyItStopped(std::chrono::milliseconds wait = std::chrono::seconds(10));
   // Where{} (all -1) when the probe did not answer.
   Where AskWhere();
   // "quit", then ChildProcess::Wait's status (0 for a clean exit).
@@ -105,6 +110,14 @@ inline Verified SwapProbe::Verify() {
   v.answered = v.line.rfind("verified ", 0) == 0;
   v.pointers = ReadPointers();
   return v;
+}
+
+inline std::string SwapProbe::WhyItStopped(std::chrono::milliseconds wait) {
+  const int status = process_.Wait(wait);
+  std::string how = WIFEXITED(status)     ? "exited " + std::to_string(WEXITSTATUS(status))
+                    : WIFSIGNALED(status) ? "killed by signal " + std::to_string(WTERMSIG(status))
+                                          : "status " + std::to_string(status);
+  return "\nthe probe " + how + "; its stderr:\n" + process_.err();
 }
 
 inline Where SwapProbe::AskWhere() {
