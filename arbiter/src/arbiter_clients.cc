@@ -19,9 +19,9 @@
 #include "gshare/shm/unix_socket.h"
 
 namespace gshare::arbiter {
-std::optional<uint32_t> ArbiterImpl::GpuIndex(uint32_t ordinal) const {
-  for (uint32_t i = 0; i < gpus_.size(); ++i)
-    if (gpus_[i].info.ordinal == ordinal) return i;
+std::optional<GpuIndex> ArbiterImpl::IndexOf(DeviceOrdinal ordinal) const {
+  for (const GpuIndex g : gpus_.indices())
+    if (gpus_[g].ordinal == ordinal) return g;
   return std::nullopt;
 }
 
@@ -63,11 +63,11 @@ std::string ArbiterImpl::Validate(const shm::RegisterRequest& req,
   if (clients_.size() >= config_.max_clients)
     return "the arbiter serves its maximum of " + std::to_string(config_.max_clients) + " clients";
   uint64_t largest = 0;
-  for (uint32_t g = 0; g < book_.gpus(); ++g) largest = std::max(largest, book_.usable(g));
+  for (const GpuIndex g : book_.gpus()) largest = std::max(largest, book_.usable(g));
   if (req.quota_bytes > largest)
     return "GSHARE_VGPU_MEMORY " + FormatByteSize(req.quota_bytes) +
            " exceeds the largest managed GPU's usable memory " + FormatByteSize(largest);
-  if (req.current_gpu != shm::kNoGpu && !GpuIndex(req.current_gpu))
+  if (req.current_gpu != shm::kNoGpu && !IndexOf(DeviceOrdinal{req.current_gpu}))
     return "re-registration names GPU " + std::to_string(req.current_gpu) +
            ", which this arbiter does not manage";
   // The allow-list: the uid, the primary gid or any supplementary group (SO_PEERGROUPS, read
@@ -119,12 +119,12 @@ std::string PodText(const Client& c) {
 
 }  // namespace
 
-bool ArbiterImpl::BelieveResidentClaim(const Arrival& a, uint32_t g, int driver_state,
+bool ArbiterImpl::BelieveResidentClaim(const Arrival& a, GpuIndex g, int driver_state,
                                        uint64_t now_ns, std::string* why) {
   const shm::PeerCredentials& peer = a.conn.peer();
   const uint64_t quota = a.request.quota_bytes;
   if (!book_.Fits(g, quota)) {
-    *why = "it does not fit GPU " + std::to_string(gpus_[g].info.ordinal) + " (" +
+    *why = "it does not fit GPU " + std::to_string(gpus_[g].ordinal.value()) + " (" +
            FormatByteSize(book_.reserved(g)) + " of " + FormatByteSize(book_.usable(g)) +
            " reserved)";
     return false;
@@ -176,12 +176,12 @@ void ArbiterImpl::Register(Arrival a, uint64_t now_ns) {
   FinishRegistration(std::move(a), DriverLib::kNoAnswer, now_ns);
 }
 
-uint32_t ArbiterImpl::RegistrationGpu(const shm::RegisterRequest& req) const {
+GpuIndex ArbiterImpl::RegistrationGpu(const shm::RegisterRequest& req) const {
   // Where it already is (re-registration: its memory, or its process when swapped out), else
   // the undrained GPU with the most memory left to promise.
-  if (req.current_gpu != shm::kNoGpu) return *GpuIndex(req.current_gpu);
-  uint32_t g = 0;
-  for (uint32_t i = 1; i < gpus_.size(); ++i)
+  if (req.current_gpu != shm::kNoGpu) return *IndexOf(DeviceOrdinal{req.current_gpu});
+  GpuIndex g{0};
+  for (const GpuIndex i : gpus_.indices())
     if ((gpus_[g].drained && !gpus_[i].drained) ||  // gshare-ctl drain
         (gpus_[g].drained == gpus_[i].drained && book_.unreserved(i) > book_.unreserved(g)))
       g = i;
@@ -208,7 +208,7 @@ void ArbiterImpl::PlaceAtRegistration(Client& c, Residency r, uint64_t now_ns) {
     Transfer t;
     t.op = shm::SwapOp::kSwapOut;
     t.gpu = c.gpu;
-    IssueOrder(c, t, gpus_[c.gpu].info.ordinal, now_ns, /*record=*/false);  // recorded in Admit
+    IssueOrder(c, t, gpus_[c.gpu].ordinal, now_ns, /*record=*/false);  // recorded in Admit
     c.transfers.push_back(t);
   }
 }
@@ -216,7 +216,7 @@ void ArbiterImpl::PlaceAtRegistration(Client& c, Residency r, uint64_t now_ns) {
 bool ArbiterImpl::ConnectClient(Client& c, Arrival& a, uint64_t now_ns) {
   shm::RegisterReply reply;
   reply.accepted = true;
-  reply.gpu = gpus_[c.gpu].info.ordinal;
+  reply.gpu = gpus_[c.gpu].ordinal.value();
   reply.client_id = c.id;
   reply.channel_size = shm::kChannelSegmentSize;
   reply.quota_bytes = c.quota;
@@ -253,7 +253,7 @@ bool ArbiterImpl::ConnectClient(Client& c, Arrival& a, uint64_t now_ns) {
 }
 
 void ArbiterImpl::Admit(std::unique_ptr<Client> c, bool reregister, uint64_t now_ns) {
-  const uint32_t ordinal = gpus_[c->gpu].info.ordinal;
+  const DeviceOrdinal ordinal = gpus_[c->gpu].ordinal;
   limits_.Added(c->uid, c->pid);
   ++stats_.registrations;
   if (reregister) ++stats_.re_registrations;
@@ -335,12 +335,12 @@ void ArbiterImpl::FinishRegistration(Arrival a, int driver_state, uint64_t now_n
       spdlog::warn("client '{}' pid {} uid {} claims to be resident on GPU {}, which cannot be "
                    "true ({}): it is accepted swapped out and ordered to move its memory off the "
                    "GPU first",
-                   c->name, peer.pid, peer.uid, gpus_[c->gpu].info.ordinal, why);
+                   c->name, peer.pid, peer.uid, gpus_[c->gpu].ordinal, why);
     }
   }
   shm::ChannelInit init;
   init.client_id = c->id;
-  init.gpu = gpus_[c->gpu].info.ordinal;
+  init.gpu = gpus_[c->gpu].ordinal.value();
   init.arbiter_epoch = epoch_;
   init.quota_bytes = c->quota;
   init.slice_ns = static_cast<uint64_t>(config_.slice.count());
@@ -461,7 +461,7 @@ void ArbiterImpl::RemoveClient(uint32_t client_id, Unregister reason, uint64_t n
     // as an orphan, until the process exits or registers again (arbiter_orphans.cc).
     Unreserve(c);
   }
-  Record(shm::EventType::kUnregister, &c, shm::kNoGpu, static_cast<uint64_t>(reason));
+  Record(shm::EventType::kUnregister, &c, kNoOrdinal, static_cast<uint64_t>(reason));
   limits_.Removed(c.uid, c.pid, now_ns);
   if (reason == Unregister::kUnenforceable) OnUnenforceable(c, now_ns);
   reaper_.Dispose(std::move(c.conn));  // its queue may hold descriptors a peer sent

@@ -82,7 +82,8 @@ json ArbiterImpl::HandleControl(const json& req, ControlAccess access, const Con
   if (cmd == "drain" || cmd == "undrain") {
     const auto ordinal = req.contains("gpu") ? ParseUnsigned(req["gpu"]) : std::nullopt;
     if (!ordinal) return ControlError(cmd + ": \"gpu\" must be a GPU ordinal");
-    const auto g = ordinal <= UINT32_MAX ? GpuIndex(static_cast<uint32_t>(*ordinal)) : std::nullopt;
+    const auto g = ordinal <= UINT32_MAX ? IndexOf(DeviceOrdinal{static_cast<uint32_t>(*ordinal)})
+                                          : std::nullopt;
     if (!g) return ControlError(cmd + ": GPU " + std::to_string(*ordinal) + " is not managed by this arbiter");
     spdlog::info("control: uid {} pid {}: {} GPU {}", peer.uid, peer.pid, cmd, *ordinal);
     return Drain(*g, cmd == "drain", now);
@@ -115,11 +116,11 @@ json ArbiterImpl::StatusJson(uint64_t now) {
   const uint64_t window = std::min<uint64_t>(Telemetry::kHoldWindowNs, std::max<uint64_t>(1, now - started_ns_));
   const uint64_t from = now - window;
   json gpus = json::array();
-  for (uint32_t g = 0; g < gpus_.size(); ++g) {
+  for (const GpuIndex g : gpus_.indices()) {
     const GpuState& gs = gpus_[g];
     json j;
-    j["gpu"] = gs.info.ordinal;
-    j["total_bytes"] = gs.info.memory_bytes;
+    j["gpu"] = gs.ordinal.value();
+    j["total_bytes"] = gs.memory_bytes;
     j["usable_bytes"] = book_.usable(g);
     j["reserved_bytes"] = book_.reserved(g);
     j["peak_reserved_bytes"] = book_.peak_reserved(g);
@@ -149,7 +150,7 @@ json ArbiterImpl::StatusJson(uint64_t now) {
       slot.first = name;
       slot.second += end - start;
     };
-    if (g < telemetry_.recent.size())
+    if (telemetry_.recent.contains(g))
       for (const Hold& h : telemetry_.recent[g]) add(h.client, h.function, h.start_ns, h.end_ns);
     // "holder": the first (the only one unless the GPU runs a co-run set); "holders": all.
     json holders = json::array();
@@ -184,7 +185,7 @@ json ArbiterImpl::StatusJson(uint64_t now) {
   json misses = json::array();
   for (const SloMiss& m : telemetry_.misses)
     misses.push_back({{"ago_ms", Ms(now - std::min(now, m.at_ns))}, {"client", m.client},
-                      {"function", m.function}, {"gpu", m.gpu}, {"latency_ms", Ms(m.latency_ns)},
+                      {"function", m.function}, {"gpu", m.gpu.value()}, {"latency_ms", Ms(m.latency_ns)},
                       {"wait_ms", Ms(m.wait_ns)}, {"slo_ms", m.slo_ms}});
   json counters = json::object();
   AddCountersJson(stats(), kShownInStatus, counters);  // every counter of counters.h
@@ -220,7 +221,7 @@ json ArbiterImpl::InstancesJson() const {
                            {"namespace", c->pod_namespace},
                            {"pod", c->pod_name},
                            {"pid", c->pid},
-                           {"gpu", gpus_[c->gpu].info.ordinal},
+                           {"gpu", gpus_[c->gpu].ordinal.value()},
                            {"phase", PhaseName(p)},
                            {"warm", IsWarm(p)},
                            {"busy", c->holding || c->burst_outstanding}});
@@ -250,7 +251,7 @@ json ArbiterImpl::ClientsJson(uint64_t now) {
               {"slo_ms", c.slo_ms},
               {"state", WhereName(c)},
               {"phase", PhaseName(PhaseOf(c))},
-              {"gpu", gpus_[c.gpu].info.ordinal},
+              {"gpu", gpus_[c.gpu].ordinal.value()},
               {"holding", c.holding},
               {"waiting", c.burst_outstanding && !c.holding},
               {"bursts", c.tel.bursts},
@@ -271,7 +272,7 @@ json ArbiterImpl::ClientsJson(uint64_t now) {
   return {{"ok", true}, {"clients", list}};
 }
 
-json ArbiterImpl::Drain(uint32_t g, bool drain, uint64_t now) {
+json ArbiterImpl::Drain(GpuIndex g, bool drain, uint64_t now) {
   GpuState& gs = gpus_[g];
   const bool was = gs.drained;
   gs.drained = drain;
@@ -289,7 +290,7 @@ json ArbiterImpl::Drain(uint32_t g, bool drain, uint64_t now) {
   if (drain) {
     if (!was) {
       // The policy stops using the GPU and moves its functions to others (or holds them).
-      Deliver(now, policy::GpuUnavailable{g});
+      Deliver(now, policy::GpuUnavailable{ToPolicy(g)});
       // Swap-ins onto g not yet issued never will be while it is drained: a policy swap-in is
       // reported done (the policy then moves the function off again, at no cost), and a grant
       // waiting for residency there is handed back as a slice that expired.
@@ -305,26 +306,26 @@ json ArbiterImpl::Drain(uint32_t g, bool drain, uint64_t now) {
           }
         }
         if (policy_swap_in)
-          handed_back.emplace_back(policy::SwapDone{c->fid, g, policy::SwapKind::kIn, 0, 0});
+          handed_back.emplace_back(policy::SwapDone{c->fid, ToPolicy(g), policy::SwapKind::kIn, 0, 0});
         if (c->pending_grant && c->pending_grant->first == g) {
           c->pending_grant.reset();
-          handed_back.emplace_back(policy::SliceExpired{c->fid, g});
+          handed_back.emplace_back(policy::SliceExpired{c->fid, ToPolicy(g)});
         }
       }
       for (auto& body : handed_back) Deliver(now, std::move(body));
     }
     EnforceDrains(now);
-    spdlog::info("GPU {} drained: {} vGPU(s) to move off it{}", gs.info.ordinal, moving,
+    spdlog::info("GPU {} drained: {} vGPU(s) to move off it{}", gs.ordinal, moving,
                  staying.empty() ? std::string()
                                  : "; " + std::to_string(staying.size()) +
                                        " MPS client(s) stay (stop them to empty it)");
   } else {
-    spdlog::info("GPU {} undrained", gs.info.ordinal);
-    if (was) Deliver(now, policy::GpuAvailable{g});
+    spdlog::info("GPU {} undrained", gs.ordinal);
+    if (was) Deliver(now, policy::GpuAvailable{ToPolicy(g)});
     PumpTransfers(now);
   }
   metrics_dirty_ = metrics_ != nullptr;
-  json reply = {{"ok", true}, {"gpu", gs.info.ordinal}, {"drained", drain},
+  json reply = {{"ok", true}, {"gpu", gs.ordinal.value()}, {"drained", drain},
                 {"changed", was != drain}, {"resident_clients", moving}};
   if (!staying.empty()) {
     reply["mps_clients_staying"] = staying;
@@ -335,7 +336,7 @@ json ArbiterImpl::Drain(uint32_t g, bool drain, uint64_t now) {
 }
 
 void ArbiterImpl::EnforceDrains(uint64_t now) {
-  for (uint32_t g = 0; g < gpus_.size(); ++g) {
+  for (const GpuIndex g : gpus_.indices()) {
     if (!gpus_[g].drained) continue;
     for (uint32_t hid : std::vector<uint32_t>(gpus_[g].holders.ids()))
       if (Client* h = ById(hid); h != nullptr && !h->preempt_sent) Preempt(*h, now);
@@ -423,7 +424,7 @@ void ArbiterImpl::ApplyPendingSlos(uint64_t now) {
     const policy::FunctionSpec spec = SpecOf(*c);
     spdlog::info("client {} '{}': SLO now {} ms (policy function {} -> {})", c->id, c->name,
                  c->slo_ms, old_fid, c->fid);
-    Record(shm::EventType::kSloChange, c, shm::kNoGpu, c->slo_ms);  // for gshare-trace
+    Record(shm::EventType::kSloChange, c, kNoOrdinal, c->slo_ms);  // for gshare-trace
     Deliver(now, policy::FunctionGone{old_fid});
     ReleaseFid(old_fid);
     Deliver(now, policy::FunctionRegistered{c->fid, spec});

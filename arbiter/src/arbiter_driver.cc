@@ -41,7 +41,8 @@ DriverOutcome Thaw(const DriverLib& driver, const ProcessRef& p) {
   o.state = driver.ProcessState(p.pid);
   if (o.state == CU_PROCESS_STATE_CHECKPOINTED) {
     if (!Alive(p, &o)) return o;
-    o.status = driver.RestoreAndUnlock(p.pid, 0, 0);  // no GPU pairs: back where it was
+    // The same ordinal twice: no GPU pairs, back where it was.
+    o.status = driver.RestoreAndUnlock(p.pid, DeviceOrdinal{0}, DeviceOrdinal{0});
     if (o.status.ok()) o.detail = kRestored;
   } else if (o.state == CU_PROCESS_STATE_LOCKED) {
     if (!Alive(p, &o)) return o;
@@ -175,7 +176,7 @@ void ArbiterImpl::OnDriverCompletions(uint64_t now_ns) {
 
 void ArbiterImpl::Enforce(Client& c, uint64_t now_ns) {
   if (c.op != DriverOp::kNone) return;  // already being enforced on (or otherwise busy)
-  const uint32_t ordinal = gpus_[c.hold_gpu].info.ordinal;
+  const DeviceOrdinal ordinal = gpus_[c.hold_gpu].ordinal;
   if (c.mps_share != 0) {
     // An MPS client is never checkpointed (unverified for MPS clients); MPS's own safe
     // termination stops it, through the daemon the arbiter runs for its GPU.
@@ -214,7 +215,7 @@ void ArbiterImpl::Enforce(Client& c, uint64_t now_ns) {
 
 void ArbiterImpl::StartEnforce(Client& c, uint64_t now_ns) {
   spdlog::warn("client {} '{}' (pid {}) ignored preemption on GPU {}: locking and checkpointing",
-               c.id, c.name, c.pid, gpus_[c.hold_gpu].info.ordinal);
+               c.id, c.name, c.pid, gpus_[c.hold_gpu].ordinal);
   const auto grace_ms = static_cast<unsigned>(
       std::chrono::duration_cast<std::chrono::milliseconds>(config_.preempt_grace).count());
   const DriverLib driver = *driver_;
@@ -230,7 +231,7 @@ void ArbiterImpl::StartEnforce(Client& c, uint64_t now_ns) {
 void ArbiterImpl::StartTerminate(Client& c, const MpsDaemons::Control& control, uint64_t now_ns) {
   spdlog::warn("client {} '{}' (pid {}, an MPS client) ignored preemption on GPU {}: terminating "
                "its CUDA work through the MPS daemon (terminate_client)",
-               c.id, c.name, c.pid, gpus_[c.hold_gpu].info.ordinal);
+               c.id, c.name, c.pid, gpus_[c.hold_gpu].ordinal);
   c.op = DriverOp::kTerminating;
   c.op_job = SubmitJob(&c, c.pid, c.conn.pidfd(), [control](const ProcessRef& p) {
     DriverOutcome o;
@@ -249,7 +250,7 @@ void ArbiterImpl::FinishTerminate(Client& c, const DriverOutcome& o, uint64_t no
     ++stats_.mps_terminations;
     spdlog::warn("client {} '{}' (pid {}): its CUDA work on GPU {} was terminated by MPS; "
                  "disconnecting it",
-                 c.id, c.name, c.pid, gpus_[c.hold_gpu].info.ordinal);
+                 c.id, c.name, c.pid, gpus_[c.hold_gpu].ordinal);
   } else {
     spdlog::error("client {} '{}' (pid {}): MPS termination failed ({}); revoking its token and "
                   "disconnecting it",
@@ -259,7 +260,7 @@ void ArbiterImpl::FinishTerminate(Client& c, const DriverOutcome& o, uint64_t no
 }
 
 void ArbiterImpl::DisconnectUnenforceable(Client& c, uint64_t now_ns) {
-  Record(shm::EventType::kRevoke, &c, gpus_[c.hold_gpu].info.ordinal, c.chan.grant_seq(), 0);
+  Record(shm::EventType::kRevoke, &c, gpus_[c.hold_gpu].ordinal, c.chan.grant_seq(), 0);
   c.chan.Revoke();
   ++stats_.unenforceable;
   c.removal_pending.reset();
@@ -267,8 +268,8 @@ void ArbiterImpl::DisconnectUnenforceable(Client& c, uint64_t now_ns) {
 }
 
 void ArbiterImpl::FinishEnforce(Client& c, const DriverOutcome& o, uint64_t now_ns) {
-  const uint32_t g = c.hold_gpu;
-  const uint32_t ordinal = gpus_[g].info.ordinal;
+  const GpuIndex g = c.hold_gpu;
+  const DeviceOrdinal ordinal = gpus_[g].ordinal;
   if (o.status.code() == shm::StatusCode::kClosed) {  // its process exited meanwhile
     RemoveClient(c.id, c.removal_pending.value_or(Unregister::kDied), now_ns);
     return;
@@ -289,7 +290,7 @@ void ArbiterImpl::FinishEnforce(Client& c, const DriverOutcome& o, uint64_t now_
     return;
   }
   ++stats_.enforcements;
-  Record(shm::EventType::kCheckpoint, &c, ordinal, 0, ordinal);
+  Record(shm::EventType::kCheckpoint, &c, ordinal, 0, ordinal.value());
   Record(shm::EventType::kRevoke, &c, ordinal, c.chan.grant_seq(), 1);
   c.chan.Revoke();
   if (c.holding) {
@@ -300,7 +301,7 @@ void ArbiterImpl::FinishEnforce(Client& c, const DriverOutcome& o, uint64_t now_
   c.where = Where::kCheckpointed;
   Unreserve(c);
   // A lease holder the policy never granted gets no SliceExpired (its burst is still queued).
-  if (!std::exchange(c.lease_unconfirmed, false)) Deliver(now_ns, policy::SliceExpired{c.fid, g});
+  if (!std::exchange(c.lease_unconfirmed, false)) Deliver(now_ns, policy::SliceExpired{c.fid, ToPolicy(g)});
 }
 
 // ---- deep eviction
@@ -326,11 +327,11 @@ void ArbiterImpl::FinishDeepEvict(Client& c, const DriverOutcome& o, uint64_t no
     c.last_use_ns = now_ns;  // retry after another idle period
     return;
   }
-  const uint32_t ordinal = gpus_[c.gpu].info.ordinal;
+  const DeviceOrdinal ordinal = gpus_[c.gpu].ordinal;
   spdlog::info("client {} '{}' idle for {} ms: checkpointed (deep eviction)", c.id, c.name,
                (now_ns - c.last_use_ns) / 1'000'000);
   ++stats_.deep_evictions;
-  Record(shm::EventType::kCheckpoint, &c, ordinal, 0, ordinal);
+  Record(shm::EventType::kCheckpoint, &c, ordinal, 0, ordinal.value());
   c.where = Where::kCheckpointed;
   c.shadow = false;
   Unreserve(c);
@@ -338,9 +339,9 @@ void ArbiterImpl::FinishDeepEvict(Client& c, const DriverOutcome& o, uint64_t no
 
 // ---- restore of a checkpointed client (TryIssue: its swap-in target is reserved already)
 
-void ArbiterImpl::StartRestore(Client& c, uint32_t to, uint64_t now_ns) {
-  const auto from = static_cast<int>(gpus_[c.gpu].info.ordinal);
-  const auto target = static_cast<int>(gpus_[to].info.ordinal);
+void ArbiterImpl::StartRestore(Client& c, GpuIndex to, uint64_t now_ns) {
+  const DeviceOrdinal from = gpus_[c.gpu].ordinal;
+  const DeviceOrdinal target = gpus_[to].ordinal;
   c.op = DriverOp::kRestoring;
   c.op_target = to;
   if (!driver_) {
@@ -357,8 +358,8 @@ void ArbiterImpl::StartRestore(Client& c, uint32_t to, uint64_t now_ns) {
 }
 
 void ArbiterImpl::FinishRestore(Client& c, const DriverOutcome& o, uint64_t now_ns) {
-  const uint32_t to = c.op_target;
-  const uint32_t ordinal = gpus_[to].info.ordinal;
+  const GpuIndex to = c.op_target;
+  const DeviceOrdinal ordinal = gpus_[to].ordinal;
   if (o.status.code() == shm::StatusCode::kClosed) {
     Unreserve(c);
     RemoveClient(c.id, c.removal_pending.value_or(Unregister::kDied), now_ns);
@@ -375,7 +376,7 @@ void ArbiterImpl::FinishRestore(Client& c, const DriverOutcome& o, uint64_t now_
     return;
   }
   ++stats_.restores;
-  Record(shm::EventType::kCheckpoint, &c, ordinal, 1, ordinal);
+  Record(shm::EventType::kCheckpoint, &c, ordinal, 1, ordinal.value());
   spdlog::info("client {} '{}' restored onto GPU {}", c.id, c.name, ordinal);
   c.where = Where::kResident;
   c.gpu = to;
@@ -393,9 +394,9 @@ void ArbiterImpl::FinishRestore(Client& c, const DriverOutcome& o, uint64_t now_
 // the driver does not know (no CUDA state, e.g. a test's fake function) or an arbiter without
 // the checkpoint API moves by the swap-in alone.
 
-void ArbiterImpl::StartMove(Client& c, uint32_t to, uint64_t now_ns) {
-  const auto from = static_cast<int>(gpus_[c.gpu].info.ordinal);
-  const auto target = static_cast<int>(gpus_[to].info.ordinal);
+void ArbiterImpl::StartMove(Client& c, GpuIndex to, uint64_t now_ns) {
+  const DeviceOrdinal from = gpus_[c.gpu].ordinal;
+  const DeviceOrdinal target = gpus_[to].ordinal;
   const auto grace_ms = static_cast<unsigned>(
       std::chrono::duration_cast<std::chrono::milliseconds>(config_.preempt_grace).count());
   const DriverLib driver = *driver_;
@@ -434,9 +435,9 @@ void ArbiterImpl::StartMove(Client& c, uint32_t to, uint64_t now_ns) {
 }
 
 void ArbiterImpl::FinishMove(Client& c, const DriverOutcome& o, uint64_t now_ns) {
-  const uint32_t to = c.op_target;
-  const auto from_ordinal = gpus_[c.gpu].info.ordinal;
-  const auto to_ordinal = gpus_[to].info.ordinal;
+  const GpuIndex to = c.op_target;
+  const auto from_ordinal = gpus_[c.gpu].ordinal;
+  const auto to_ordinal = gpus_[to].ordinal;
   if (o.status.code() == shm::StatusCode::kClosed) {
     RemoveClient(c.id, c.removal_pending.value_or(Unregister::kDied), now_ns);
     return;
@@ -446,7 +447,7 @@ void ArbiterImpl::FinishMove(Client& c, const DriverOutcome& o, uint64_t now_ns)
     if (o.detail == kMoved) {
       ++stats_.context_moves;
       // In the event ring as a restore onto the new GPU (the checkpoint event's "restored" form).
-      Record(shm::EventType::kCheckpoint, &c, to_ordinal, 1, to_ordinal);
+      Record(shm::EventType::kCheckpoint, &c, to_ordinal, 1, to_ordinal.value());
       spdlog::info("client {} '{}': contexts moved from GPU {} to GPU {} in {} us", c.id, c.name,
                    from_ordinal, to_ordinal, o.duration_ns / 1000);
       c.gpu = to;

@@ -60,6 +60,7 @@
 #include "driver.h"
 #include "driver_worker.h"
 #include "fd_reaper.h"
+#include "gpu_ids.h"
 #include "metrics_server.h"
 #include "mps_daemons.h"
 #include "registration_intake.h"
@@ -73,6 +74,13 @@
 #include "gshare/shm/registration.h"
 
 namespace gshare::arbiter {
+
+// The event ring's and the wire's "no GPU" (shm::kNoGpu), as an ordinal.
+inline constexpr DeviceOrdinal kNoOrdinal{shm::kNoGpu};
+
+// The policy's GpuId is the arbiter's GpuIndex: PolicyConfig::gpus is built from gpus_ in order.
+inline policy::GpuId ToPolicy(GpuIndex g) { return g.value(); }
+inline GpuIndex FromPolicy(policy::GpuId g) { return GpuIndex{g}; }
 
 // Where a client's device memory is, as the arbiter knows it.
 enum class Where : uint8_t { kResident, kOut, kCheckpointed };
@@ -108,7 +116,7 @@ inline constexpr uint64_t kChannelBusyRecheckNs = 10'000'000;  // re-read a busy
 
 struct Transfer {
   shm::SwapOp op = shm::SwapOp::kNone;
-  uint32_t gpu = 0;          // index into gpus_ (target for swap-in, source for swap-out)
+  GpuIndex gpu;              // target for swap-in, source for swap-out
   bool for_policy = false;   // answer the policy with SwapDone when acknowledged
   policy::SwapKind kind = policy::SwapKind::kIn;
   bool issued = false;       // the order is in the channel (else: waiting for room)
@@ -157,16 +165,16 @@ struct Client {
   uint8_t bandwidth_demand_pct = 0;
 
   Where where = Where::kOut;
-  uint32_t gpu = 0;                           // index: where resident / last resident
+  GpuIndex gpu;                               // where resident / last resident
   bool shadow = false;  // resident although the policy believes it is not (adapter-managed)
   std::deque<Transfer> transfers;  // front: the order in flight (or waiting for room)
   // A grant the policy issued while the client was not resident on that GPU (e.g. after
   // enforcement checkpointed it): executed when the swap-in / restore completes.
-  std::optional<std::pair<uint32_t, policy::Duration>> pending_grant;
+  std::optional<std::pair<GpuIndex, policy::Duration>> pending_grant;
   bool enforce_warned = false;
 
   bool holding = false;
-  uint32_t hold_gpu = 0;
+  GpuIndex hold_gpu;
   uint64_t grant_ns = 0;
   uint64_t slice_deadline_ns = 0;
   bool preempt_sent = false;
@@ -178,16 +186,16 @@ struct Client {
   uint64_t burst_start_ns = 0;  // current burst's start as the client reported it
   bool corun_grant = false;  // its current grant joined (or formed) a co-run set
   // A co-run grant the co-run rules refused: it runs exclusively once its GPU is free
-  // (GrantDeferred), unless the policy preempts it first. (GPU index, slice.)
-  std::optional<std::pair<uint32_t, policy::Duration>> deferred_grant;
+  // (GrantDeferred), unless the policy preempts it first. (GPU, slice.)
+  std::optional<std::pair<GpuIndex, policy::Duration>> deferred_grant;
   bool hinted = false;       // told it is next in line
 
   // The lease (arbiter_lease.cc). An offer outstanding is chan.lease_offered(); lease_gpu is
-  // its GPU (index). lease_unconfirmed: holding by a lease take the policy has not granted
+  // its GPU. lease_unconfirmed: holding by a lease take the policy has not granted
   // (yet); lease_done_gpu_ns: such a burst ended before the policy's grant, which is answered
   // with its BurstEnd. lease_malformed: a revocation found a word nobody may write (the client
   // is disconnected at its next poll).
-  uint32_t lease_gpu = 0;
+  GpuIndex lease_gpu;
   bool lease_unconfirmed = false;
   std::optional<uint64_t> lease_done_gpu_ns;
   bool lease_malformed = false;
@@ -207,7 +215,7 @@ struct Client {
 
   DriverOp op = DriverOp::kNone;  // arbiter_driver.cc
   uint64_t op_job = 0;            // the DriverWorker job of `op`
-  uint32_t op_target = 0;         // kRestoring / kMoving: the GPU index it goes to
+  GpuIndex op_target;             // kRestoring / kMoving: the GPU it goes to
   // RemoveClient while `op` was in flight: the removal (with this reason) happens at its end.
   std::optional<Unregister> removal_pending;
   bool pid_watched = false;  // its pidfd is in the epoll set (kTagClientExit)
@@ -250,7 +258,7 @@ struct Orphan {
   pid_t pid = 0;
   uid_t uid = 0;
   std::string name;
-  uint32_t gpu = 0;  // index into gpus_
+  GpuIndex gpu;
   uint64_t bytes = 0;
   Unregister reason = Unregister::kMalformed;  // what disconnected it (DisconnectedAlive)
   uint64_t since_ns = 0;
@@ -261,8 +269,10 @@ struct Orphan {
 enum class OrphanRelease : uint8_t { kExited, kReRegistered, kNoDevice };
 
 // A GPU's memory accounts are in the ReservationBook (book_), not here.
+// The GPU's ordinal and memory are GpuInfo's, typed (gpu_ids.h).
 struct GpuState {
-  GpuInfo info;
+  DeviceOrdinal ordinal;
+  uint64_t memory_bytes = 0;  // total device memory
   GpuHolders holders;  // who holds the token (invariant 3)
   bool drained = false;  // gshare-ctl drain: everyone swapped out, no new residency
 };
@@ -336,7 +346,7 @@ class ArbiterImpl final : public Arbiter {
   // epoll set (false: the connection failed, nothing of it is kept); the client in the arbiter's
   // tables, the event ring and the policy.
   enum class Residency : uint8_t { kFresh, kSwappedOut, kBelievedResident, kDisbelievedResident };
-  uint32_t RegistrationGpu(const shm::RegisterRequest& req) const;
+  GpuIndex RegistrationGpu(const shm::RegisterRequest& req) const;
   void PlaceAtRegistration(Client& c, Residency r, uint64_t now_ns);
   bool ConnectClient(Client& c, Arrival& a, uint64_t now_ns);
   void Admit(std::unique_ptr<Client> c, bool reregister, uint64_t now_ns);
@@ -347,7 +357,7 @@ class ArbiterImpl final : public Arbiter {
   // Whether a resident claim (a re-registration that says it holds its memory) can be true:
   // right after this arbiter started or from a process with an orphan here, the process's first
   // claim, fitting the GPU, from a process the driver knows as a CUDA process.
-  bool BelieveResidentClaim(const Arrival& a, uint32_t g, int driver_state, uint64_t now_ns,
+  bool BelieveResidentClaim(const Arrival& a, GpuIndex g, int driver_state, uint64_t now_ns,
                             std::string* why);
   // c was disconnected as unenforceable: its uid's back-off (TenantLimits).
   void OnUnenforceable(const Client& c, uint64_t now_ns);
@@ -356,7 +366,8 @@ class ArbiterImpl final : public Arbiter {
   void OnConnectionEvent(uint32_t client_id, uint64_t now_ns);
   // `reason` is recorded as the kUnregister event's argument.
   void RemoveClient(uint32_t client_id, Unregister reason, uint64_t now_ns);
-  std::optional<uint32_t> GpuIndex(uint32_t ordinal) const;
+  // The index of the managed GPU with this ordinal (nullopt: not managed).
+  std::optional<GpuIndex> IndexOf(DeviceOrdinal ordinal) const;
 
   // ---- driver calls off the loop (arbiter_driver.cc)
   bool CanCheckpoint() const { return driver_ && driver_->can_checkpoint() && worker_; }
@@ -366,8 +377,8 @@ class ArbiterImpl final : public Arbiter {
   // checkpointed c onto GPU index `to`, or a move of swapped-out c's contexts to `to`.
   void StartEnforce(Client& c, uint64_t now_ns);
   void StartDeepEvict(Client& c, uint64_t now_ns);
-  void StartRestore(Client& c, uint32_t to, uint64_t now_ns);
-  void StartMove(Client& c, uint32_t to, uint64_t now_ns);
+  void StartRestore(Client& c, GpuIndex to, uint64_t now_ns);
+  void StartMove(Client& c, GpuIndex to, uint64_t now_ns);
   void FinishEnforce(Client& c, const DriverOutcome& o, uint64_t now_ns);
   void FinishDeepEvict(Client& c, const DriverOutcome& o, uint64_t now_ns);
   void FinishRestore(Client& c, const DriverOutcome& o, uint64_t now_ns);
@@ -400,11 +411,11 @@ class ArbiterImpl final : public Arbiter {
   // over to the orphan in the book). Whether the process has CUDA state at all is asked of the
   // driver worker afterwards (StartOrphanQuery): an orphan of a process without any is released.
   bool MaybeOrphan(Client& c, Unregister reason, uint64_t now_ns);
-  // Keeps `bytes` on GPU index `g` reserved for the live process of gone client `client_id`;
+  // Keeps `bytes` on GPU `g` reserved for the live process of gone client `client_id`;
   // `reserved`: the bytes are reserved already (a client's reservation handed over), else they
   // are added (a thawed process that holds its memory again). The orphan's id (0: not made).
   uint32_t MakeOrphan(uint32_t client_id, pid_t pid, uid_t uid, const std::string& name,
-                      uint32_t g, uint64_t bytes, Unregister reason, int pidfd, bool reserved,
+                      GpuIndex g, uint64_t bytes, Unregister reason, int pidfd, bool reserved,
                       uint64_t now_ns);
   // A registration from `pid`: releases that process's orphans (replaced by the registration's
   // own reservation) and any whose process has exited (the pid was reused). Does not issue
@@ -430,7 +441,7 @@ class ArbiterImpl final : public Arbiter {
   uint64_t OrderDeadlineNs(const Client& c) const;
   // `corun`: the policy grants c beside g's current holders (a co-run set), which the co-run
   // rules may refuse (answered as a slice that ended: the policy asks again).
-  void Grant(Client& c, uint32_t g, policy::Duration slice_us, uint64_t now_ns,
+  void Grant(Client& c, GpuIndex g, policy::Duration slice_us, uint64_t now_ns,
              bool corun = false);
   // Co-running (corun.h): the rules' view of c; why c may not join g's holders now ("" : it
   // may); a member's burst that ended after `latency_ns`, revoking g's set if it threatens c's
@@ -440,22 +451,22 @@ class ArbiterImpl final : public Arbiter {
   // (logged when its process runs at another).
   policy::FunctionSpec SpecOf(const Client& c) const;
   void AdviseShare(Client& c);
-  std::string CorunRefusal(const Client& c, uint32_t g, uint64_t now_ns) const;
-  void CheckCorunLatency(Client& c, uint32_t g, uint64_t latency_ns, uint64_t now_ns);
+  std::string CorunRefusal(const Client& c, GpuIndex g, uint64_t now_ns) const;
+  void CheckCorunLatency(Client& c, GpuIndex g, uint64_t latency_ns, uint64_t now_ns);
   // Back to exclusive slices on g: the holder that has held longest keeps it, the others are
   // asked to yield.
-  void BreakUpSet(uint32_t g, uint64_t now_ns);
+  void BreakUpSet(GpuIndex g, uint64_t now_ns);
   // Grants each refused co-run grant whose GPU has no holder any more, exclusively.
   void GrantDeferred(uint64_t now_ns);
   // Releases c's hold of its GPU's token (the arbiter's side of a yield or removal).
   void DropHold(Client& c);
   // The MPS daemons: starting them at Init (when mps_control is set), a daemon's exit, restarts.
   shm::Status StartMpsDaemons();
-  void OnMpsExit(uint32_t g, uint64_t now_ns);
+  void OnMpsExit(GpuIndex g, uint64_t now_ns);
   void RestartMpsDaemons(uint64_t now_ns);
   void Preempt(Client& c, uint64_t now_ns);
   void Enforce(Client& c, uint64_t now_ns);  // StartEnforce once no grace is left
-  void HintNext(uint32_t g);
+  void HintNext(GpuIndex g);
   bool DeepEvictable(const Client& c) const;
   // Whether c is an MPS client, whose memory stays on its GPU (docs/arbiter.md, "Co-running";
   // FunctionSpec::pinned), and `op` may not be done to it: then `what` is refused, counted in
@@ -470,47 +481,47 @@ class ArbiterImpl final : public Arbiter {
   void QueueTransfer(Client& c, Transfer t, uint64_t now_ns);
   // Every swap order goes out through here: the channel's order, its bookkeeping, its counter
   // and (`record`; else RecordOrderBegin later) its trace event.
-  void IssueOrder(Client& c, Transfer& t, uint32_t ordinal, uint64_t now_ns, bool record = true);
-  void RecordOrderBegin(const Client& c, const Transfer& t, uint32_t ordinal);
+  void IssueOrder(Client& c, Transfer& t, DeviceOrdinal ordinal, uint64_t now_ns, bool record = true);
+  void RecordOrderBegin(const Client& c, const Transfer& t, DeviceOrdinal ordinal);
   void PumpTransfers(uint64_t now_ns);
   bool TryIssue(Client& c, uint64_t now_ns);
   void CompleteTransfer(Client& c, const shm::ClientView& v, uint64_t now_ns);
-  bool MakeRoom(uint32_t g, uint64_t need, uint64_t now_ns);
-  void Reserve(Client& c, uint32_t g);
+  bool MakeRoom(GpuIndex g, uint64_t need, uint64_t now_ns);
+  void Reserve(Client& c, GpuIndex g);
   void Unreserve(Client& c);
-  // The GPU index holding c's reservation, if any (the book's word).
-  std::optional<uint32_t> ReservedOn(const Client& c) const { return book_.ClientGpu(c.id); }
-  void Record(shm::EventType type, const Client* c, uint32_t gpu, uint64_t a0 = 0,
+  // The GPU holding c's reservation, if any (the book's word).
+  std::optional<GpuIndex> ReservedOn(const Client& c) const { return book_.ClientGpu(c.id); }
+  void Record(shm::EventType type, const Client* c, DeviceOrdinal gpu, uint64_t a0 = 0,
               uint64_t a1 = 0, uint64_t a2 = 0, uint64_t a3 = 0);
-  void RecordFor(shm::EventType type, uint32_t client_id, uint32_t gpu, uint64_t a0 = 0,
+  void RecordFor(shm::EventType type, uint32_t client_id, DeviceOrdinal gpu, uint64_t a0 = 0,
                  uint64_t a1 = 0, uint64_t a2 = 0, uint64_t a3 = 0);
 
   // ---- the sole tenant's lease (arbiter_lease.cc; docs/arbiter.md, "The lease")
   // After c released GPU g at the end of a burst with nobody else wanting g: offers c its next
   // grant in advance if nothing is pending for it. True if offered.
-  bool MaybeOfferLease(Client& c, uint32_t g, const shm::ClientView& v, uint64_t now_ns);
+  bool MaybeOfferLease(Client& c, GpuIndex g, const shm::ClientView& v, uint64_t now_ns);
   // Top of PollClient: adopts a take of c's lease (re-reading `view`), disconnects a client
   // that scribbled on it, preempts a lease holder the policy did not grant. False: c is gone.
   bool PollLease(Client& c, shm::Result<shm::ClientView>& view, uint64_t now_ns);
   // Withdraws c's offer; a take that won the race is adopted (c then holds its GPU).
   void RevokeLease(Client& c, uint64_t now_ns);
   // Withdraws every offer on GPU g except c's own (someone else may compete for g).
-  void RevokeLeasesOn(uint32_t g, const Client* except, uint64_t now_ns);
+  void RevokeLeasesOn(GpuIndex g, const Client* except, uint64_t now_ns);
   // Before c's burst starts with the policy (c asked the normal way): withdraws c's own stale
   // offer and the offers on c's GPU. False if c took its lease meanwhile (it holds now).
   bool LeaseBeforeBurst(Client& c, uint64_t now_ns);
   // At the top of Grant(c, g): confirms a lease holder's grant, answers a lease burst that
   // already ended, or refuses a grant on a GPU a lease holder took. True: handled.
-  bool LeaseBeforeGrant(Client& c, uint32_t g, policy::Duration slice_us, uint64_t now_ns);
+  bool LeaseBeforeGrant(Client& c, GpuIndex g, policy::Duration slice_us, uint64_t now_ns);
   // c released a grant it took by lease before the policy granted it: no policy event now.
   void ReleaseUnconfirmedLease(Client& c, const shm::ClientView& v, uint64_t now_ns);
   void AdoptLease(Client& c, uint64_t now_ns);
 
   // ---- telemetry hooks (arbiter_telemetry.cc), called where the events happen
   void OnBurstStart(Client& c, uint64_t start_ns);
-  void OnGranted(Client& c, uint32_t g, uint64_t now_ns);
-  void OnReleased(Client& c, uint32_t g, uint64_t now_ns, bool burst_ended, uint64_t end_ns);
-  void OnSwapDone(Client& c, uint32_t g, shm::SwapOp op, bool ok, uint64_t bytes,
+  void OnGranted(Client& c, GpuIndex g, uint64_t now_ns);
+  void OnReleased(Client& c, GpuIndex g, uint64_t now_ns, bool burst_ended, uint64_t end_ns);
+  void OnSwapDone(Client& c, GpuIndex g, shm::SwapOp op, bool ok, uint64_t bytes,
                   uint64_t duration_ns);
   std::string MetricsText(uint64_t now_ns);
 
@@ -522,7 +533,7 @@ class ArbiterImpl final : public Arbiter {
   // The instances of each function (clients with the same name), warm ones first: what a
   // platform's router needs to prefer an instance that will not wait for its memory.
   nlohmann::json InstancesJson() const;
-  nlohmann::json Drain(uint32_t g, bool drain, uint64_t now_ns);
+  nlohmann::json Drain(GpuIndex g, bool drain, uint64_t now_ns);
   nlohmann::json Evict(Client& c, uint64_t now_ns);
   nlohmann::json SetSlo(Client& c, uint32_t slo_ms, uint64_t now_ns);
   void EnforceDrains(uint64_t now_ns);
@@ -537,7 +548,7 @@ class ArbiterImpl final : public Arbiter {
   ArbiterConfig config_;
   // First among the members: destroyed last, after everything that hands it objects.
   FdReaper reaper_;
-  std::vector<GpuState> gpus_;
+  ByGpu<GpuState> gpus_;
   ReservationBook book_;  // memory promised on each GPU (invariants 1, 2, 6)
   CorunBook corun_;       // co-run sets' rules and back-offs (corun.h)
   DeadlineQueue deadlines_;  // timed work by client (deadline_queue.h, arbiter_deadlines.cc)
@@ -568,7 +579,7 @@ class ArbiterImpl final : public Arbiter {
     pid_t pid = 0;
     uid_t uid = 0;
     std::string name;
-    uint32_t gpu = 0;
+    GpuIndex gpu;
     uint64_t bytes = 0;
     Unregister reason = Unregister::kClean;
     shm::UniqueFd pidfd;

@@ -30,8 +30,8 @@ std::string ArbiterImpl::CheckInvariants() const {
     // 7: its fields are a state of the diagram.
     fail(CheckClientState(*c));
     // 3: a holder is its GPU's holder.
-    if (c->holding && (c->hold_gpu >= gpus_.size() || !gpus_[c->hold_gpu].holders.Holds(id)))
-      fail("client " + std::to_string(id) + " holds GPU index " + std::to_string(c->hold_gpu) +
+    if (c->holding && (!gpus_.contains(c->hold_gpu) || !gpus_[c->hold_gpu].holders.Holds(id)))
+      fail("client " + std::to_string(id) + " holds GPU index " + std::to_string(c->hold_gpu.value()) +
            " whose holders do not include it");
     // 4: at most one swap order in flight, and only the front one.
     for (size_t i = 1; i < c->transfers.size(); ++i)
@@ -55,9 +55,9 @@ std::string ArbiterImpl::CheckInvariants() const {
     fail("the reservation book holds " + std::to_string(book_.orphans()) + " orphans, the arbiter " +
          std::to_string(orphans_.size()));
   // 3: the holders are clients that hold it; several only as a co-run set the rules allow.
-  for (uint32_t g = 0; g < gpus_.size(); ++g) {
+  for (const GpuIndex g : gpus_.indices()) {
     const GpuState& gpu = gpus_[g];
-    const std::string name = "GPU " + std::to_string(gpu.info.ordinal);
+    const std::string name = "GPU " + std::to_string(gpu.ordinal.value());
     std::vector<CorunMember> members;
     for (uint32_t hid : gpu.holders.ids()) {
       const auto it = clients_.find(hid);

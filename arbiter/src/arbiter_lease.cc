@@ -29,7 +29,7 @@ constexpr uint64_t kLeaseRevokeLost = 3;
 
 }  // namespace
 
-bool ArbiterImpl::MaybeOfferLease(Client& c, uint32_t g, const shm::ClientView& v, uint64_t now_ns) {
+bool ArbiterImpl::MaybeOfferLease(Client& c, GpuIndex g, const shm::ClientView& v, uint64_t now_ns) {
   if (!config_.lease || stopping_ || c.chan.lease_offered() || c.holding || c.lease_malformed)
     return false;
   if (v.in_burst || v.state != shm::ClientTokenState::kIdle) return false;
@@ -37,9 +37,9 @@ bool ArbiterImpl::MaybeOfferLease(Client& c, uint32_t g, const shm::ClientView& 
     return false;
   if (c.where != Where::kResident || c.gpu != g || ReservedOn(c) != g) return false;
   if (gpus_[g].drained || !gpus_[g].holders.empty()) return false;
-  const uint32_t ordinal = gpus_[g].info.ordinal;
+  const DeviceOrdinal ordinal = gpus_[g].ordinal;
   const uint32_t seq =
-      c.chan.OfferLease(ordinal, static_cast<uint64_t>(config_.slice.count()), now_ns);
+      c.chan.OfferLease(ordinal.value(), static_cast<uint64_t>(config_.slice.count()), now_ns);
   c.lease_gpu = g;
   ++stats_.lease_offers;
   spdlog::debug("client {}: offered a lease (grant {}) on GPU {}", c.id, seq, ordinal);
@@ -48,9 +48,9 @@ bool ArbiterImpl::MaybeOfferLease(Client& c, uint32_t g, const shm::ClientView& 
 }
 
 void ArbiterImpl::AdoptLease(Client& c, uint64_t now_ns) {
-  const uint32_t g = c.lease_gpu;
+  const GpuIndex g = c.lease_gpu;
   GpuState& gpu = gpus_[g];
-  const uint32_t ordinal = gpu.info.ordinal;
+  const DeviceOrdinal ordinal = gpu.ordinal;
   if (const uint32_t other = gpu.holders.Other(c.id); other != 0)  // grants revoke first: a bug
     spdlog::error("client {} took its lease on GPU {} while client {} holds it", c.id, ordinal,
                   other);
@@ -81,7 +81,7 @@ void ArbiterImpl::AdoptLease(Client& c, uint64_t now_ns) {
     c.burst_number = v.ok() ? v->bursts_started : c.burst_number + 1;
     c.burst_outstanding = true;
     c.deadline_ns = taken_ns + uint64_t{c.slo_ms} * 1'000'000;
-    Record(shm::EventType::kBurstStart, &c, shm::kNoGpu, taken_ns);
+    Record(shm::EventType::kBurstStart, &c, kNoOrdinal, taken_ns);
     OnBurstStart(c, taken_ns);
   }
   OnGranted(c, g, taken_ns);
@@ -125,7 +125,7 @@ bool ArbiterImpl::PollLease(Client& c, shm::Result<shm::ClientView>& view, uint6
 
 void ArbiterImpl::RevokeLease(Client& c, uint64_t now_ns) {
   if (!c.chan.lease_offered()) return;
-  const uint32_t ordinal = gpus_[c.lease_gpu].info.ordinal;
+  const DeviceOrdinal ordinal = gpus_[c.lease_gpu].ordinal;
   const uint32_t seq = c.chan.lease_seq();
   switch (c.chan.RevokeLease()) {
     case shm::LeaseStatus::kNone:
@@ -147,7 +147,7 @@ void ArbiterImpl::RevokeLease(Client& c, uint64_t now_ns) {
   }
 }
 
-void ArbiterImpl::RevokeLeasesOn(uint32_t g, const Client* except, uint64_t now_ns) {
+void ArbiterImpl::RevokeLeasesOn(GpuIndex g, const Client* except, uint64_t now_ns) {
   std::vector<uint32_t> ids;
   for (const auto& [id, o] : clients_)
     if (o.get() != except && o->chan.lease_offered() && o->lease_gpu == g) ids.push_back(id);
@@ -162,7 +162,7 @@ bool ArbiterImpl::LeaseBeforeBurst(Client& c, uint64_t now_ns) {
   return true;
 }
 
-bool ArbiterImpl::LeaseBeforeGrant(Client& c, uint32_t g, policy::Duration slice_us,
+bool ArbiterImpl::LeaseBeforeGrant(Client& c, GpuIndex g, policy::Duration slice_us,
                                    uint64_t now_ns) {
   RevokeLease(c, now_ns);  // an offer never stands beside a grant
   if (c.holding && c.lease_unconfirmed) {
@@ -170,7 +170,7 @@ bool ArbiterImpl::LeaseBeforeGrant(Client& c, uint32_t g, policy::Duration slice
     c.lease_unconfirmed = false;
     if (g != c.hold_gpu)
       spdlog::error("policy granted GPU {} to client {} which holds GPU {} by its lease",
-                    gpus_[g].info.ordinal, c.id, gpus_[c.hold_gpu].info.ordinal);
+                    gpus_[g].ordinal, c.id, gpus_[c.hold_gpu].ordinal);
     const uint64_t slice_ns = slice_us > 0 ? static_cast<uint64_t>(slice_us) * 1000
                                            : static_cast<uint64_t>(config_.slice.count());
     c.slice_deadline_ns = now_ns + slice_ns;
@@ -181,7 +181,7 @@ bool ArbiterImpl::LeaseBeforeGrant(Client& c, uint32_t g, policy::Duration slice
     const uint64_t gpu_ns = *c.lease_done_gpu_ns;
     c.lease_done_gpu_ns.reset();
     c.burst_outstanding = false;
-    Deliver(now_ns, policy::BurstEnd{c.fid, g, std::max<policy::Duration>(
+    Deliver(now_ns, policy::BurstEnd{c.fid, ToPolicy(g), std::max<policy::Duration>(
                                                     1, static_cast<policy::Duration>(gpu_ns / 1000))});
     // Its next burst may have begun meanwhile and asked while this one was outstanding (a
     // client waiting to be swapped in asks once): started now, or it would wait for ever.
@@ -200,8 +200,8 @@ bool ArbiterImpl::LeaseBeforeGrant(Client& c, uint32_t g, policy::Duration slice
       // A lease take won the race with this grant (the policy learns of it in the BurstStart
       // queued just now): the grant is answered as a slice that ended, and is asked again.
       spdlog::debug("client {}: grant on GPU {} deferred: client {} took its lease", c.id,
-                    gpus_[g].info.ordinal, h);
-      Deliver(now_ns, policy::SliceExpired{c.fid, g});
+                    gpus_[g].ordinal, h);
+      Deliver(now_ns, policy::SliceExpired{c.fid, ToPolicy(g)});
       return true;
     }
   }
@@ -217,7 +217,7 @@ void ArbiterImpl::ReleaseUnconfirmedLease(Client& c, const shm::ClientView& v, u
   const uint64_t gpu_ns = v.burst_gpu_time_ns != 0 ? v.burst_gpu_time_ns : now_ns - c.grant_ns;
   c.lease_done_gpu_ns = gpu_ns;
   if (v.burst_end_ns != 0)
-    Record(shm::EventType::kBurstEnd, &c, gpus_[c.hold_gpu].info.ordinal, v.burst_end_ns, gpu_ns);
+    Record(shm::EventType::kBurstEnd, &c, gpus_[c.hold_gpu].ordinal, v.burst_end_ns, gpu_ns);
 }
 
 }  // namespace gshare::arbiter

@@ -83,13 +83,14 @@ ArbiterImpl::ArbiterImpl(ArbiterConfig config, std::vector<GpuInfo> gpus)
   std::vector<uint64_t> usable;
   for (const auto& g : gpus) {
     GpuState st;
-    st.info = g;
-    gpus_.push_back(st);
+    st.ordinal = DeviceOrdinal{g.ordinal};
+    st.memory_bytes = g.memory_bytes;
+    gpus_.push_back(std::move(st));
     usable.push_back(g.memory_bytes - config_.memory_reserve_bytes);
   }
   book_ = ReservationBook(std::move(usable));
-  std::vector<uint32_t> ordinals;
-  for (const auto& g : gpus_) ordinals.push_back(g.info.ordinal);
+  std::vector<DeviceOrdinal> ordinals;
+  for (const auto& g : gpus_) ordinals.push_back(g.ordinal);
   corun_ = CorunBook(config_.corun, ordinals);
   limits_ = TenantLimits({config_.max_clients_per_uid, config_.max_clients_per_pid,
                           config_.registration_rate_per_uid, config_.mps_terminations_per_uid,
@@ -102,11 +103,11 @@ shm::Status ArbiterImpl::Init(bool handle_signals) {
   epoch_ = (static_cast<uint64_t>(rd()) << 32 | rd()) | 1;
 
   for (uint32_t ordinal : config_.corun.gpus)
-    if (!GpuIndex(ordinal))
+    if (!IndexOf(DeviceOrdinal{ordinal}))
       return shm::Status(shm::StatusCode::kInvalidArgument,
                          "corun_gpus: GPU " + std::to_string(ordinal) + " is not managed (gpus)");
   policy::PolicyConfig pc;
-  for (uint32_t g = 0; g < book_.gpus(); ++g) {
+  for (const GpuIndex g : book_.gpus()) {
     policy::GpuSpec spec;
     spec.memory_bytes = book_.usable(g);
     spec.corun = corun_.Enabled(g);
@@ -210,9 +211,9 @@ shm::Status ArbiterImpl::Init(bool handle_signals) {
 
   const uint64_t now = NowNs();
   Deliver(now, policy::Started{});
-  for (uint32_t g = 0; g < gpus_.size(); ++g)
-    spdlog::info("managing GPU {}: {} ({} usable)", gpus_[g].info.ordinal,
-                 FormatByteSize(gpus_[g].info.memory_bytes), FormatByteSize(book_.usable(g)));
+  for (const GpuIndex g : gpus_.indices())
+    spdlog::info("managing GPU {}: {} ({} usable)", gpus_[g].ordinal,
+                 FormatByteSize(gpus_[g].memory_bytes), FormatByteSize(book_.usable(g)));
   spdlog::info("arbiter epoch {:#x} listening on {} with policy '{}', slice {} us; control "
                "socket {}",
                epoch_, intake_->path(), policy_->name(),
@@ -387,7 +388,7 @@ shm::Status ArbiterImpl::Run() {
           OnClientExit(id, now);
           break;
         case kTagMps:
-          OnMpsExit(id, now);
+          OnMpsExit(GpuIndex{id}, now);
           break;
         case kTagSignal:
           OnSignal();
@@ -445,7 +446,7 @@ shm::Status ArbiterImpl::Run() {
                stats_.registrations, stats_.grants, stats_.swap_ins, stats_.swap_outs);
   for (const auto& [id, o] : orphans_)  // still alive and holding memory: the summary says so
     spdlog::warn("orphan {} of client {} '{}' (pid {}) still holds {} on GPU {}", o.id,
-                 o.client_id, o.name, o.pid, FormatByteSize(o.bytes), gpus_[o.gpu].info.ordinal);
+                 o.client_id, o.name, o.pid, FormatByteSize(o.bytes), gpus_[o.gpu].ordinal);
   return {};
 }
 
@@ -455,11 +456,11 @@ ArbiterStats ArbiterImpl::stats() const {
   s.policy_entries = policy_ ? policy_->tracked_entries() : 0;
   s.tracked_uids = limits_.tracked_uids();
   s.gpus.clear();
-  for (uint32_t i = 0; i < gpus_.size(); ++i) {
+  for (const GpuIndex i : gpus_.indices()) {
     const GpuState& g = gpus_[i];
     uint32_t orphans = 0;
     for (const auto& [id, o] : orphans_) orphans += o.gpu == i ? 1 : 0;
-    s.gpus.push_back({g.info.ordinal, book_.usable(i), book_.reserved(i), book_.peak_reserved(i),
+    s.gpus.push_back({g.ordinal.value(), book_.usable(i), book_.reserved(i), book_.peak_reserved(i),
                       book_.overshoot_events(i), book_.orphaned(i), orphans});
   }
   return s;

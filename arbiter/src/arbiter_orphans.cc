@@ -66,7 +66,7 @@ const char* ReleaseName(OrphanRelease why) {
 bool ArbiterImpl::MaybeOrphan(Client& c, Unregister reason, uint64_t now_ns) {
   if (stopping_ || !DisconnectedAlive(reason)) return false;  // leaving, died, or shutdown
   if (!ReservedOn(c)) return false;  // swapped out or checkpointed: it holds no device memory
-  const uint32_t ordinal = gpus_[*ReservedOn(c)].info.ordinal;
+  const DeviceOrdinal ordinal = gpus_[*ReservedOn(c)].ordinal;
   if (c.conn.pidfd() < 0) {
     spdlog::warn("client {} '{}' (pid {}) disconnected alive; without a pidfd (kernel < 6.5) "
                  "its reservation of {} on GPU {} is released now although it may still hold "
@@ -80,7 +80,7 @@ bool ArbiterImpl::MaybeOrphan(Client& c, Unregister reason, uint64_t now_ns) {
 }
 
 uint32_t ArbiterImpl::MakeOrphan(uint32_t client_id, pid_t pid, uid_t uid, const std::string& name,
-                                 uint32_t g, uint64_t bytes, Unregister reason, int pidfd,
+                                 GpuIndex g, uint64_t bytes, Unregister reason, int pidfd,
                                  bool reserved, uint64_t now_ns) {
   ++stats_.orphans_created;
   Orphan o;
@@ -112,8 +112,8 @@ uint32_t ArbiterImpl::MakeOrphan(uint32_t client_id, pid_t pid, uid_t uid, const
                "device memory: its {} on GPU {} stay reserved as orphan {} until it exits or "
                "registers again",
                client_id, name, pid, UnregisterName(reason), stopped ? " (stopped)" : "",
-               FormatByteSize(o.bytes), gpu.info.ordinal, o.id);
-  RecordFor(shm::EventType::kReservation, client_id, gpu.info.ordinal, book_.reserved(g), o.bytes);
+               FormatByteSize(o.bytes), gpu.ordinal, o.id);
+  RecordFor(shm::EventType::kReservation, client_id, gpu.ordinal, book_.reserved(g), o.bytes);
   const uint32_t id = o.id;
   const int watched = o.pidfd.get();
   orphans_.emplace(id, std::move(o));
@@ -167,9 +167,9 @@ void ArbiterImpl::ReleaseOrphan(uint32_t orphan_id, OrphanRelease why, uint64_t 
       break;
   }
   spdlog::info("orphan {} of client {} '{}' (pid {}): {} on GPU {} released after {} ms: {}",
-               o.id, o.client_id, o.name, o.pid, FormatByteSize(o.bytes), gpu.info.ordinal,
+               o.id, o.client_id, o.name, o.pid, FormatByteSize(o.bytes), gpu.ordinal,
                (now_ns - std::min(now_ns, o.since_ns)) / 1'000'000, ReleaseName(why));
-  RecordFor(shm::EventType::kReservation, o.client_id, gpu.info.ordinal, book_.reserved(o.gpu), 0);
+  RecordFor(shm::EventType::kReservation, o.client_id, gpu.ordinal, book_.reserved(o.gpu), 0);
   orphans_.erase(it);
   if (pump) PumpTransfers(now_ns);  // a swap-in waiting for room may fit now
 }
@@ -182,7 +182,7 @@ nlohmann::json ArbiterImpl::OrphansJson(uint64_t now_ns) const {
                     {"function", o.name},
                     {"pid", o.pid},
                     {"uid", o.uid},
-                    {"gpu", gpus_[o.gpu].info.ordinal},
+                    {"gpu", gpus_[o.gpu].ordinal.value()},
                     {"bytes", o.bytes},
                     {"reason", UnregisterName(o.reason)},
                     {"since_s_ago", static_cast<double>(now_ns - std::min(now_ns, o.since_ns)) / 1e9}});

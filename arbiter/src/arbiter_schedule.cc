@@ -46,7 +46,7 @@ constexpr uint64_t kSwapInRetryMaxNs = 2'000'000'000;
 // Whether some client with an outstanding burst waits for GPU g's token: resident there, or
 // being made resident there (a swap-in or a grant pending on g). A client waiting for another
 // GPU is no reason to cut g's holder short.
-bool SomeoneWaitsFor(const std::map<uint32_t, std::unique_ptr<Client>>& clients, uint32_t g) {
+bool SomeoneWaitsFor(const std::map<uint32_t, std::unique_ptr<Client>>& clients, GpuIndex g) {
   for (const auto& [id, c] : clients) {
     if (!c->burst_outstanding || c->holding) continue;
     if (c->where == Where::kResident && c->gpu == g && c->transfers.empty()) return true;
@@ -71,19 +71,19 @@ bool SoleTenant(const std::map<uint32_t, std::unique_ptr<Client>>& clients, cons
 
 }  // namespace
 
-void ArbiterImpl::Record(shm::EventType type, const Client* c, uint32_t gpu, uint64_t a0,
+void ArbiterImpl::Record(shm::EventType type, const Client* c, DeviceOrdinal gpu, uint64_t a0,
                          uint64_t a1, uint64_t a2, uint64_t a3) {
   RecordFor(type, c != nullptr ? c->id : 0, gpu, a0, a1, a2, a3);
 }
 
-void ArbiterImpl::RecordFor(shm::EventType type, uint32_t client_id, uint32_t gpu, uint64_t a0,
+void ArbiterImpl::RecordFor(shm::EventType type, uint32_t client_id, DeviceOrdinal gpu, uint64_t a0,
                             uint64_t a1, uint64_t a2, uint64_t a3) {
   if (!ring_) return;
   shm::Event e;
   e.timestamp_ns = NowNs();
   e.type = type;
   e.client_id = client_id;
-  e.gpu = gpu;
+  e.gpu = gpu.value();
   e.args = {a0, a1, a2, a3};
   ring_->Append(e);
 }
@@ -94,10 +94,10 @@ void ArbiterImpl::Deliver(uint64_t now_ns, policy::EventBody body) {
   if (auto* reg = std::get_if<policy::FunctionRegistered>(&body)) {
     const Client* c = ByFid(reg->function);
     if (c != nullptr && c->mps_share != 0) {
-      reg->state_on = c->gpu;  // pinned: bound to its GPU's MPS server, resident or not
+      reg->state_on = ToPolicy(c->gpu);  // pinned: bound to its GPU's MPS server, resident or not
     } else if (c != nullptr && c->where == Where::kResident && c->shadow && ReservedOn(*c) &&
                c->transfers.empty()) {
-      reg->state_on = *ReservedOn(*c);
+      reg->state_on = ToPolicy(*ReservedOn(*c));
     }
   }
   pending_events_.emplace_back(now_ns, std::move(body));
@@ -130,13 +130,13 @@ void ArbiterImpl::Execute(uint64_t now_ns, const policy::ActionList& actions) {
         // Nothing of the policy's model is left on the GPU: lazily kept shadows leave it too.
         spdlog::debug("policy: release gpu {}", a.gpu);
         for (auto& [id, other] : clients_) {
-          if (other->shadow && other->where == Where::kResident && other->gpu == a.gpu &&
+          if (other->shadow && other->where == Where::kResident && other->gpu == FromPolicy(a.gpu) &&
               !other->holding && other->transfers.empty())
-            QueueTransfer(*other, {shm::SwapOp::kSwapOut, a.gpu, false, policy::SwapKind::kOut}, now_ns);
+            QueueTransfer(*other, {shm::SwapOp::kSwapOut, FromPolicy(a.gpu), false, policy::SwapKind::kOut}, now_ns);
         }
         break;
       case policy::ActionKind::kSwapIn:
-        if (c != nullptr) QueueTransfer(*c, {shm::SwapOp::kSwapIn, a.gpu, true, policy::SwapKind::kIn}, now_ns);
+        if (c != nullptr) QueueTransfer(*c, {shm::SwapOp::kSwapIn, FromPolicy(a.gpu), true, policy::SwapKind::kIn}, now_ns);
         break;
       case policy::ActionKind::kSwapOut:
       case policy::ActionKind::kDeepEvict: {
@@ -150,7 +150,7 @@ void ArbiterImpl::Execute(uint64_t now_ns, const policy::ActionList& actions) {
                          out ? "the policy's swap-out" : "the policy's deep eviction")) {
           // Answered as a swap-out that failed: it stays resident, the policy believes it off.
           c->shadow = true;
-          Deliver(now_ns, policy::SwapDone{c->fid, c->gpu, kind, 0, 0});
+          Deliver(now_ns, policy::SwapDone{c->fid, ToPolicy(c->gpu), kind, 0, 0});
         } else if (c->where == Where::kResident && !c->holding && c->transfers.empty() &&
                    ReservedOn(*c) == c->gpu && !gpus_[c->gpu].drained) {
           // Lazy: the policy's model frees the memory now; the vGPU stays resident as a shadow
@@ -158,15 +158,15 @@ void ArbiterImpl::Execute(uint64_t now_ns, const policy::ActionList& actions) {
           // the policy brings back before that costs no copy at all.
           c->shadow = true;
           spdlog::debug("client {}: policy {} kept resident as a shadow on GPU {}", c->id,
-                        policy::ActionKindName(a.kind), gpus_[c->gpu].info.ordinal);
-          Deliver(now_ns, policy::SwapDone{c->fid, c->gpu, kind, 0, 0});
+                        policy::ActionKindName(a.kind), gpus_[c->gpu].ordinal);
+          Deliver(now_ns, policy::SwapDone{c->fid, ToPolicy(c->gpu), kind, 0, 0});
         } else {
           QueueTransfer(*c, {shm::SwapOp::kSwapOut, c->gpu, true, kind}, now_ns);
         }
         break;
       }
       case policy::ActionKind::kGrant:
-        if (c != nullptr) Grant(*c, a.gpu, a.slice, now_ns, a.corun);
+        if (c != nullptr) Grant(*c, FromPolicy(a.gpu), a.slice, now_ns, a.corun);
         break;
       case policy::ActionKind::kPreempt:
         if (c != nullptr) Preempt(*c, now_ns);
@@ -178,15 +178,15 @@ void ArbiterImpl::Execute(uint64_t now_ns, const policy::ActionList& actions) {
   }
 }
 
-void ArbiterImpl::Reserve(Client& c, uint32_t g) {
+void ArbiterImpl::Reserve(Client& c, GpuIndex g) {
   if (!book_.ReserveClient(c.id, g, c.quota)) return;  // it has one already
-  Record(shm::EventType::kReservation, &c, gpus_[g].info.ordinal, book_.reserved(g), c.quota);
+  Record(shm::EventType::kReservation, &c, gpus_[g].ordinal, book_.reserved(g), c.quota);
 }
 
 void ArbiterImpl::Unreserve(Client& c) {
   const auto g = ReservedOn(c);
   if (!g || !book_.ReleaseClient(c.id)) return;
-  Record(shm::EventType::kReservation, &c, gpus_[*g].info.ordinal, book_.reserved(*g), 0);
+  Record(shm::EventType::kReservation, &c, gpus_[*g].ordinal, book_.reserved(*g), 0);
 }
 
 void ArbiterImpl::QueueTransfer(Client& c, Transfer t, uint64_t now_ns) {
@@ -207,7 +207,7 @@ void ArbiterImpl::PumpTransfers(uint64_t now_ns) {
   }
 }
 
-bool ArbiterImpl::MakeRoom(uint32_t g, uint64_t need, uint64_t now_ns) {
+bool ArbiterImpl::MakeRoom(GpuIndex g, uint64_t need, uint64_t now_ns) {
   const GpuState& gpu = gpus_[g];
   uint64_t freeing = 0;
   std::vector<Client*> candidates;
@@ -236,7 +236,7 @@ bool ArbiterImpl::MakeRoom(uint32_t g, uint64_t need, uint64_t now_ns) {
   bool issued = false;
   for (Client* v : candidates) {
     if (free_now + freeing >= need) break;
-    spdlog::debug("evicting idle client {} from GPU {} to make room", v->id, gpu.info.ordinal);
+    spdlog::debug("evicting idle client {} from GPU {} to make room", v->id, gpu.ordinal);
     QueueTransfer(*v, {shm::SwapOp::kSwapOut, g, false, policy::SwapKind::kOut}, now_ns);
     freeing += v->quota;
     issued = true;
@@ -257,14 +257,14 @@ bool ArbiterImpl::TryIssue(Client& c, uint64_t now_ns) {
                             : PinnedOp::kOffItsGpu;
     const std::string what =
         t.op == shm::SwapOp::kSwapIn
-            ? "a move to GPU " + std::to_string(gpus_[t.gpu].info.ordinal)
+            ? "a move to GPU " + std::to_string(gpus_[t.gpu].ordinal.value())
             : (op == PinnedOp::kSwapInPlace ? "a swap-out" : "a deep eviction's swap-out");
     if (RefusePinned(c, op, what)) {
       const Transfer refused = t;
       c.transfers.pop_front();
       if (refused.op == shm::SwapOp::kSwapOut && refused.for_policy) {
         c.shadow = true;  // as a swap-out that failed: it stays, the policy believes it off
-        Deliver(now_ns, policy::SwapDone{c.fid, refused.gpu, refused.kind, 0, 0});
+        Deliver(now_ns, policy::SwapDone{c.fid, ToPolicy(refused.gpu), refused.kind, 0, 0});
       } else if (refused.op == shm::SwapOp::kSwapIn && c.pending_grant &&
                  c.pending_grant->first == refused.gpu) {
         c.pending_grant.reset();
@@ -274,7 +274,7 @@ bool ArbiterImpl::TryIssue(Client& c, uint64_t now_ns) {
       return TryIssue(c, now_ns);
     }
   }
-  const uint32_t ordinal = gpus_[t.gpu].info.ordinal;
+  const DeviceOrdinal ordinal = gpus_[t.gpu].ordinal;
   if (t.op == shm::SwapOp::kSwapOut) {
     RevokeLease(c, now_ns);  // no offer stands beside an order (a take is adopted: holding)
     if (c.holding) return false;  // swapped out once it yields
@@ -282,10 +282,10 @@ bool ArbiterImpl::TryIssue(Client& c, uint64_t now_ns) {
       const Transfer done = t;
       c.transfers.pop_front();
       if (done.for_policy)
-        Deliver(now_ns, policy::SwapDone{c.fid, done.gpu, done.kind, 0, 0});
+        Deliver(now_ns, policy::SwapDone{c.fid, ToPolicy(done.gpu), done.kind, 0, 0});
       return TryIssue(c, now_ns);
     }
-    IssueOrder(c, t, gpus_[c.gpu].info.ordinal, now_ns);
+    IssueOrder(c, t, gpus_[c.gpu].ordinal, now_ns);
     return true;
   }
   // Swap-in to t.gpu.
@@ -296,7 +296,7 @@ bool ArbiterImpl::TryIssue(Client& c, uint64_t now_ns) {
     const Transfer done = t;
     c.transfers.pop_front();
     if (done.for_policy) c.shadow = false;
-    if (done.for_policy) Deliver(now_ns, policy::SwapDone{c.fid, done.gpu, policy::SwapKind::kIn, 0, 0});
+    if (done.for_policy) Deliver(now_ns, policy::SwapDone{c.fid, ToPolicy(done.gpu), policy::SwapKind::kIn, 0, 0});
     if (c.pending_grant && c.pending_grant->first == done.gpu) {
       const auto pg = *c.pending_grant;
       c.pending_grant.reset();
@@ -336,16 +336,16 @@ bool ArbiterImpl::TryIssue(Client& c, uint64_t now_ns) {
   return true;
 }
 
-void ArbiterImpl::IssueOrder(Client& c, Transfer& t, uint32_t ordinal, uint64_t now_ns,
+void ArbiterImpl::IssueOrder(Client& c, Transfer& t, DeviceOrdinal ordinal, uint64_t now_ns,
                              bool record) {
-  t.order_seq = c.chan.IssueSwapOrder(t.op, ordinal, now_ns);
+  t.order_seq = c.chan.IssueSwapOrder(t.op, ordinal.value(), now_ns);
   t.issued = true;
   t.issued_ns = now_ns;
   ++(t.op == shm::SwapOp::kSwapIn ? stats_.swap_ins : stats_.swap_outs);
   if (record) RecordOrderBegin(c, t, ordinal);
 }
 
-void ArbiterImpl::RecordOrderBegin(const Client& c, const Transfer& t, uint32_t ordinal) {
+void ArbiterImpl::RecordOrderBegin(const Client& c, const Transfer& t, DeviceOrdinal ordinal) {
   Record(t.op == shm::SwapOp::kSwapIn ? shm::EventType::kSwapInBegin : shm::EventType::kSwapOutBegin,
          &c, ordinal, t.order_seq, c.quota);
 }
@@ -354,7 +354,7 @@ void ArbiterImpl::CompleteTransfer(Client& c, const shm::ClientView& v, uint64_t
   const Transfer t = c.transfers.front();
   c.transfers.pop_front();
   const bool ok = v.ack_status == shm::SwapAckStatus::kOk;
-  const uint32_t ordinal = gpus_[t.gpu].info.ordinal;
+  const DeviceOrdinal ordinal = gpus_[t.gpu].ordinal;
   OnSwapDone(c, t.gpu, t.op, ok, v.ack_bytes_moved, v.ack_duration_ns);
   if (t.op == shm::SwapOp::kSwapOut) {
     Record(shm::EventType::kSwapOutEnd, &c, ordinal, t.order_seq, v.ack_bytes_moved,
@@ -395,7 +395,7 @@ void ArbiterImpl::CompleteTransfer(Client& c, const shm::ClientView& v, uint64_t
                 t.op == shm::SwapOp::kSwapOut ? "swap-out" : "swap-in",
                 FormatByteSize(v.ack_bytes_moved), v.ack_duration_ns / 1000);
   if (t.for_policy)
-    Deliver(now_ns, policy::SwapDone{c.fid, t.gpu, t.kind, v.ack_bytes_moved, ToUs(v.ack_duration_ns)});
+    Deliver(now_ns, policy::SwapDone{c.fid, ToPolicy(t.gpu), t.kind, v.ack_bytes_moved, ToUs(v.ack_duration_ns)});
   if (t.op == shm::SwapOp::kSwapIn && ok && c.pending_grant && c.pending_grant->first == t.gpu) {
     const auto pg = *c.pending_grant;
     c.pending_grant.reset();
@@ -406,7 +406,7 @@ void ArbiterImpl::CompleteTransfer(Client& c, const shm::ClientView& v, uint64_t
   PumpTransfers(now_ns);
 }
 
-void ArbiterImpl::Grant(Client& c, uint32_t g, policy::Duration slice_us, uint64_t now_ns,
+void ArbiterImpl::Grant(Client& c, GpuIndex g, policy::Duration slice_us, uint64_t now_ns,
                         bool corun) {
   if (LeaseBeforeGrant(c, g, slice_us, now_ns)) return;  // arbiter_lease.cc
   if (stopping_ || c.holding) return;
@@ -422,14 +422,14 @@ void ArbiterImpl::Grant(Client& c, uint32_t g, policy::Duration slice_us, uint64
   if (const uint32_t other = gpus_[g].holders.Other(c.id); other != 0) {
     if (!corun) {
       spdlog::error("policy granted GPU {} to client {} while client {} holds it",
-                    gpus_[g].info.ordinal, c.id, other);
+                    gpus_[g].ordinal, c.id, other);
     } else if (const std::string why = CorunRefusal(c, g, now_ns); !why.empty()) {
       // The co-run rules say no (another fault domain, a back-off, not an MPS client...): the
       // grant waits until the GPU is free and then runs exclusively (GrantDeferred). Answering
       // it at once as a slice that ended made the policy grant it again beside the same
       // holders within the same event: a loop that never ended (the demo's hung arbiter).
       spdlog::debug("client {}: co-run grant on GPU {} deferred until the GPU is free: {}", c.id,
-                    gpus_[g].info.ordinal, why);
+                    gpus_[g].ordinal, why);
       ++stats_.corun_refusals;
       if (c.pending_grant && c.pending_grant->first == g) c.pending_grant.reset();
       c.deferred_grant = {g, slice_us};
@@ -443,7 +443,7 @@ void ArbiterImpl::Grant(Client& c, uint32_t g, policy::Duration slice_us, uint64
   const uint64_t slice_ns = slice_us > 0 ? static_cast<uint64_t>(slice_us) * 1000
                                          : static_cast<uint64_t>(config_.slice.count());
   const uint64_t deadline = now_ns + slice_ns;
-  const uint32_t seq = c.chan.Grant(gpus_[g].info.ordinal, deadline);  // clears the hint
+  const uint32_t seq = c.chan.Grant(gpus_[g].ordinal.value(), deadline);  // clears the hint
   c.hinted = false;
   for (auto& [id, other] : clients_) {
     if (other->hinted && other->gpu == g) {
@@ -464,12 +464,12 @@ void ArbiterImpl::Grant(Client& c, uint32_t g, policy::Duration slice_us, uint64
   gpus_[g].holders.Add(c.id);
   ++stats_.grants;
   OnGranted(c, g, now_ns);
-  Record(shm::EventType::kGrant, &c, gpus_[g].info.ordinal, seq, deadline);
+  Record(shm::EventType::kGrant, &c, gpus_[g].ordinal, seq, deadline);
   ScheduleDeadlines(c, now_ns);  // its slice end (a grant may come after its last poll)
 }
 
 void ArbiterImpl::DropHold(Client& c) {
-  if (c.holding && c.hold_gpu < gpus_.size()) gpus_[c.hold_gpu].holders.Remove(c.id);
+  if (c.holding && gpus_.contains(c.hold_gpu)) gpus_[c.hold_gpu].holders.Remove(c.id);
   c.holding = false;
   c.corun_grant = false;
 }
@@ -509,7 +509,7 @@ void ArbiterImpl::AdviseShare(Client& c) {
                  c.id, c.name, c.mps_share, c.share_advice, c.share_advice);
 }
 
-std::string ArbiterImpl::CorunRefusal(const Client& c, uint32_t g, uint64_t now_ns) const {
+std::string ArbiterImpl::CorunRefusal(const Client& c, GpuIndex g, uint64_t now_ns) const {
   std::vector<CorunMember> holders;
   for (uint32_t hid : gpus_[g].holders.ids()) {
     const auto it = clients_.find(hid);
@@ -531,31 +531,31 @@ shm::Status ArbiterImpl::StartMpsDaemons() {
     return shm::Status::Ok();
   }
   std::vector<MpsDaemons::Gpu> marked;
-  for (uint32_t g = 0; g < gpus_.size(); ++g)
-    if (corun_.Enabled(g)) marked.push_back({g, gpus_[g].info.ordinal});
+  for (const GpuIndex g : gpus_.indices())
+    if (corun_.Enabled(g)) marked.push_back({g, gpus_[g].ordinal});
   if (auto s = mps_.Start(config_.corun.mps_control, config_.corun.mps_dir, marked); !s.ok())
     return s;
   for (const auto& m : marked)
-    if (auto s = AddFd(mps_.pidfd(m.index), kTagMps | m.index); !s.ok()) return s;
+    if (auto s = AddFd(mps_.pidfd(m.index), kTagMps | m.index.value()); !s.ok()) return s;
   return shm::Status::Ok();
 }
 
-void ArbiterImpl::OnMpsExit(uint32_t g, uint64_t now_ns) {
+void ArbiterImpl::OnMpsExit(GpuIndex g, uint64_t now_ns) {
   if (mps_.pidfd(g) >= 0) DelFd(mps_.pidfd(g));
   mps_.OnExit(g, now_ns);
-  if (mps_.Running(g) || g >= gpus_.size()) return;
+  if (mps_.Running(g) || !gpus_.contains(g)) return;
   // Its clients lost MPS: back to exclusive slices (the longest holder keeps the GPU).
   BreakUpSet(g, now_ns);
 }
 
 void ArbiterImpl::RestartMpsDaemons(uint64_t now_ns) {
   if (now_ns < mps_.NextRestartNs()) return;
-  for (uint32_t g : mps_.RestartDue(now_ns))
-    if (auto s = AddFd(mps_.pidfd(g), kTagMps | g); !s.ok())
-      spdlog::error("GPU {}: cannot watch its MPS daemon: {}", gpus_[g].info.ordinal, s.ToString());
+  for (const GpuIndex g : mps_.RestartDue(now_ns))
+    if (auto s = AddFd(mps_.pidfd(g), kTagMps | g.value()); !s.ok())
+      spdlog::error("GPU {}: cannot watch its MPS daemon: {}", gpus_[g].ordinal, s.ToString());
 }
 
-void ArbiterImpl::BreakUpSet(uint32_t g, uint64_t now_ns) {
+void ArbiterImpl::BreakUpSet(GpuIndex g, uint64_t now_ns) {
   std::vector<Client*> set;
   for (uint32_t hid : gpus_[g].holders.ids())
     if (Client* h = ById(hid)) set.push_back(h);
@@ -563,7 +563,7 @@ void ArbiterImpl::BreakUpSet(uint32_t g, uint64_t now_ns) {
   for (size_t i = 1; i < set.size(); ++i) Preempt(*set[i], now_ns);
 }
 
-void ArbiterImpl::CheckCorunLatency(Client& c, uint32_t g, uint64_t latency_ns, uint64_t now_ns) {
+void ArbiterImpl::CheckCorunLatency(Client& c, GpuIndex g, uint64_t latency_ns, uint64_t now_ns) {
   if (!corun_.Threatens(latency_ns, c.slo_ms)) return;
   std::vector<CorunMember> others;
   for (uint32_t hid : gpus_[g].holders.ids())
@@ -572,7 +572,7 @@ void ArbiterImpl::CheckCorunLatency(Client& c, uint32_t g, uint64_t latency_ns, 
   ++stats_.corun_revocations;
   spdlog::info("GPU {}: co-running revoked: client {} '{}' took {} ms against its {} ms SLO; "
                "exclusive slices for {} ms",
-               gpus_[g].info.ordinal, c.id, c.name, latency_ns / 1'000'000, c.slo_ms,
+               gpus_[g].ordinal, c.id, c.name, latency_ns / 1'000'000, c.slo_ms,
                corun_.config().backoff.count() / 1'000'000);
   // Back to exclusive slices: the one that has held longest keeps the GPU, the others yield.
   BreakUpSet(g, now_ns);
@@ -587,7 +587,7 @@ void ArbiterImpl::GrantDeferred(uint64_t now_ns) {
     }
     if (c->holding) continue;
     const auto [g, slice_us] = *c->deferred_grant;
-    if (g >= gpus_.size() || !gpus_[g].holders.empty()) continue;
+    if (!gpus_.contains(g) || !gpus_[g].holders.empty()) continue;
     c->deferred_grant.reset();
     deferred_.erase(id);
     Grant(*c, g, slice_us, now_ns);  // exclusive: the GPU is free
@@ -597,9 +597,9 @@ void ArbiterImpl::GrantDeferred(uint64_t now_ns) {
 void ArbiterImpl::Preempt(Client& c, uint64_t now_ns) {
   if (!c.holding && c.deferred_grant) {
     // A co-run grant still waiting for its GPU: withdrawn, answered as a slice that ended.
-    const uint32_t g = c.deferred_grant->first;
+    const GpuIndex g = c.deferred_grant->first;
     c.deferred_grant.reset();
-    Deliver(now_ns, policy::SliceExpired{c.fid, g});
+    Deliver(now_ns, policy::SliceExpired{c.fid, ToPolicy(g)});
     return;
   }
   if (!c.holding || c.preempt_sent) return;
@@ -607,11 +607,11 @@ void ArbiterImpl::Preempt(Client& c, uint64_t now_ns) {
   c.preempt_sent = true;
   c.preempt_ns = now_ns;
   ++stats_.preemptions;
-  Record(shm::EventType::kPreempt, &c, gpus_[c.hold_gpu].info.ordinal, c.chan.grant_seq());
+  Record(shm::EventType::kPreempt, &c, gpus_[c.hold_gpu].ordinal, c.chan.grant_seq());
   HintNext(c.hold_gpu);
 }
 
-void ArbiterImpl::HintNext(uint32_t g) {
+void ArbiterImpl::HintNext(GpuIndex g) {
   // The policy decides who is granted next; the waiter resident on g with the earliest
   // deadline is the likely one (EDF among the GPU's ready functions). A wrong guess costs
   // only that client's bounded spin.
@@ -678,13 +678,13 @@ void ArbiterImpl::PollClient(Client& c, uint64_t now_ns) {
     }
   }
   if (c.holding && view->released) {
-    const uint32_t g = c.hold_gpu;
+    const GpuIndex g = c.hold_gpu;
     const bool corun_grant = c.corun_grant;
     DropHold(c);
     c.last_use_ns = now_ns;
     ++stats_.yields;
     OnReleased(c, g, now_ns, !view->in_burst, view->burst_end_ns != 0 ? view->burst_end_ns : now_ns);
-    Record(shm::EventType::kYield, &c, gpus_[g].info.ordinal, c.chan.grant_seq(), now_ns - c.grant_ns);
+    Record(shm::EventType::kYield, &c, gpus_[g].ordinal, c.chan.grant_seq(), now_ns - c.grant_ns);
     const shm::ClientView& v = *view;
     if (c.lease_unconfirmed) {
       ReleaseUnconfirmedLease(c, v, now_ns);  // the policy has not granted it: no event
@@ -692,17 +692,17 @@ void ArbiterImpl::PollClient(Client& c, uint64_t now_ns) {
       // (A burst counter that moved on means the client ended the held burst and already
       // started its next one before we looked: that is a burst end, below, and the next one
       // starts after it.)
-      Deliver(now_ns, policy::SliceExpired{c.fid, g});
+      Deliver(now_ns, policy::SliceExpired{c.fid, ToPolicy(g)});
     } else {
       uint64_t gpu_time = v.burst_gpu_time_ns;
       if (gpu_time == 0) gpu_time = now_ns - c.grant_ns;
-      if (v.burst_end_ns != 0) Record(shm::EventType::kBurstEnd, &c, gpus_[g].info.ordinal, v.burst_end_ns, gpu_time);
+      if (v.burst_end_ns != 0) Record(shm::EventType::kBurstEnd, &c, gpus_[g].ordinal, v.burst_end_ns, gpu_time);
       c.burst_outstanding = false;
       if (corun_grant) {
         const uint64_t end = v.burst_end_ns != 0 ? v.burst_end_ns : now_ns;
         CheckCorunLatency(c, g, end > c.burst_start_ns ? end - c.burst_start_ns : 0, now_ns);
       }
-      policy::BurstEnd end{c.fid, g, std::max<policy::Duration>(1, ToUs(gpu_time))};
+      policy::BurstEnd end{c.fid, ToPolicy(g), std::max<policy::Duration>(1, ToUs(gpu_time))};
       end.corun = corun_grant;
       Deliver(now_ns, end);
     }
@@ -739,7 +739,7 @@ void ArbiterImpl::StartBurstIfAsked(Client& c, const shm::ClientView& v, bool wa
   c.last_use_ns = now_ns;
   c.deadline_ns = now_ns + uint64_t{c.slo_ms} * 1'000'000;
   c.burst_start_ns = v.burst_start_ns != 0 ? std::min(v.burst_start_ns, now_ns) : now_ns;
-  Record(shm::EventType::kBurstStart, &c, shm::kNoGpu, v.burst_start_ns);
+  Record(shm::EventType::kBurstStart, &c, kNoOrdinal, v.burst_start_ns);
   OnBurstStart(c, v.burst_start_ns != 0 ? v.burst_start_ns : now_ns);
   Deliver(now_ns, policy::BurstStart{c.fid});
 }
@@ -755,7 +755,7 @@ void ArbiterImpl::PollAll(uint64_t now_ns) {
 }
 
 void ArbiterImpl::CheckSlices(uint64_t now_ns) {
-  for (uint32_t g = 0; g < gpus_.size(); ++g) {
+  for (const GpuIndex g : gpus_.indices()) {
     // A copy: enforcement may take a holder off the set.
     for (uint32_t hid : std::vector<uint32_t>(gpus_[g].holders.ids())) {
       Client* c = ById(hid);

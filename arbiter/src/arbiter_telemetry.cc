@@ -18,7 +18,7 @@ void ArbiterImpl::OnBurstStart(Client& c, uint64_t start_ns) {
   c.tel.burst_wait_ns = 0;
 }
 
-void ArbiterImpl::OnGranted(Client& c, uint32_t g, uint64_t now_ns) {
+void ArbiterImpl::OnGranted(Client& c, GpuIndex g, uint64_t now_ns) {
   if (telemetry_.gpus.size() < gpus_.size()) telemetry_.gpus.resize(gpus_.size());
   ++telemetry_.gpus[g].handoffs;
   if (c.tel.waiting && c.tel.burst_start_ns != 0) {
@@ -30,7 +30,7 @@ void ArbiterImpl::OnGranted(Client& c, uint32_t g, uint64_t now_ns) {
   c.tel.waiting = false;
 }
 
-void ArbiterImpl::OnReleased(Client& c, uint32_t g, uint64_t now_ns, bool burst_ended,
+void ArbiterImpl::OnReleased(Client& c, GpuIndex g, uint64_t now_ns, bool burst_ended,
                              uint64_t end_ns) {
   if (telemetry_.gpus.size() < gpus_.size()) telemetry_.gpus.resize(gpus_.size());
   if (telemetry_.recent.size() < gpus_.size()) telemetry_.recent.resize(gpus_.size());
@@ -65,7 +65,7 @@ void ArbiterImpl::OnReleased(Client& c, uint32_t g, uint64_t now_ns, bool burst_
       miss.at_ns = now_ns;
       miss.client = c.id;
       miss.function = c.name;
-      miss.gpu = gpus_[g].info.ordinal;
+      miss.gpu = gpus_[g].ordinal;
       miss.latency_ns = latency;
       miss.wait_ns = c.tel.burst_wait_ns;
       miss.slo_ms = c.slo_ms;
@@ -78,7 +78,7 @@ void ArbiterImpl::OnReleased(Client& c, uint32_t g, uint64_t now_ns, bool burst_
   c.tel.burst_start_ns = 0;
 }
 
-void ArbiterImpl::OnSwapDone(Client& c, uint32_t g, shm::SwapOp op, bool ok, uint64_t bytes,
+void ArbiterImpl::OnSwapDone(Client& c, GpuIndex g, shm::SwapOp op, bool ok, uint64_t bytes,
                              uint64_t duration_ns) {
   if (!ok) return;
   if (telemetry_.gpus.size() < gpus_.size()) telemetry_.gpus.resize(gpus_.size());
@@ -106,10 +106,10 @@ std::string ArbiterImpl::MetricsText(uint64_t now_ns) {
     ++n.total;
     n.warm += IsWarm(PhaseOf(*c)) ? 1 : 0;
   }
-  for (uint32_t g = 0; g < gpus_.size(); ++g) {
+  for (const GpuIndex g : gpus_.indices()) {
     GpuMetrics m;
-    m.ordinal = gpus_[g].info.ordinal;
-    m.total_bytes = gpus_[g].info.memory_bytes;
+    m.ordinal = gpus_[g].ordinal.value();
+    m.total_bytes = gpus_[g].memory_bytes;
     m.drained = gpus_[g].drained;
     m.holder = !gpus_[g].holders.empty();
     for (const auto& [id, c] : clients_) {

@@ -12,13 +12,14 @@ uint64_t FaultDomainKey(const CorunMember& m, CorunFaultDomain domain) {
   return m.uid;
 }
 
-CorunBook::CorunBook(const CorunConfig& config, const std::vector<uint32_t>& ordinals)
-    : config_(config), enabled_(ordinals.size(), false), gpu_backoff_(ordinals.size(), 0) {
-  for (size_t g = 0; g < ordinals.size(); ++g)
-    enabled_[g] = std::find(config.gpus.begin(), config.gpus.end(), ordinals[g]) != config.gpus.end();
+CorunBook::CorunBook(const CorunConfig& config, const std::vector<DeviceOrdinal>& ordinals)
+    : config_(config), gpu_backoff_(std::vector<uint64_t>(ordinals.size(), 0)) {
+  for (const DeviceOrdinal o : ordinals)  // config.gpus names ordinals
+    enabled_.push_back(std::find(config.gpus.begin(), config.gpus.end(), o.value()) !=
+                       config.gpus.end());
 }
 
-std::string CorunBook::JoinRefusal(uint32_t g, const CorunMember& joiner,
+std::string CorunBook::JoinRefusal(GpuIndex g, const CorunMember& joiner,
                                    const std::vector<CorunMember>& holders,
                                    uint64_t now_ns) const {
   if (!Enabled(g)) return "the GPU is not marked for co-running (corun_gpus)";
@@ -45,11 +46,11 @@ bool CorunBook::Threatens(uint64_t latency_ns, uint32_t slo_ms) const {
   return latency_ns * 100 > uint64_t{slo_ms} * 1'000'000 * config_.threat_percent;
 }
 
-void CorunBook::Revoke(uint32_t g, const CorunMember& victim,
+void CorunBook::Revoke(GpuIndex g, const CorunMember& victim,
                        const std::vector<CorunMember>& others, uint64_t now_ns) {
   const auto until = now_ns + static_cast<uint64_t>(config_.backoff.count());
   Prune(now_ns);
-  if (g < gpu_backoff_.size()) gpu_backoff_[g] = std::max(gpu_backoff_[g], until);
+  if (gpu_backoff_.contains(g)) gpu_backoff_[g] = std::max(gpu_backoff_[g], until);
   for (const CorunMember& o : others)
     if (o.id != victim.id) pair_backoff_[PairOf(victim.name, o.name)] = until;
   ++revocations_;

@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "gpu_ids.h"
 #include "gshare/arbiter/config.h"
 
 namespace gshare::arbiter {
@@ -63,14 +64,14 @@ class CorunBook {
  public:
   CorunBook() = default;
   // `ordinals`: the managed GPUs' ordinals, by index. Marks the ones config.gpus names.
-  CorunBook(const CorunConfig& config, const std::vector<uint32_t>& ordinals);
+  CorunBook(const CorunConfig& config, const std::vector<DeviceOrdinal>& ordinals);
 
-  bool Enabled(uint32_t g) const { return g < enabled_.size() && enabled_[g]; }
+  bool Enabled(GpuIndex g) const { return enabled_.contains(g) && enabled_[g]; }
   bool AnyEnabled() const { return std::find(enabled_.begin(), enabled_.end(), true) != enabled_.end(); }
   const CorunConfig& config() const { return config_; }
 
   // "" when `joiner` may run on GPU index g beside every one of `holders` now, else why not.
-  std::string JoinRefusal(uint32_t g, const CorunMember& joiner,
+  std::string JoinRefusal(GpuIndex g, const CorunMember& joiner,
                           const std::vector<CorunMember>& holders, uint64_t now_ns) const;
 
   // A member's burst ended after `latency_ns` against its SLO: true when that threatens the
@@ -79,10 +80,10 @@ class CorunBook {
 
   // Revokes co-running on g: the GPU serves exclusive slices until now + back-off, and each
   // pair of `victim` with the others stays apart that long.
-  void Revoke(uint32_t g, const CorunMember& victim, const std::vector<CorunMember>& others,
+  void Revoke(GpuIndex g, const CorunMember& victim, const std::vector<CorunMember>& others,
               uint64_t now_ns);
   // When g may form sets again (0: now).
-  uint64_t BackoffUntil(uint32_t g) const { return g < gpu_backoff_.size() ? gpu_backoff_[g] : 0; }
+  uint64_t BackoffUntil(GpuIndex g) const { return gpu_backoff_.contains(g) ? gpu_backoff_[g] : 0; }
   uint64_t revocations() const { return revocations_; }
   // Pair back-offs remembered. Bounded whatever names tenants choose: a revocation backs its GPU
   // off for as long as its pairs, so each GPU revokes at most once per back-off, adding fewer
@@ -101,8 +102,8 @@ class CorunBook {
   void Prune(uint64_t now_ns) const;
 
   CorunConfig config_;
-  std::vector<bool> enabled_;          // by GPU index
-  std::vector<uint64_t> gpu_backoff_;  // by GPU index: exclusive until (ns)
+  ByGpu<bool> enabled_;
+  ByGpu<uint64_t> gpu_backoff_;  // exclusive until (ns)
   mutable std::map<Pair, uint64_t> pair_backoff_;
   uint64_t revocations_ = 0;
   uint64_t joins_ = 0;

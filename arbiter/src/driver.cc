@@ -88,7 +88,7 @@ shm::Status DriverLib::LockAndCheckpoint(int pid, unsigned timeout_ms) const {
   return {};
 }
 
-shm::Status DriverLib::RestoreAndUnlock(int pid, int from, int to) const {
+shm::Status DriverLib::RestoreAndUnlock(int pid, DeviceOrdinal from, DeviceOrdinal to) const {
   if (!can_checkpoint())
     return shm::Status(shm::StatusCode::kUnavailable, "the driver has no process checkpoint API");
   CUcheckpointRestoreArgs args;
@@ -98,8 +98,8 @@ shm::Status DriverLib::RestoreAndUnlock(int pid, int from, int to) const {
   if (from != to && device_get_uuid_ != nullptr) {
     CUdevice a = 0;
     CUdevice b = 0;
-    if (auto s = Check(device_get_(&a, from), "cuDeviceGet"); !s.ok()) return s;
-    if (auto s = Check(device_get_(&b, to), "cuDeviceGet"); !s.ok()) return s;
+    if (auto s = Check(device_get_(&a, static_cast<int>(from.value())), "cuDeviceGet"); !s.ok()) return s;
+    if (auto s = Check(device_get_(&b, static_cast<int>(to.value())), "cuDeviceGet"); !s.ok()) return s;
     if (auto s = Check(device_get_uuid_(&pair.oldUuid, a), "cuDeviceGetUuid"); !s.ok()) return s;
     if (auto s = Check(device_get_uuid_(&pair.newUuid, b), "cuDeviceGetUuid"); !s.ok()) return s;
     args.gpuPairs = &pair;

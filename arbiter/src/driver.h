@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "gpu_ids.h"
 #include "gshare/shm/status.h"
 
 namespace gshare::arbiter {
@@ -34,7 +35,7 @@ class DriverLib {
   shm::Status LockAndCheckpoint(int pid, unsigned timeout_ms) const;
   // Restores a checkpointed `pid`, moving it from GPU `from` to GPU `to` (gpuPairs when they
   // differ), then unlocks it.
-  shm::Status RestoreAndUnlock(int pid, int from, int to) const;
+  shm::Status RestoreAndUnlock(int pid, DeviceOrdinal from, DeviceOrdinal to) const;
   // Unlocks a locked (not checkpointed) `pid`.
   shm::Status Unlock(int pid) const;
   // Whether the driver can be asked for a process's state (cuCheckpointProcessGetState).

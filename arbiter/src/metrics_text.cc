@@ -139,9 +139,10 @@ std::string PrometheusText(const MetricsInput& in) {
 
   const Telemetry* t = in.telemetry;
   if (t == nullptr) return w.str();
-  auto tg = [&](size_t i) -> const GpuTelemetry& {
+  auto tg = [&](size_t i) -> const GpuTelemetry& {  // i: a position in s.gpus, a GPU index
     static const GpuTelemetry kNone;
-    return i < t->gpus.size() ? t->gpus[i] : kNone;
+    const GpuIndex g{static_cast<uint32_t>(i)};
+    return t->gpus.contains(g) ? t->gpus[g] : kNone;
   };
   auto gpu_counter = [&](const char* name, const char* help, auto get) {
     w.Family(name, "counter", help);

@@ -53,7 +53,7 @@ std::string ExitText(const siginfo_t& info) {
 // visible); stdin from `stdin_fd` (-1: /dev/null), stdout and stderr to `stdout_fd` (-1: the
 // log directory's output.log). Returns the child's pid (0 and *error on failure).
 pid_t SpawnWithMpsEnv(const std::vector<std::string>& args, const std::string& pipe_dir,
-                      const std::string& log_dir, uint32_t ordinal, int stdin_fd, int stdout_fd,
+                      const std::string& log_dir, DeviceOrdinal ordinal, int stdin_fd, int stdout_fd,
                       std::string* error) {
   // The MPS variables replace any the arbiter inherited; everything else (SIMCUDA_*, PATH)
   // passes through.
@@ -65,7 +65,7 @@ pid_t SpawnWithMpsEnv(const std::vector<std::string>& args, const std::string& p
   }
   env.push_back("CUDA_MPS_PIPE_DIRECTORY=" + pipe_dir);
   env.push_back("CUDA_MPS_LOG_DIRECTORY=" + log_dir);
-  env.push_back("CUDA_VISIBLE_DEVICES=" + std::to_string(ordinal));
+  env.push_back("CUDA_VISIBLE_DEVICES=" + std::to_string(ordinal.value()));
   std::vector<char*> envp, argv;
   for (auto& s : env) envp.push_back(s.data());
   envp.push_back(nullptr);
@@ -124,7 +124,7 @@ shm::Status MpsDaemons::Start(const std::string& program, const std::string& roo
   for (const Gpu& g : gpus) {
     Daemon d;
     d.gpu = g;
-    const std::string dir = root + "/gpu" + std::to_string(g.ordinal);
+    const std::string dir = root + "/gpu" + std::to_string(g.ordinal.value());
     d.pipe_dir = dir + "/pipe";
     d.log_dir = dir + "/log";
     // Clients connect through the pipe directory (tenants: 0755, the daemon's sockets decide);
@@ -147,7 +147,7 @@ bool MpsDaemons::SendQuit(const Daemon& d, int wait_ms) const {
 shm::Status MpsDaemons::Control::Run(const std::string& command, int wait_ms,
                                      std::string* out) const {
   out->clear();
-  const std::string what = "MPS control '" + command + "' for GPU " + std::to_string(ordinal);
+  const std::string what = "MPS control '" + command + "' for GPU " + std::to_string(ordinal.value());
   int in[2], res[2];
   if (::pipe2(in, O_CLOEXEC) != 0) return shm::Status::FromErrno(what + ": pipe", errno);
   if (::pipe2(res, O_CLOEXEC) != 0) {
@@ -215,11 +215,11 @@ shm::Status MpsDaemons::Control::TerminateClient(pid_t pid, int wait_ms) const {
                &reply);
   }
   return shm::Status(shm::StatusCode::kInvalidArgument,
-                     "no MPS server of GPU " + std::to_string(ordinal) + "'s daemon serves pid " +
+                     "no MPS server of GPU " + std::to_string(ordinal.value()) + "'s daemon serves pid " +
                          std::to_string(pid));
 }
 
-std::optional<MpsDaemons::Control> MpsDaemons::ControlFor(uint32_t g) const {
+std::optional<MpsDaemons::Control> MpsDaemons::ControlFor(GpuIndex g) const {
   const Daemon* d = Find(g);
   if (d == nullptr) return std::nullopt;
   return Control{program_, d->pipe_dir, d->log_dir, d->gpu.ordinal};
@@ -252,29 +252,29 @@ shm::Status MpsDaemons::StartOne(Daemon& d, bool quit_stale) {
   return shm::Status::Ok();
 }
 
-MpsDaemons::Daemon* MpsDaemons::Find(uint32_t g) {
+MpsDaemons::Daemon* MpsDaemons::Find(GpuIndex g) {
   for (Daemon& d : daemons_)
     if (d.gpu.index == g) return &d;
   return nullptr;
 }
 
-const MpsDaemons::Daemon* MpsDaemons::Find(uint32_t g) const {
+const MpsDaemons::Daemon* MpsDaemons::Find(GpuIndex g) const {
   for (const Daemon& d : daemons_)
     if (d.gpu.index == g) return &d;
   return nullptr;
 }
 
-int MpsDaemons::pidfd(uint32_t g) const {
+int MpsDaemons::pidfd(GpuIndex g) const {
   const Daemon* d = Find(g);
   return d != nullptr && d->pid != 0 ? d->pidfd.get() : -1;
 }
 
-bool MpsDaemons::Running(uint32_t g) const {
+bool MpsDaemons::Running(GpuIndex g) const {
   const Daemon* d = Find(g);
   return d != nullptr && d->pid != 0;
 }
 
-void MpsDaemons::OnExit(uint32_t g, uint64_t now_ns) {
+void MpsDaemons::OnExit(GpuIndex g, uint64_t now_ns) {
   Daemon* d = Find(g);
   if (d == nullptr || d->pid == 0) return;
   siginfo_t info{};
@@ -290,8 +290,8 @@ void MpsDaemons::OnExit(uint32_t g, uint64_t now_ns) {
   d->backoff_ns = std::min(d->backoff_ns * 2, kMaxBackoffNs);
 }
 
-std::vector<uint32_t> MpsDaemons::RestartDue(uint64_t now_ns) {
-  std::vector<uint32_t> started;
+std::vector<GpuIndex> MpsDaemons::RestartDue(uint64_t now_ns) {
+  std::vector<GpuIndex> started;
   for (Daemon& d : daemons_) {
     if (d.pid != 0 || d.restart_at_ns == 0 || now_ns < d.restart_at_ns) continue;
     if (auto s = StartOne(d, /*quit_stale=*/false); !s.ok()) {
@@ -313,12 +313,12 @@ uint64_t MpsDaemons::NextRestartNs() const {
   return at;
 }
 
-std::string MpsDaemons::PipeDir(uint32_t g) const {
+std::string MpsDaemons::PipeDir(GpuIndex g) const {
   const Daemon* d = Find(g);
   return d != nullptr ? d->pipe_dir : std::string();
 }
 
-nlohmann::json MpsDaemons::Json(uint32_t g) const {
+nlohmann::json MpsDaemons::Json(GpuIndex g) const {
   const Daemon* d = Find(g);
   if (d == nullptr) return nullptr;
   return {{"pid", d->pid}, {"running", d->pid != 0}, {"pipe_dir", d->pipe_dir},

@@ -21,6 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gpu_ids.h"
 #include "gshare/shm/status.h"
 #include "gshare/shm/unique_fd.h"
 
@@ -29,8 +30,8 @@ namespace gshare::arbiter {
 class MpsDaemons {
  public:
   struct Gpu {
-    uint32_t index = 0;    // the arbiter's GPU index
-    uint32_t ordinal = 0;  // the driver's ordinal (CUDA_VISIBLE_DEVICES of its daemon)
+    GpuIndex index;
+    DeviceOrdinal ordinal;  // CUDA_VISIBLE_DEVICES of its daemon
   };
   static constexpr uint64_t kFirstBackoffNs = 1'000'000'000;
   static constexpr uint64_t kMaxBackoffNs = 30'000'000'000;
@@ -46,24 +47,24 @@ class MpsDaemons {
   // restarted later).
   shm::Status Start(const std::string& program, const std::string& root,
                     const std::vector<Gpu>& gpus);
-  // The pidfd of GPU index g's running daemon, -1 if none: the arbiter watches it.
-  int pidfd(uint32_t g) const;
-  bool Running(uint32_t g) const;
+  // The pidfd of GPU g's running daemon, -1 if none: the arbiter watches it.
+  int pidfd(GpuIndex g) const;
+  bool Running(GpuIndex g) const;
   // g's daemon's pidfd became readable: it exited. Reaps it (its status is logged) and
   // schedules its restart.
-  void OnExit(uint32_t g, uint64_t now_ns);
-  // Restarts the daemons whose back-off is over; the GPU indices started (new pidfds to watch).
-  std::vector<uint32_t> RestartDue(uint64_t now_ns);
+  void OnExit(GpuIndex g, uint64_t now_ns);
+  // Restarts the daemons whose back-off is over; the GPUs started (new pidfds to watch).
+  std::vector<GpuIndex> RestartDue(uint64_t now_ns);
   uint64_t NextRestartNs() const;  // UINT64_MAX: none due
-  // CUDA_MPS_PIPE_DIRECTORY for the clients of GPU index g ("" if g has no daemon).
-  std::string PipeDir(uint32_t g) const;
+  // CUDA_MPS_PIPE_DIRECTORY for the clients of GPU g ("" if g has no daemon).
+  std::string PipeDir(GpuIndex g) const;
 
   // The control program's client mode for one GPU's daemon, as a value: the driver worker runs
   // its commands off the loop (each spawns the program and waits for it, bounded).
   // Thread-safety: a copy of plain strings; Run may be called on any thread.
   struct Control {
     std::string program, pipe_dir, log_dir;
-    uint32_t ordinal = 0;
+    DeviceOrdinal ordinal;
     // Runs `command` (one line, e.g. "get_server_list") through the client mode; its output in
     // *out. An error names the command: the program could not start, did not finish within
     // wait_ms (it is killed), failed, or answered "ERROR...".
@@ -74,10 +75,10 @@ class MpsDaemons {
     // of this daemon serves it.
     shm::Status TerminateClient(pid_t pid, int wait_ms) const;
   };
-  // GPU index g's control (nullopt: the arbiter runs no daemon for g).
-  std::optional<Control> ControlFor(uint32_t g) const;
+  // GPU g's control (nullopt: the arbiter runs no daemon for g).
+  std::optional<Control> ControlFor(GpuIndex g) const;
   // {"pid", "running", "pipe_dir", "restarts"} of g's daemon, or null if it has none.
-  nlohmann::json Json(uint32_t g) const;
+  nlohmann::json Json(GpuIndex g) const;
   // Quits every daemon (its control program's `quit`), waiting up to `wait_ms` each, then kills
   // those still running. Idempotent.
   void Stop(int wait_ms = 3000);
@@ -97,8 +98,8 @@ class MpsDaemons {
   // Runs the control program's client mode with `quit` for d's directory (bounded by wait_ms);
   // true when it said a daemon was told to quit.
   bool SendQuit(const Daemon& d, int wait_ms) const;
-  Daemon* Find(uint32_t g);
-  const Daemon* Find(uint32_t g) const;
+  Daemon* Find(GpuIndex g);
+  const Daemon* Find(GpuIndex g) const;
 
   std::string program_;
   std::vector<Daemon> daemons_;

@@ -6,30 +6,29 @@
 namespace gshare::arbiter {
 
 ReservationBook::ReservationBook(std::vector<uint64_t> usable) {
-  gpus_.resize(usable.size());
-  for (size_t g = 0; g < usable.size(); ++g) gpus_[g].usable = usable[g];
+  for (const uint64_t u : usable) gpus_.push_back(Gpu{.usable = u});
 }
 
-uint64_t ReservationBook::unreserved(uint32_t g) const {
+uint64_t ReservationBook::unreserved(GpuIndex g) const {
   const Gpu& gpu = gpus_[g];
   return gpu.usable - std::min(gpu.usable, gpu.reserved);
 }
 
-bool ReservationBook::Fits(uint32_t g, uint64_t bytes) const { return bytes <= unreserved(g); }
+bool ReservationBook::Fits(GpuIndex g, uint64_t bytes) const { return bytes <= unreserved(g); }
 
-void ReservationBook::Add(uint32_t g, uint64_t bytes) {
+void ReservationBook::Add(GpuIndex g, uint64_t bytes) {
   Gpu& gpu = gpus_[g];
   gpu.reserved += bytes;
   gpu.peak = std::max(gpu.peak, gpu.reserved);
 }
 
-void ReservationBook::Remove(uint32_t g, uint64_t bytes) {
+void ReservationBook::Remove(GpuIndex g, uint64_t bytes) {
   Gpu& gpu = gpus_[g];
   gpu.reserved -= std::min(gpu.reserved, bytes);
 }
 
-bool ReservationBook::ReserveClient(uint32_t client_id, uint32_t g, uint64_t bytes) {
-  if (g >= gpus_.size() || clients_.count(client_id) != 0) return false;
+bool ReservationBook::ReserveClient(uint32_t client_id, GpuIndex g, uint64_t bytes) {
+  if (!gpus_.contains(g) || clients_.count(client_id) != 0) return false;
   clients_.emplace(client_id, Entry{g, bytes});
   Add(g, bytes);
   return true;
@@ -43,7 +42,7 @@ bool ReservationBook::ReleaseClient(uint32_t client_id) {
   return true;
 }
 
-std::optional<uint32_t> ReservationBook::ClientGpu(uint32_t client_id) const {
+std::optional<GpuIndex> ReservationBook::ClientGpu(uint32_t client_id) const {
   const auto it = clients_.find(client_id);
   if (it == clients_.end()) return std::nullopt;
   return it->second.gpu;
@@ -54,7 +53,7 @@ uint64_t ReservationBook::ClientBytes(uint32_t client_id) const {
   return it == clients_.end() ? 0 : it->second.bytes;
 }
 
-std::vector<uint32_t> ReservationBook::ClientsOn(uint32_t g) const {
+std::vector<uint32_t> ReservationBook::ClientsOn(GpuIndex g) const {
   std::vector<uint32_t> ids;
   for (const auto& [id, e] : clients_)
     if (e.gpu == g) ids.push_back(id);
@@ -71,8 +70,8 @@ bool ReservationBook::HandToOrphan(uint32_t client_id, uint32_t orphan_id) {
   return true;
 }
 
-void ReservationBook::AddOrphan(uint32_t orphan_id, uint32_t g, uint64_t bytes) {
-  if (g >= gpus_.size() || orphans_.count(orphan_id) != 0) return;
+void ReservationBook::AddOrphan(uint32_t orphan_id, GpuIndex g, uint64_t bytes) {
+  if (!gpus_.contains(g) || orphans_.count(orphan_id) != 0) return;
   orphans_.emplace(orphan_id, Entry{g, bytes});
   Add(g, bytes);
   gpus_[g].orphaned += bytes;
@@ -89,7 +88,7 @@ bool ReservationBook::ReleaseOrphan(uint32_t orphan_id) {
   return true;
 }
 
-std::optional<uint32_t> ReservationBook::OrphanGpu(uint32_t orphan_id) const {
+std::optional<GpuIndex> ReservationBook::OrphanGpu(uint32_t orphan_id) const {
   const auto it = orphans_.find(orphan_id);
   if (it == orphans_.end()) return std::nullopt;
   return it->second.gpu;
@@ -101,20 +100,20 @@ uint64_t ReservationBook::OrphanBytes(uint32_t orphan_id) const {
 }
 
 std::string ReservationBook::CheckInvariants() const {
-  std::vector<uint64_t> reserved(gpus_.size(), 0);
-  std::vector<uint64_t> orphaned(gpus_.size(), 0);
+  ByGpu<uint64_t> reserved(std::vector<uint64_t>(gpus_.size(), 0));
+  ByGpu<uint64_t> orphaned(std::vector<uint64_t>(gpus_.size(), 0));
   for (const auto& [id, e] : clients_) {
-    if (e.gpu >= gpus_.size()) return "client " + std::to_string(id) + " is reserved on no GPU";
+    if (!gpus_.contains(e.gpu)) return "client " + std::to_string(id) + " is reserved on no GPU";
     reserved[e.gpu] += e.bytes;
   }
   for (const auto& [id, e] : orphans_) {
-    if (e.gpu >= gpus_.size()) return "orphan " + std::to_string(id) + " is reserved on no GPU";
+    if (!gpus_.contains(e.gpu)) return "orphan " + std::to_string(id) + " is reserved on no GPU";
     reserved[e.gpu] += e.bytes;
     orphaned[e.gpu] += e.bytes;
   }
-  for (uint32_t g = 0; g < gpus_.size(); ++g) {
+  for (const GpuIndex g : gpus_.indices()) {
     const Gpu& gpu = gpus_[g];
-    const std::string name = "GPU index " + std::to_string(g);
+    const std::string name = "GPU index " + std::to_string(g.value());
     if (gpu.reserved != reserved[g])
       return name + " reserves " + std::to_string(gpu.reserved) + " bytes, its holders " +
              std::to_string(reserved[g]);

@@ -13,35 +13,38 @@
 #include <string>
 #include <vector>
 
+#include "gpu_ids.h"
+
 namespace gshare::arbiter {
 
 class ReservationBook {
  public:
-  // `usable`: per GPU index, the bytes the arbiter may promise (its memory less the reserve).
+  // `usable`: by GPU index, the bytes the arbiter may promise (its memory less the reserve).
   explicit ReservationBook(std::vector<uint64_t> usable = {});
 
-  uint32_t gpus() const { return static_cast<uint32_t>(gpus_.size()); }
-  uint64_t usable(uint32_t g) const { return gpus_[g].usable; }
-  uint64_t reserved(uint32_t g) const { return gpus_[g].reserved; }
-  uint64_t orphaned(uint32_t g) const { return gpus_[g].orphaned; }
-  uint64_t peak_reserved(uint32_t g) const { return gpus_[g].peak; }
+  GpuIndices gpus() const { return gpus_.indices(); }
+  size_t gpu_count() const { return gpus_.size(); }
+  uint64_t usable(GpuIndex g) const { return gpus_[g].usable; }
+  uint64_t reserved(GpuIndex g) const { return gpus_[g].reserved; }
+  uint64_t orphaned(GpuIndex g) const { return gpus_[g].orphaned; }
+  uint64_t peak_reserved(GpuIndex g) const { return gpus_[g].peak; }
   // Times a reservation took GPU g past its usable bytes (only an orphan's new bytes can: a
   // process thawed while leaving holds its memory again, whether or not it fits).
-  uint64_t overshoot_events(uint32_t g) const { return gpus_[g].overshoot_events; }
+  uint64_t overshoot_events(GpuIndex g) const { return gpus_[g].overshoot_events; }
   // What is left to promise on g (0 while overshot).
-  uint64_t unreserved(uint32_t g) const;
-  bool Fits(uint32_t g, uint64_t bytes) const;
+  uint64_t unreserved(GpuIndex g) const;
+  bool Fits(GpuIndex g, uint64_t bytes) const;
 
   // A client's reservation: `bytes` on GPU g, unless it has one already (false then: a client
   // holds at most one). Never refused for want of room: callers check Fits() first, so a client
   // reservation never overshoots (invariant 1).
-  bool ReserveClient(uint32_t client_id, uint32_t g, uint64_t bytes);
+  bool ReserveClient(uint32_t client_id, GpuIndex g, uint64_t bytes);
   // Releases a client's reservation; false when it had none.
   bool ReleaseClient(uint32_t client_id);
-  std::optional<uint32_t> ClientGpu(uint32_t client_id) const;
+  std::optional<GpuIndex> ClientGpu(uint32_t client_id) const;
   uint64_t ClientBytes(uint32_t client_id) const;  // 0 when none
   // Clients reserved on GPU g, in id order.
-  std::vector<uint32_t> ClientsOn(uint32_t g) const;
+  std::vector<uint32_t> ClientsOn(GpuIndex g) const;
   size_t clients() const { return clients_.size(); }
 
   // Orphans (invariant 6). HandToOrphan moves a client's reservation to orphan `orphan_id` (the
@@ -49,9 +52,9 @@ class ReservationBook {
   // bytes nothing reserved (a thawed process holding its memory again), counting an overshoot
   // when they do not fit. An orphan id is used once.
   bool HandToOrphan(uint32_t client_id, uint32_t orphan_id);
-  void AddOrphan(uint32_t orphan_id, uint32_t g, uint64_t bytes);
+  void AddOrphan(uint32_t orphan_id, GpuIndex g, uint64_t bytes);
   bool ReleaseOrphan(uint32_t orphan_id);
-  std::optional<uint32_t> OrphanGpu(uint32_t orphan_id) const;
+  std::optional<GpuIndex> OrphanGpu(uint32_t orphan_id) const;
   uint64_t OrphanBytes(uint32_t orphan_id) const;  // 0 when none
   size_t orphans() const { return orphans_.size(); }
 
@@ -68,13 +71,13 @@ class ReservationBook {
     uint64_t overshoot_events = 0;
   };
   struct Entry {
-    uint32_t gpu = 0;
+    GpuIndex gpu;
     uint64_t bytes = 0;
   };
-  void Add(uint32_t g, uint64_t bytes);
-  void Remove(uint32_t g, uint64_t bytes);
+  void Add(GpuIndex g, uint64_t bytes);
+  void Remove(GpuIndex g, uint64_t bytes);
 
-  std::vector<Gpu> gpus_;
+  ByGpu<Gpu> gpus_;
   std::map<uint32_t, Entry> clients_;  // by client id
   std::map<uint32_t, Entry> orphans_;  // by orphan id
 };

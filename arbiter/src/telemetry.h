@@ -16,6 +16,8 @@
 #include <utility>
 #include <vector>
 
+#include "gpu_ids.h"
+
 namespace gshare::arbiter {
 
 // A Prometheus-style cumulative histogram of durations in seconds.
@@ -102,7 +104,7 @@ struct SloMiss {
   uint64_t at_ns = 0;
   uint32_t client = 0;
   std::string function;
-  uint32_t gpu = 0;  // ordinal of the last grant
+  DeviceOrdinal gpu;  // of the last grant
   uint64_t latency_ns = 0;
   uint64_t wait_ns = 0;
   uint32_t slo_ms = 0;
@@ -117,8 +119,8 @@ struct Telemetry {
   static constexpr const char* kOtherFunction = "(other)";
 
   std::map<SeriesKey, FunctionTelemetry> functions;
-  std::vector<GpuTelemetry> gpus;            // by GPU index
-  std::vector<std::deque<Hold>> recent;      // by GPU index, holds ending in the window
+  ByGpu<GpuTelemetry> gpus;
+  ByGpu<std::deque<Hold>> recent;            // holds ending in the window
   std::deque<SloMiss> misses;                // newest last
 
   // The series of `key` (kOtherFunction once kMaxFunctions series exist).

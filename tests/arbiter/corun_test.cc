@@ -45,54 +45,54 @@ TEST(GpuHolders, HoldsOneOrASet) {
 }
 
 TEST(CorunBook, OnlyMarkedGpusOnlyOneUidOnlyMpsClients) {
-  CorunBook book(TwoGpusMarkedOne(), {3, 7});
-  EXPECT_FALSE(book.Enabled(0));
-  EXPECT_TRUE(book.Enabled(1));
+  CorunBook book(TwoGpusMarkedOne(), {DeviceOrdinal{3}, DeviceOrdinal{7}});
+  EXPECT_FALSE(book.Enabled(GpuIndex{0}));
+  EXPECT_TRUE(book.Enabled(GpuIndex{1}));
   const auto a = Member(1, 1000, "cnn");
-  EXPECT_NE(book.JoinRefusal(0, Member(2, 1000, "bert"), {a}, 0).find("corun_gpus"), std::string::npos);
-  EXPECT_EQ(book.JoinRefusal(1, Member(2, 1000, "bert"), {a}, 0), "");
+  EXPECT_NE(book.JoinRefusal(GpuIndex{0}, Member(2, 1000, "bert"), {a}, 0).find("corun_gpus"), std::string::npos);
+  EXPECT_EQ(book.JoinRefusal(GpuIndex{1}, Member(2, 1000, "bert"), {a}, 0), "");
   // Another uid: another fault domain (the default), never in one set.
-  EXPECT_NE(book.JoinRefusal(1, Member(2, 1001, "bert"), {a}, 0).find("fault domain"), std::string::npos);
+  EXPECT_NE(book.JoinRefusal(GpuIndex{1}, Member(2, 1001, "bert"), {a}, 0).find("fault domain"), std::string::npos);
   // A process that came up without MPS (share 0) runs alone, joining or holding.
-  EXPECT_NE(book.JoinRefusal(1, Member(2, 1000, "bert", 0), {a}, 0).find("not an MPS"), std::string::npos);
-  EXPECT_NE(book.JoinRefusal(1, Member(2, 1000, "bert"), {Member(1, 1000, "cnn", 0)}, 0).find("not an MPS"),
+  EXPECT_NE(book.JoinRefusal(GpuIndex{1}, Member(2, 1000, "bert", 0), {a}, 0).find("not an MPS"), std::string::npos);
+  EXPECT_NE(book.JoinRefusal(GpuIndex{1}, Member(2, 1000, "bert"), {Member(1, 1000, "cnn", 0)}, 0).find("not an MPS"),
             std::string::npos);
   // The member limit (3): a third joins, a fourth does not.
   const auto b = Member(2, 1000, "bert");
-  EXPECT_EQ(book.JoinRefusal(1, Member(3, 1000, "llm"), {a, b}, 0), "");
-  EXPECT_NE(book.JoinRefusal(1, Member(4, 1000, "x"), {a, b, Member(3, 1000, "llm")}, 0).find("corun_max_members"),
+  EXPECT_EQ(book.JoinRefusal(GpuIndex{1}, Member(3, 1000, "llm"), {a, b}, 0), "");
+  EXPECT_NE(book.JoinRefusal(GpuIndex{1}, Member(4, 1000, "x"), {a, b, Member(3, 1000, "llm")}, 0).find("corun_max_members"),
             std::string::npos);
 }
 
 TEST(CorunBook, FaultDomainSettingWidensOnPurpose) {
   CorunConfig by_gid = TwoGpusMarkedOne();
   by_gid.fault_domain = CorunFaultDomain::kGid;
-  CorunBook gid_book(by_gid, {3, 7});
-  EXPECT_EQ(gid_book.JoinRefusal(1, Member(2, 1001, "b", 50, 100), {Member(1, 1000, "a", 50, 100)}, 0), "");
-  EXPECT_NE(gid_book.JoinRefusal(1, Member(2, 1000, "b", 50, 101), {Member(1, 1000, "a", 50, 100)}, 0), "");
+  CorunBook gid_book(by_gid, {DeviceOrdinal{3}, DeviceOrdinal{7}});
+  EXPECT_EQ(gid_book.JoinRefusal(GpuIndex{1}, Member(2, 1001, "b", 50, 100), {Member(1, 1000, "a", 50, 100)}, 0), "");
+  EXPECT_NE(gid_book.JoinRefusal(GpuIndex{1}, Member(2, 1000, "b", 50, 101), {Member(1, 1000, "a", 50, 100)}, 0), "");
   CorunConfig any = TwoGpusMarkedOne();
   any.fault_domain = CorunFaultDomain::kAny;
-  CorunBook any_book(any, {3, 7});
-  EXPECT_EQ(any_book.JoinRefusal(1, Member(2, 2000, "b", 50, 9), {Member(1, 1000, "a", 50, 100)}, 0), "");
+  CorunBook any_book(any, {DeviceOrdinal{3}, DeviceOrdinal{7}});
+  EXPECT_EQ(any_book.JoinRefusal(GpuIndex{1}, Member(2, 2000, "b", 50, 9), {Member(1, 1000, "a", 50, 100)}, 0), "");
 }
 
 TEST(CorunBook, RevocationBacksOffTheGpuAndThePair) {
-  CorunBook book(TwoGpusMarkedOne(), {3, 7});
+  CorunBook book(TwoGpusMarkedOne(), {DeviceOrdinal{3}, DeviceOrdinal{7}});
   // 80% of a 100 ms SLO: 80 ms does not threaten, 81 ms does.
   EXPECT_FALSE(book.Threatens(80'000'000, 100));
   EXPECT_TRUE(book.Threatens(81'000'000, 100));
   const auto a = Member(1, 1000, "cnn"), b = Member(2, 1000, "bert"), c = Member(3, 1000, "llm");
-  book.Revoke(1, a, {a, b}, 5 * kSec);
+  book.Revoke(GpuIndex{1}, a, {a, b}, 5 * kSec);
   EXPECT_EQ(book.revocations(), 1u);
-  EXPECT_EQ(book.BackoffUntil(1), 15 * kSec);
+  EXPECT_EQ(book.BackoffUntil(GpuIndex{1}), 15 * kSec);
   // The GPU serves exclusive slices during the back-off...
-  EXPECT_NE(book.JoinRefusal(1, c, {b}, 10 * kSec).find("backs off"), std::string::npos);
+  EXPECT_NE(book.JoinRefusal(GpuIndex{1}, c, {b}, 10 * kSec).find("backs off"), std::string::npos);
   // ...after it, other pairs may form again, but not the revoked pair until its own back-off
   // ends (renewed here by a second revocation of the pair at 12 s).
-  book.Revoke(0, a, {a, b}, 12 * kSec);  // GPU 0 is not marked: only the pair is remembered
-  EXPECT_EQ(book.JoinRefusal(1, c, {b}, 16 * kSec), "");
-  EXPECT_NE(book.JoinRefusal(1, a, {b}, 16 * kSec).find("pair"), std::string::npos);
-  EXPECT_EQ(book.JoinRefusal(1, a, {b}, 22 * kSec), "");
+  book.Revoke(GpuIndex{0}, a, {a, b}, 12 * kSec);  // GPU 0 is not marked: only the pair is remembered
+  EXPECT_EQ(book.JoinRefusal(GpuIndex{1}, c, {b}, 16 * kSec), "");
+  EXPECT_NE(book.JoinRefusal(GpuIndex{1}, a, {b}, 16 * kSec).find("pair"), std::string::npos);
+  EXPECT_EQ(book.JoinRefusal(GpuIndex{1}, a, {b}, 22 * kSec), "");
 }
 
 TEST(CorunBook, PairBackOffsStayBoundedWhateverNamesTenantsChoose) {
@@ -100,7 +100,7 @@ TEST(CorunBook, PairBackOffsStayBoundedWhateverNamesTenantsChoose) {
   // book remembers only the pairs whose back-off is not over (2 GPUs marked, 3 members a set).
   CorunConfig config = TwoGpusMarkedOne();
   config.gpus = {3, 7};
-  CorunBook book(config, {3, 7});
+  CorunBook book(config, {DeviceOrdinal{3}, DeviceOrdinal{7}});
   const uint64_t backoff = static_cast<uint64_t>(config.backoff.count());
   uint64_t now = kSec;
   size_t most = 0;
@@ -111,8 +111,8 @@ TEST(CorunBook, PairBackOffsStayBoundedWhateverNamesTenantsChoose) {
       };
       const auto v = Member(1, 1000, name(0)), o1 = Member(2, 1000, name(1)),
                  o2 = Member(3, 1000, name(2));
-      ASSERT_EQ(book.JoinRefusal(g, o2, {v, o1}, now), "");
-      book.Revoke(g, v, {v, o1, o2}, now);
+      ASSERT_EQ(book.JoinRefusal(GpuIndex{g}, o2, {v, o1}, now), "");
+      book.Revoke(GpuIndex{g}, v, {v, o1, o2}, now);
       most = std::max(most, book.tracked_pairs());
     }
     now += backoff;  // the GPUs may form sets again

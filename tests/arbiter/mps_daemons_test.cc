@@ -99,7 +99,7 @@ class MpsDaemonsTest : public ::testing::Test {
   }
   // The pid the daemon of GPU index g runs as (its Json), 0 if none.
   static pid_t DaemonPid(const MpsDaemons& m, uint32_t g) {
-    const auto j = m.Json(g);
+    const auto j = m.Json(GpuIndex{g});
     return j.is_null() ? 0 : j["pid"].get<pid_t>();
   }
 
@@ -109,14 +109,14 @@ class MpsDaemonsTest : public ::testing::Test {
 TEST_F(MpsDaemonsTest, EachGpuGetsItsOwnDaemonDirectoriesAndDevice) {
   MpsDaemons m;
   const std::string root = dir_ + "/mps";
-  ASSERT_TRUE(m.Start(program_, root, {{0, 3}, {1, 5}}).ok());
-  EXPECT_TRUE(m.Running(0));
-  EXPECT_TRUE(m.Running(1));
-  EXPECT_FALSE(m.Running(2));
-  EXPECT_EQ(m.pidfd(2), -1);
-  EXPECT_EQ(m.PipeDir(0), root + "/gpu3/pipe");
-  EXPECT_EQ(m.PipeDir(1), root + "/gpu5/pipe");
-  EXPECT_EQ(m.PipeDir(2), "");
+  ASSERT_TRUE(m.Start(program_, root, {{GpuIndex{0}, DeviceOrdinal{3}}, {GpuIndex{1}, DeviceOrdinal{5}}}).ok());
+  EXPECT_TRUE(m.Running(GpuIndex{0}));
+  EXPECT_TRUE(m.Running(GpuIndex{1}));
+  EXPECT_FALSE(m.Running(GpuIndex{2}));
+  EXPECT_EQ(m.pidfd(GpuIndex{2}), -1);
+  EXPECT_EQ(m.PipeDir(GpuIndex{0}), root + "/gpu3/pipe");
+  EXPECT_EQ(m.PipeDir(GpuIndex{1}), root + "/gpu5/pipe");
+  EXPECT_EQ(m.PipeDir(GpuIndex{2}), "");
   EXPECT_TRUE(std::filesystem::is_directory(root + "/gpu5/log"));
   // Each daemon was started after asking its directory's stale daemon (none here) to quit (a
   // daemon logs itself when it runs: the order between GPUs is not fixed).
@@ -129,27 +129,27 @@ TEST_F(MpsDaemonsTest, EachGpuGetsItsOwnDaemonDirectoriesAndDevice) {
                        "daemon 5 " + root + "/gpu5/pipe " + root + "/gpu5/log",
                    }));
   m.Stop();
-  EXPECT_FALSE(m.Running(0));
-  EXPECT_FALSE(m.Running(1));
+  EXPECT_FALSE(m.Running(GpuIndex{0}));
+  EXPECT_FALSE(m.Running(GpuIndex{1}));
 }
 
 TEST_F(MpsDaemonsTest, ADaemonThatDiesIsRestartedAfterABackOffWithoutAskingAnyoneToQuit) {
   MpsDaemons m;
-  ASSERT_TRUE(m.Start(program_, dir_ + "/mps", {{0, 0}}).ok());
+  ASSERT_TRUE(m.Start(program_, dir_ + "/mps", {{GpuIndex{0}, DeviceOrdinal{0}}}).ok());
   const pid_t first = DaemonPid(m, 0);
   ASSERT_GT(first, 0);
   ASSERT_EQ(Invocations(2).size(), 2u);  // it runs (and logged itself) before it is killed
   ASSERT_EQ(::kill(first, SIGKILL), 0);
-  ASSERT_TRUE(WaitReadable(m.pidfd(0), 10'000));
-  m.OnExit(0, 100 * kSec);
-  EXPECT_FALSE(m.Running(0));
-  EXPECT_EQ(m.pidfd(0), -1);
+  ASSERT_TRUE(WaitReadable(m.pidfd(GpuIndex{0}), 10'000));
+  m.OnExit(GpuIndex{0}, 100 * kSec);
+  EXPECT_FALSE(m.Running(GpuIndex{0}));
+  EXPECT_EQ(m.pidfd(GpuIndex{0}), -1);
   EXPECT_EQ(m.NextRestartNs(), 101 * kSec);
   EXPECT_TRUE(m.RestartDue(100 * kSec + kSec / 2).empty());
-  EXPECT_EQ(m.RestartDue(101 * kSec), std::vector<uint32_t>{0});
-  EXPECT_TRUE(m.Running(0));
+  EXPECT_EQ(m.RestartDue(101 * kSec), std::vector<GpuIndex>{GpuIndex{0}});
+  EXPECT_TRUE(m.Running(GpuIndex{0}));
   EXPECT_EQ(m.NextRestartNs(), UINT64_MAX);
-  EXPECT_EQ(m.Json(0)["restarts"], 1);
+  EXPECT_EQ(m.Json(GpuIndex{0})["restarts"], 1);
   EXPECT_NE(DaemonPid(m, 0), first);
   // The restart ran on the loop: it spawned the daemon and nothing else (asking a stale daemon
   // to quit waits up to seconds for the control program, and the one replaced was reaped).
@@ -158,17 +158,17 @@ TEST_F(MpsDaemonsTest, ADaemonThatDiesIsRestartedAfterABackOffWithoutAskingAnyon
   // A second death waits twice as long.
   ASSERT_EQ(Invocations(3).size(), 3u);
   ASSERT_EQ(::kill(DaemonPid(m, 0), SIGKILL), 0);
-  ASSERT_TRUE(WaitReadable(m.pidfd(0), 10'000));
-  m.OnExit(0, 200 * kSec);
+  ASSERT_TRUE(WaitReadable(m.pidfd(GpuIndex{0}), 10'000));
+  m.OnExit(GpuIndex{0}, 200 * kSec);
   EXPECT_EQ(m.NextRestartNs(), 202 * kSec);
 }
 
 TEST_F(MpsDaemonsTest, ASpuriousWakeUpOfALiveDaemonChangesNothing) {
   MpsDaemons m;
-  ASSERT_TRUE(m.Start(program_, dir_ + "/mps", {{0, 0}}).ok());
+  ASSERT_TRUE(m.Start(program_, dir_ + "/mps", {{GpuIndex{0}, DeviceOrdinal{0}}}).ok());
   const pid_t pid = DaemonPid(m, 0);
-  m.OnExit(0, 5 * kSec);
-  EXPECT_TRUE(m.Running(0));
+  m.OnExit(GpuIndex{0}, 5 * kSec);
+  EXPECT_TRUE(m.Running(GpuIndex{0}));
   EXPECT_EQ(DaemonPid(m, 0), pid);
   EXPECT_EQ(m.NextRestartNs(), UINT64_MAX);
 }
@@ -189,11 +189,11 @@ TEST_F(MpsDaemonsTest, AStaleDaemonOnTheDirectoryIsAskedToQuitAtTheFirstStart) {
   ASSERT_TRUE(std::filesystem::exists(pipe + "/daemon.pid"));
 
   MpsDaemons m;
-  ASSERT_TRUE(m.Start(program_, root, {{0, 0}}).ok());
+  ASSERT_TRUE(m.Start(program_, root, {{GpuIndex{0}, DeviceOrdinal{0}}}).ok());
   int status = 0;
   ASSERT_EQ(::waitpid(stale, &status, 0), stale);  // told to quit: it ended
   EXPECT_TRUE(WIFSIGNALED(status));
-  EXPECT_TRUE(m.Running(0));
+  EXPECT_TRUE(m.Running(GpuIndex{0}));
   EXPECT_NE(DaemonPid(m, 0), stale);
   EXPECT_EQ(Kinds(3), (std::vector<std::string>{"daemon", "client", "daemon"}));
 }
@@ -201,24 +201,24 @@ TEST_F(MpsDaemonsTest, AStaleDaemonOnTheDirectoryIsAskedToQuitAtTheFirstStart) {
 TEST_F(MpsDaemonsTest, StopKillsADaemonThatDoesNotQuit) {
   ::setenv("FAKE_MPS_STUBBORN", "1", 1);
   MpsDaemons m;
-  ASSERT_TRUE(m.Start(program_, dir_ + "/mps", {{0, 0}}).ok());
+  ASSERT_TRUE(m.Start(program_, dir_ + "/mps", {{GpuIndex{0}, DeviceOrdinal{0}}}).ok());
   const pid_t pid = DaemonPid(m, 0);
   m.Stop(200);
-  EXPECT_FALSE(m.Running(0));
+  EXPECT_FALSE(m.Running(GpuIndex{0}));
   EXPECT_EQ(::kill(pid, 0), -1);  // reaped: no such process
   m.Stop(200);                    // idempotent
 }
 
 TEST_F(MpsDaemonsTest, AProgramThatCannotStartOrABadDirectoryIsAnErrorNamingIt) {
   MpsDaemons m;
-  const auto s = m.Start(dir_ + "/no-such-control", dir_ + "/mps", {{0, 0}});
+  const auto s = m.Start(dir_ + "/no-such-control", dir_ + "/mps", {{GpuIndex{0}, DeviceOrdinal{0}}});
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.ToString().find("no-such-control"), std::string::npos) << s.ToString();
 
   const std::string file = dir_ + "/a-file";
   std::ofstream(file) << "x";
   MpsDaemons m2;
-  const auto s2 = m2.Start(program_, file, {{0, 0}});
+  const auto s2 = m2.Start(program_, file, {{GpuIndex{0}, DeviceOrdinal{0}}});
   ASSERT_FALSE(s2.ok());
   EXPECT_NE(s2.ToString().find("mps_dir"), std::string::npos) << s2.ToString();
   EXPECT_NE(s2.ToString().find(file), std::string::npos) << s2.ToString();
@@ -227,9 +227,9 @@ TEST_F(MpsDaemonsTest, AProgramThatCannotStartOrABadDirectoryIsAnErrorNamingIt) 
 TEST_F(MpsDaemonsTest, TerminatingAClientFindsItsServerAndRunsOffTheLoopBounded) {
   ::setenv("FAKE_MPS_CLIENTS", "12,77", 1);
   MpsDaemons m;
-  ASSERT_TRUE(m.Start(program_, dir_ + "/mps", {{0, 2}}).ok());
-  EXPECT_FALSE(m.ControlFor(1).has_value());
-  const auto control = m.ControlFor(0);
+  ASSERT_TRUE(m.Start(program_, dir_ + "/mps", {{GpuIndex{0}, DeviceOrdinal{2}}}).ok());
+  EXPECT_FALSE(m.ControlFor(GpuIndex{1}).has_value());
+  const auto control = m.ControlFor(GpuIndex{0});
   ASSERT_TRUE(control.has_value());
   EXPECT_EQ(control->pipe_dir, dir_ + "/mps/gpu2/pipe");
   const auto ok = control->TerminateClient(77, 5000);
