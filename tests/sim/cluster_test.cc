@@ -40,6 +40,13 @@ ClusterOptions Cluster(int nodes, NodeScore score, double overcommit = 1.0) {
   return o;
 }
 
+// The policy configuration of one of o's nodes.
+policy::PolicyConfig NodeConfig(const ClusterOptions& o) {
+  policy::PolicyConfig c;
+  c.gpus = o.node.gpus;
+  return c;
+}
+
 TEST(Cluster, LeastAllocatedSpreadsInstances) {
   const Placement p = PlaceInstances(Instances(4, 2), Cluster(4, NodeScore::kLeastAllocated));
   EXPECT_EQ(p.units_per_node, 20u);
@@ -98,9 +105,9 @@ TEST(Cluster, OneNodeIsTheNodeSimulation) {
   o.overcommit = 100;
   policy::PolicyConfig c;
   c.gpus = o.node.gpus;
-  std::string err;
-  const ClusterResult cr = SimulateCluster(w, o, "aggressive", c, &err);
-  ASSERT_EQ(err, "");
+  const auto simulated = SimulateCluster(w, o, "aggressive", c);
+  ASSERT_TRUE(simulated.ok()) << simulated.status().ToString();
+  const ClusterResult& cr = *simulated;
   const RunResult r = Simulate(w, o.node, *policy::Make("aggressive", c).value());
   EXPECT_EQ(cr.total.on_time, r.on_time);
   EXPECT_DOUBLE_EQ(cr.total.gpu_seconds, r.gpu_seconds);
@@ -113,11 +120,9 @@ TEST(Cluster, OneNodeIsTheNodeSimulation) {
 TEST(Cluster, UnschedulableRequestsCountAsMisses) {
   const SimWorkload w = Instances(5, 8);
   ClusterOptions o = Cluster(2, NodeScore::kLeastAllocated);
-  policy::PolicyConfig c;
-  c.gpus = o.node.gpus;
-  std::string err;
-  const ClusterResult cr = SimulateCluster(w, o, "aggressive", c, &err);
-  ASSERT_EQ(err, "");
+  const auto simulated = SimulateCluster(w, o, "aggressive", NodeConfig(o));
+  ASSERT_TRUE(simulated.ok()) << simulated.status().ToString();
+  const ClusterResult& cr = *simulated;
   EXPECT_EQ(cr.unschedulable_instances, 1u);
   EXPECT_EQ(cr.unschedulable_requests, 100u);
   EXPECT_EQ(cr.total.requests, 500u);
@@ -127,6 +132,18 @@ TEST(Cluster, UnschedulableRequestsCountAsMisses) {
   EXPECT_EQ(cr.nodes_used, 2);
   EXPECT_EQ(cr.total.violations, 0u);
   EXPECT_NEAR(cr.total.gpu_seconds, cr.node_gpu_seconds[0] + cr.node_gpu_seconds[1], 1e-9);
+}
+
+// An unknown policy is policy::Make's error, code and message unchanged.
+TEST(Cluster, AnUnknownPolicyIsAnInvalidArgument) {
+  const auto simulated =
+      SimulateCluster(Instances(2, 8), Cluster(1, NodeScore::kLeastAllocated), "no-such-policy",
+                      NodeConfig(Cluster(1, NodeScore::kLeastAllocated)));
+  ASSERT_FALSE(simulated.ok());
+  EXPECT_EQ(simulated.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(simulated.status().message(),
+            "unknown policy 'no-such-policy' (known: keepalive, proxy-swap, fifo, dual-queue, "
+            "aggressive[-no-<idea>...])");
 }
 
 }  // namespace

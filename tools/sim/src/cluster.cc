@@ -80,8 +80,9 @@ Placement PlaceInstances(const SimWorkload& w, const ClusterOptions& o) {
   return p;
 }
 
-ClusterResult SimulateCluster(const SimWorkload& w, const ClusterOptions& o, const std::string& name,
-                              const policy::PolicyConfig& node_config, std::string* error) {
+gshare::Result<ClusterResult> SimulateCluster(const SimWorkload& w, const ClusterOptions& o,
+                                              const std::string& name,
+                                              const policy::PolicyConfig& node_config) {
   ClusterResult c;
   c.policy = name;
   c.score = o.score;
@@ -134,10 +135,7 @@ ClusterResult SimulateCluster(const SimWorkload& w, const ClusterOptions& o, con
     if (parts[n].functions.empty()) continue;
     ++c.nodes_used;
     auto made = policy::Make(name, node_config);
-    if (!made.ok()) {
-      if (error) *error = made.status().message();
-      return c;
-    }
+    if (!made.ok()) return made.status();
     const RunResult r = Simulate(parts[n], node, **made);
     c.node_gpu_seconds[n] = r.gpu_seconds;
     t.on_time += r.on_time;

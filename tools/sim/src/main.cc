@@ -50,18 +50,18 @@ int RunCluster(const gshare::sim::Inputs& inputs, const gshare::sim::SimOptions&
   cluster.node = node;
   cluster.unit_bytes = *unit_bytes;
   std::vector<sim::ClusterResult> results;
-  std::string err;  // SimulateCluster's
   for (const std::string& score : scores) {
     if (!sim::ParseNodeScore(score, &cluster.score)) {
       fmt::print(stderr, "gshare-sim: unknown --node-score '{}' (least-allocated, most-allocated, gshare)\n", score);
       return 2;
     }
     for (const std::string& name : policies) {
-      results.push_back(sim::SimulateCluster(inputs.workload, cluster, name, config, &err));
-      if (!err.empty()) {
-        fmt::print(stderr, "gshare-sim: {}\n", err);
+      auto result = sim::SimulateCluster(inputs.workload, cluster, name, config);
+      if (!result.ok()) {
+        fmt::print(stderr, "gshare-sim: {}\n", result.status().message());
         return 2;
       }
+      results.push_back(std::move(*result));
     }
   }
   if (!quiet) {

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "gshare/common/status.h"
 #include "gshare/policy/policy.h"
 #include "gshare/sim/engine.h"
 
@@ -64,9 +65,11 @@ struct ClusterResult {
 
 // Places the instances, then simulates each node under a fresh `policy` made with
 // `node_config` (whose gpus are one node's). The requests of unschedulable instances count as
-// never completed.
-ClusterResult SimulateCluster(const SimWorkload& workload, const ClusterOptions& options,
-                              const std::string& policy, const policy::PolicyConfig& node_config,
-                              std::string* error);
+// never completed. An error is policy::Make's (kInvalidArgument: an unknown policy name, a
+// config without GPUs), unchanged.
+gshare::Result<ClusterResult> SimulateCluster(const SimWorkload& workload,
+                                              const ClusterOptions& options,
+                                              const std::string& policy,
+                                              const policy::PolicyConfig& node_config);
 
 }  // namespace gshare::sim
