@@ -15,7 +15,8 @@
 namespace gshare::deviceplugin {
 namespace {
 
-using Setter = std::function<std::string(PluginConfig&, const std::string&)>;
+// A setter's error is the value's problem, without the key (SetKey adds it).
+using Setter = std::function<shm::Status(PluginConfig&, const std::string&)>;
 using Getter = std::function<std::string(const PluginConfig&)>;
 
 struct Key {
@@ -27,47 +28,53 @@ struct Key {
 
 std::string Ms(std::chrono::milliseconds ms) { return std::to_string(ms.count()) + "ms"; }
 
-std::string SetPath(std::string& out, const std::string& v) {
-  if (v.empty()) return "must not be empty";
-  if (v.size() >= 108) return "path longer than a Unix socket allows (107 bytes)";
+shm::Status Invalid(std::string message) {
+  return shm::Status(shm::StatusCode::kInvalidArgument, std::move(message));
+}
+
+shm::Status SetPath(std::string& out, const std::string& v) {
+  if (v.empty()) return Invalid("must not be empty");
+  if (v.size() >= 108) return Invalid("path longer than a Unix socket allows (107 bytes)");
   out = v;
   return {};
 }
 
-std::string SetMs(std::chrono::milliseconds& out, const std::string& v, int64_t min_ms,
+shm::Status SetMs(std::chrono::milliseconds& out, const std::string& v, int64_t min_ms,
                   int64_t max_ms) {
   const auto d = ParseDuration(v);
-  if (!d.ok()) return "'" + v + "': " + d.status().message();
+  if (!d.ok()) return Invalid("'" + v + "': " + d.status().message());
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(*d);
   if (ms.count() < min_ms || ms.count() > max_ms)
-    return "'" + v + "' is out of range (" + std::to_string(min_ms) + " ms to " +
-           std::to_string(max_ms) + " ms)";
+    return Invalid("'" + v + "' is out of range (" + std::to_string(min_ms) + " ms to " +
+                   std::to_string(max_ms) + " ms)");
   out = ms;
   return {};
 }
 
 // An extended resource name as kubelet accepts one: DOMAIN/NAME, the domain not kubernetes.io.
-std::string CheckResourceName(const std::string& v) {
+shm::Status CheckResourceName(const std::string& v) {
   const auto slash = v.find('/');
   if (slash == std::string::npos || slash == 0 || slash + 1 == v.size() ||
       v.find('/', slash + 1) != std::string::npos)
-    return "'" + v + "' is not DOMAIN/NAME (e.g. gshare.io/vgpu-memory)";
+    return Invalid("'" + v + "' is not DOMAIN/NAME (e.g. gshare.io/vgpu-memory)");
   const std::string domain = v.substr(0, slash);
   if (domain == "kubernetes.io" || domain.ends_with(".kubernetes.io"))
-    return "'" + v + "': the kubernetes.io domain is reserved for Kubernetes' own resources";
+    return Invalid("'" + v +
+                   "': the kubernetes.io domain is reserved for Kubernetes' own resources");
   for (char c : v)
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' || c == '_' ||
           c == '/'))
-      return "'" + v + "' has a character outside [A-Za-z0-9._-/]";
-  if (v.size() - slash - 1 > 63) return "'" + v + "': the name after '/' is longer than 63";
+      return Invalid("'" + v + "' has a character outside [A-Za-z0-9._-/]");
+  if (v.size() - slash - 1 > 63)
+    return Invalid("'" + v + "': the name after '/' is longer than 63");
   return {};
 }
 
 const std::map<std::string, Key>& Keys() {
   static const auto* keys = new std::map<std::string, Key>{
       {"kubelet_socket",
-       {[](PluginConfig& c, const std::string& v) -> std::string {
-          if (v.empty() || v.front() != '/') return "'" + v + "' is not an absolute path";
+       {[](PluginConfig& c, const std::string& v) -> shm::Status {
+          if (v.empty() || v.front() != '/') return Invalid("'" + v + "' is not an absolute path");
           return SetPath(c.kubelet_socket, v);
         },
         [](const PluginConfig& c) { return c.kubelet_socket; },
@@ -75,18 +82,19 @@ const std::map<std::string, Key>& Keys() {
         "kubelet's registration socket; the plugin's socket goes in its directory (default "
         "/var/lib/kubelet/device-plugins/kubelet.sock)"}},
       {"plugin_socket",
-       {[](PluginConfig& c, const std::string& v) -> std::string {
+       {[](PluginConfig& c, const std::string& v) -> shm::Status {
           if (v.empty() || v.find('/') != std::string::npos || v == "." || v == "..")
-            return "'" + v + "' must be a file name (no '/'): it goes in kubelet's socket directory";
-          if (v == "kubelet.sock") return "'kubelet.sock' is kubelet's own socket";
+            return Invalid("'" + v +
+                           "' must be a file name (no '/'): it goes in kubelet's socket directory");
+          if (v == "kubelet.sock") return Invalid("'kubelet.sock' is kubelet's own socket");
           c.plugin_socket = v;
           return {};
         },
         [](const PluginConfig& c) { return c.plugin_socket; },
         "NAME", "the plugin's socket, a file name in kubelet's socket directory (default gshare.sock)"}},
       {"resource_name",
-       {[](PluginConfig& c, const std::string& v) -> std::string {
-          if (auto err = CheckResourceName(v); !err.empty()) return err;
+       {[](PluginConfig& c, const std::string& v) -> shm::Status {
+          if (auto s = CheckResourceName(v); !s.ok()) return s;
           c.resource_name = v;
           return {};
         },
@@ -99,24 +107,24 @@ const std::map<std::string, Key>& Keys() {
         "the arbiter's control socket, read for the GPUs' memory and state (default the "
         "arbiter's default)"}},
       {"unit",
-       {[](PluginConfig& c, const std::string& v) -> std::string {
+       {[](PluginConfig& c, const std::string& v) -> shm::Status {
           const auto b = ParseByteSize(v);
-          if (!b.ok()) return "'" + v + "': " + b.status().message();
+          if (!b.ok()) return Invalid("'" + v + "': " + b.status().message());
           if (*b < (1ull << 20) || *b % (1ull << 20) != 0)
-            return "'" + v + "' must be a whole number of MiB, at least 1MiB";
-          if (*b > (1ull << 40)) return "'" + v + "' is larger than 1TiB";
+            return Invalid("'" + v + "' must be a whole number of MiB, at least 1MiB");
+          if (*b > (1ull << 40)) return Invalid("'" + v + "' is larger than 1TiB");
           c.unit_bytes = *b;
           return {};
         },
         [](const PluginConfig& c) { return std::to_string(c.unit_bytes >> 20) + "MiB"; },
         "SIZE", "vGPU memory per unit of the resource: a pod asking for N units gets N x unit (default 256MiB)"}},
       {"overcommit",
-       {[](PluginConfig& c, const std::string& v) -> std::string {
+       {[](PluginConfig& c, const std::string& v) -> shm::Status {
           std::istringstream in(v);
           double f = 0;
           if (!(in >> f) || !in.eof() || !std::isfinite(f))
-            return "'" + v + "' is not a number";
-          if (f < 1.0 || f > 64.0) return "'" + v + "' is out of range (1 to 64)";
+            return Invalid("'" + v + "' is not a number");
+          if (f < 1.0 || f > 64.0) return Invalid("'" + v + "' is out of range (1 to 64)");
           c.overcommit = f;
           return {};
         },
@@ -133,31 +141,31 @@ const std::map<std::string, Key>& Keys() {
         [](const PluginConfig& c) { return Ms(c.arbiter_timeout); },
         "DURATION", "how long one control request may take before the arbiter counts as unreachable (default 2s)"}},
       {"device_list_strategy",
-       {[](PluginConfig& c, const std::string& v) -> std::string {
+       {[](PluginConfig& c, const std::string& v) -> shm::Status {
           if (v == "both") c.strategy = DeviceListStrategy::kBoth;
           else if (v == "cdi") c.strategy = DeviceListStrategy::kCdi;
           else if (v == "env") c.strategy = DeviceListStrategy::kEnv;
-          else return "'" + v + "' is not one of both, cdi, env";
+          else return Invalid("'" + v + "' is not one of both, cdi, env");
           return {};
         },
         [](const PluginConfig& c) { return std::string(StrategyName(c.strategy)); },
         "both|cdi|env",
         "what Allocate returns: the CDI device id, the CDI spec's env and mounts, or both (default both)"}},
       {"cdi_device",
-       {[](PluginConfig& c, const std::string& v) -> std::string {
+       {[](PluginConfig& c, const std::string& v) -> shm::Status {
           const auto eq = v.find('=');
           const auto slash = v.find('/');
           if (eq == std::string::npos || slash == std::string::npos || slash > eq ||
               eq + 1 == v.size())
-            return "'" + v + "' is not a CDI device id (vendor.com/class=name)";
+            return Invalid("'" + v + "' is not a CDI device id (vendor.com/class=name)");
           c.cdi_device = v;
           return {};
         },
         [](const PluginConfig& c) { return c.cdi_device; },
         "ID", "the CDI device that injects the shim (default gshare.io/vgpu=vgpu, what gshare-cdi generate writes)"}},
       {"cdi_spec",
-       {[](PluginConfig& c, const std::string& v) -> std::string {
-          if (v.empty() || v.front() != '/') return "'" + v + "' is not an absolute path";
+       {[](PluginConfig& c, const std::string& v) -> shm::Status {
+          if (v.empty() || v.front() != '/') return Invalid("'" + v + "' is not an absolute path");
           c.cdi_spec = v;
           return {};
         },
@@ -166,14 +174,15 @@ const std::map<std::string, Key>& Keys() {
         "the node's CDI spec (JSON), whose env and mounts are returned to runtimes without CDI "
         "(default /etc/cdi/gshare.json)"}},
       {"log_level",
-       {[](PluginConfig& c, const std::string& v) -> std::string {
+       {[](PluginConfig& c, const std::string& v) -> shm::Status {
           static const char* levels[] = {"trace", "debug", "info", "warn", "error", "critical", "off"};
           for (const char* l : levels)
             if (v == l) {
               c.log_level = v;
               return {};
             }
-          return "'" + v + "' is not one of trace, debug, info, warn, error, critical, off";
+          return Invalid("'" + v +
+                         "' is not one of trace, debug, info, warn, error, critical, off");
         },
         [](const PluginConfig& c) { return c.log_level; },
         "LEVEL", "spdlog level (default info)"}},
@@ -208,8 +217,8 @@ shm::Status SetKey(PluginConfig& config, const std::string& key, const std::stri
   const auto it = Keys().find(key);
   if (it == Keys().end())
     return shm::Status(shm::StatusCode::kInvalidArgument, "unknown key '" + key + "'");
-  if (auto err = it->second.set(config, value); !err.empty())
-    return shm::Status(shm::StatusCode::kInvalidArgument, key + ": " + err);
+  if (auto s = it->second.set(config, value); !s.ok())
+    return shm::Status(s.code(), key + ": " + s.message());
   return {};
 }
 

@@ -3,6 +3,7 @@
 // kubelet link's decisions.
 #include <fstream>
 #include <string>
+#include <utility>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -58,6 +59,26 @@ TEST(PluginConfig, KeysParseAndBadValuesNameTheKey) {
   EXPECT_NE(SetKey(c, "poll_interval", "5").message().find("poll_interval"), std::string::npos);
   EXPECT_NE(SetKey(c, "colour", "red").message().find("unknown key 'colour'"), std::string::npos);
   EXPECT_EQ(c.unit_bytes, 512 * kMiB) << "a refused value leaves the key as it was";
+}
+
+// Every refused value is kInvalidArgument, its message the key and the value's problem.
+TEST(PluginConfig, RefusedValuesAreInvalidArgumentsWithTheKeyInTheMessage) {
+  PluginConfig c;
+  const std::pair<std::pair<const char*, const char*>, const char*> cases[] = {
+      {{"overcommit", "0.5"}, "overcommit: '0.5' is out of range (1 to 64)"},
+      {{"plugin_socket", "kubelet.sock"}, "plugin_socket: 'kubelet.sock' is kubelet's own socket"},
+      {{"control_socket", ""}, "control_socket: must not be empty"},
+      {{"poll_interval", "5ms"}, "poll_interval: '5ms' is out of range (10 ms to 600000 ms)"},
+      {{"resource_name", "vgpu"},
+       "resource_name: 'vgpu' is not DOMAIN/NAME (e.g. gshare.io/vgpu-memory)"},
+      {{"device_list_strategy", "all"}, "device_list_strategy: 'all' is not one of both, cdi, env"},
+      {{"colour", "red"}, "unknown key 'colour'"},
+  };
+  for (const auto& [kv, message] : cases) {
+    const shm::Status s = SetKey(c, kv.first, kv.second);
+    EXPECT_EQ(s.code(), shm::StatusCode::kInvalidArgument) << kv.first;
+    EXPECT_EQ(s.message(), message);
+  }
 }
 
 class ConfigFile : public ::testing::Test {
