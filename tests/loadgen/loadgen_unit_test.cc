@@ -1,5 +1,6 @@
 // Unit tests of gshare-loadgen's pieces: target URLs and the loopback rule, TOML targets,
-// fixed-rate and trace plans with their bounds, and the report's statistics and JSON.
+// fixed-rate and trace plans with their bounds, the report's statistics and JSON, and the check
+// of an answer (its outcome, error code and message).
 #include <unistd.h>
 
 #include <cstdio>
@@ -11,6 +12,7 @@
 
 #include "gshare/loadgen/plan.h"
 #include "gshare/loadgen/report.h"
+#include "gshare/loadgen/runner.h"
 #include "gshare/loadgen/targets.h"
 
 namespace gshare::loadgen {
@@ -185,6 +187,38 @@ TEST(Report, RecordsCsvHasOneLinePerRequest) {
             "target,scheduled_ms,latency_ms,outcome\n"
             "b,2.500,7.250,ok\n"
             "a,0.000,30.000,skipped\n");
+}
+
+// Each wrong answer is its outcome with an error: kRefused for an HTTP status, kMalformed for
+// what the server should not have sent; a right one is kOk with its outputs' fingerprint.
+TEST(CheckAnswer, OutcomesCarryTheirErrorCodeAndMessage) {
+  const std::string good =
+      R"({"outputs":[{"name":"digest","data":["abc"]},{"name":"y","data":[1]}]})";
+  const CheckedAnswer ok = CheckAnswer(200, good, "abc");
+  EXPECT_EQ(ok.outcome, Outcome::kOk);
+  EXPECT_TRUE(ok.error.ok());
+  EXPECT_EQ(ok.fingerprint, R"({"data":[1],"name":"y"})");
+  const struct {
+    int status;
+    std::string body;
+    Outcome outcome;
+    StatusCode code;
+    std::string message;
+  } cases[] = {
+      {503, "busy", Outcome::kHttpError, StatusCode::kRefused, "HTTP 503: busy"},
+      {200, "[1]", Outcome::kBadResponse, StatusCode::kMalformed,
+       "response is not an inference response: [1]"},
+      {200, R"({"outputs":[]})", Outcome::kBadResponse, StatusCode::kMalformed,
+       "response has no digest output"},
+      {200, good, Outcome::kWrongDigest, StatusCode::kMalformed,
+       "digest abc does not match the request's def"},
+  };
+  for (const auto& c : cases) {
+    const CheckedAnswer a = CheckAnswer(c.status, c.body, "def");
+    EXPECT_EQ(a.outcome, c.outcome) << c.message;
+    EXPECT_EQ(a.error.code(), c.code) << c.message;
+    EXPECT_EQ(a.error.message(), c.message);
+  }
 }
 
 }  // namespace

@@ -32,6 +32,13 @@ std::unique_ptr<httplib::Client> Connect(const Target& t, double timeout_s) {
 
 std::string ModelPath(const Target& t) { return "/v2/models/" + t.model; }
 
+CheckedAnswer Failed(Outcome outcome, StatusCode code, std::string message) {
+  CheckedAnswer a;
+  a.outcome = outcome;
+  a.error = Status(code, std::move(message));
+  return a;
+}
+
 // Shared state of one run.
 class Session {
  public:
@@ -74,12 +81,12 @@ class Session {
       r.target = a.target;
       r.scheduled_us = a.at_us;
       r.latency_ms = std::chrono::duration<double, std::milli>(Clock::now() - scheduled).count();
-      std::string error;
-      r.outcome = Check(res, a.target, req.digest, &error);
+      const CheckedAnswer answer = Check(res, a.target, req.digest);
+      r.outcome = answer.outcome;
       if (r.outcome == Outcome::kTransport) client.reset();  // reconnect next time
       std::lock_guard<std::mutex> lock(mu_);
-      if (!error.empty() && result_.error_examples.size() < 5) {
-        result_.error_examples.push_back(t.target.name + ": " + error);
+      if (!answer.error.ok() && result_.error_examples.size() < 5) {
+        result_.error_examples.push_back(t.target.name + ": " + answer.error.message());
       }
       result_.records.push_back(r);
     }
@@ -87,47 +94,21 @@ class Session {
   RunResult& result() { return result_; }
 
  private:
-  Outcome Check(const httplib::Result& res, uint32_t target, const std::string& digest,
-                std::string* error) {
-    if (!res) {
-      *error = "request failed: " + httplib::to_string(res.error());
-      return Outcome::kTransport;
-    }
-    if (res->status != 200) {
-      *error = fmt::format("HTTP {}: {}", res->status, res->body.substr(0, 200));
-      return Outcome::kHttpError;
-    }
-    const json j = json::parse(res->body, nullptr, false);
-    if (j.is_discarded() || !j.is_object() || !j.contains("outputs") || !j["outputs"].is_array()) {
-      *error = "response is not an inference response: " + res->body.substr(0, 200);
-      return Outcome::kBadResponse;
-    }
-    std::string got_digest, fingerprint;
-    for (const json& out : j["outputs"]) {
-      if (!out.is_object() || !out.contains("name") || !out.contains("data")) continue;
-      if (out["name"] == "digest") {
-        if (out["data"].is_array() && !out["data"].empty() && out["data"][0].is_string()) {
-          got_digest = out["data"][0].get<std::string>();
-        }
-      } else {
-        fingerprint += out.dump();
-      }
-    }
-    if (got_digest.empty()) {
-      *error = "response has no digest output";
-      return Outcome::kBadResponse;
-    }
-    if (got_digest != digest) {
-      *error = "digest " + got_digest + " does not match the request's " + digest;
-      return Outcome::kWrongDigest;
-    }
+  // An answer's outcome, and unless kOk its error (CheckAnswer's, or kMalformed for outputs
+  // that differ from an earlier answer to the same request).
+  CheckedAnswer Check(const httplib::Result& res, uint32_t target, const std::string& digest) {
+    if (!res)
+      return Failed(Outcome::kTransport, StatusCode::kUnavailable,
+                    "request failed: " + httplib::to_string(res.error()));
+    CheckedAnswer answer = CheckAnswer(res->status, res->body, digest);
+    if (answer.outcome != Outcome::kOk) return answer;
     std::lock_guard<std::mutex> lock(mu_);
-    auto [it, inserted] = seen_.try_emplace({target, digest}, fingerprint);
-    if (!inserted && it->second != fingerprint) {
-      *error = "outputs differ from an earlier answer to the same request (digest " + digest + ")";
-      return Outcome::kInconsistent;
-    }
-    return Outcome::kOk;
+    auto [it, inserted] = seen_.try_emplace({target, digest}, answer.fingerprint);
+    if (!inserted && it->second != answer.fingerprint)
+      return Failed(Outcome::kInconsistent, StatusCode::kMalformed,
+                    "outputs differ from an earlier answer to the same request (digest " +
+                        digest + ")");
+    return answer;
   }
 
   const std::vector<TargetInfo>& targets_;
@@ -153,6 +134,34 @@ const char* OutcomeName(Outcome o) {
     case Outcome::kSkipped: return "skipped";
   }
   return "unknown";
+}
+
+CheckedAnswer CheckAnswer(int http_status, const std::string& body, const std::string& digest) {
+  if (http_status != 200)
+    return Failed(Outcome::kHttpError, StatusCode::kRefused,
+                  fmt::format("HTTP {}: {}", http_status, body.substr(0, 200)));
+  const json j = json::parse(body, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("outputs") || !j["outputs"].is_array())
+    return Failed(Outcome::kBadResponse, StatusCode::kMalformed,
+                  "response is not an inference response: " + body.substr(0, 200));
+  CheckedAnswer answer;
+  std::string got_digest;
+  for (const json& out : j["outputs"]) {
+    if (!out.is_object() || !out.contains("name") || !out.contains("data")) continue;
+    if (out["name"] == "digest") {
+      if (out["data"].is_array() && !out["data"].empty() && out["data"][0].is_string()) {
+        got_digest = out["data"][0].get<std::string>();
+      }
+    } else {
+      answer.fingerprint += out.dump();
+    }
+  }
+  if (got_digest.empty())
+    return Failed(Outcome::kBadResponse, StatusCode::kMalformed, "response has no digest output");
+  if (got_digest != digest)
+    return Failed(Outcome::kWrongDigest, StatusCode::kMalformed,
+                  "digest " + got_digest + " does not match the request's " + digest);
+  return answer;
 }
 
 workload::Result<std::vector<TargetInfo>> Discover(const std::vector<Target>& targets,

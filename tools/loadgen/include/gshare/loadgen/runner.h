@@ -40,6 +40,20 @@ enum class Outcome : uint8_t {
 };
 const char* OutcomeName(Outcome o);
 
+// A request's answer as checked: its outcome and, unless kOk, what was wrong with it (the
+// report's error examples show the message). Codes: kUnavailable (transport), kRefused (an HTTP
+// status other than 200), kMalformed (not an inference response, no or a wrong digest, outputs
+// that differ from an earlier answer).
+struct CheckedAnswer {
+  Outcome outcome = Outcome::kOk;
+  Status error;             // ok() when outcome is kOk
+  std::string fingerprint;  // kOk: the outputs but the digest, to compare with later answers
+};
+
+// Checks one HTTP answer against the request's digest (not the consistency with earlier
+// answers: the runner keeps those). Pure; thread-safe.
+CheckedAnswer CheckAnswer(int http_status, const std::string& body, const std::string& digest);
+
 struct Record {
   uint32_t target = 0;
   int64_t scheduled_us = 0;
