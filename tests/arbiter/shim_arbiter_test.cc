@@ -208,7 +208,7 @@ preload::Config Parse(std::vector<std::pair<std::string, std::string>> vars) {
 
 TEST(ShimArbiterConfig, DefaultsAreStandAloneFailOpen) {
   const preload::Config c = Parse({});
-  EXPECT_TRUE(c.error.empty());
+  EXPECT_TRUE(c.error.ok());
   EXPECT_EQ(c.arbiter_socket, "");
   EXPECT_EQ(c.idle_release_us, 300u);
   EXPECT_FALSE(c.arbiter_fail_closed);
@@ -218,7 +218,7 @@ TEST(ShimArbiterConfig, ParsesSocketIdleReleaseAndFailMode) {
   const preload::Config c = Parse({{"GSHARE_ARBITER_SOCKET", "/run/gshare/a.sock"},
                                    {"GSHARE_IDLE_RELEASE_US", "750"},
                                    {"GSHARE_ARBITER_FAIL", "closed"}});
-  EXPECT_TRUE(c.error.empty()) << c.error;
+  EXPECT_TRUE(c.error.ok()) << c.error.message();
   EXPECT_EQ(c.arbiter_socket, "/run/gshare/a.sock");
   EXPECT_EQ(c.idle_release_us, 750u);
   EXPECT_TRUE(c.arbiter_fail_closed);
@@ -231,10 +231,13 @@ TEST(ShimArbiterConfig, ParsesSocketIdleReleaseAndFailMode) {
 TEST(ShimArbiterConfig, MalformedValuesAreNamed) {
   const preload::Config c =
       Parse({{"GSHARE_IDLE_RELEASE_US", "soon"}, {"GSHARE_ARBITER_FAIL", "maybe"}});
-  EXPECT_NE(c.error.find("GSHARE_IDLE_RELEASE_US='soon'"), std::string::npos) << c.error;
-  EXPECT_NE(c.error.find("GSHARE_ARBITER_FAIL='maybe'"), std::string::npos) << c.error;
-  EXPECT_NE(Parse({{"GSHARE_IDLE_RELEASE_US", "0"}}).error, "");
-  EXPECT_NE(Parse({{"GSHARE_PREPIN", "yes"}}).error.find("GSHARE_PREPIN='yes'"), std::string::npos);
+  EXPECT_NE(c.error.message().find("GSHARE_IDLE_RELEASE_US='soon'"), std::string::npos)
+      << c.error.message();
+  EXPECT_NE(c.error.message().find("GSHARE_ARBITER_FAIL='maybe'"), std::string::npos)
+      << c.error.message();
+  EXPECT_FALSE(Parse({{"GSHARE_IDLE_RELEASE_US", "0"}}).error.ok());
+  EXPECT_NE(Parse({{"GSHARE_PREPIN", "yes"}}).error.message().find("GSHARE_PREPIN='yes'"),
+            std::string::npos);
 }
 
 // The gate's activity marks, which the client's idle detection reads through ShimHost.

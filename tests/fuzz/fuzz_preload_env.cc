@@ -53,11 +53,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FUZZ_CHECK(c.control_socket.find("%p") == std::string::npos || !c.control_socket_per_pid ||
              env.values[3].find("%p") != std::string::npos);
   if (!c.control_socket_per_pid) FUZZ_CHECK(c.control_socket == env.values[3]);
-  if (!c.error.empty()) FUZZ_CHECK(c.error.find("GSHARE_") != std::string::npos);
+  if (!c.error.ok()) FUZZ_CHECK(c.error.message().find("GSHARE_") != std::string::npos);
   // The function name is what registration sends: printable ASCII, at most 127 bytes; any other
   // value is an error naming GSHARE_FUNCTION.
   FUZZ_CHECK(c.function_name.size() <= 127);
   for (const char ch : c.function_name) FUZZ_CHECK(ch >= 0x20 && ch <= 0x7e);
-  if (env.values[1] != c.function_name) FUZZ_CHECK(c.error.find("GSHARE_FUNCTION") != std::string::npos);
+  if (env.values[1] != c.function_name) FUZZ_CHECK(c.error.message().find("GSHARE_FUNCTION") != std::string::npos);
   return 0;
 }

@@ -23,7 +23,7 @@ Config Parse(const std::map<std::string, std::string>& env, int pid = 1234) {
 
 TEST(Config, EmptyEnvironmentMeansWholeDevice) {
   const Config c = Parse({});
-  EXPECT_TRUE(c.error.empty());
+  EXPECT_TRUE(c.error.ok());
   EXPECT_FALSE(c.vgpu_memory_bytes.has_value());
   EXPECT_TRUE(c.control_socket.empty());
 }
@@ -39,16 +39,28 @@ TEST(Config, SizesWithUnits) {
 TEST(Config, MalformedValuesAreNamed) {
   for (const char* bad : {"12XB", "lots", "-1GiB", "0", "1.5.2MiB"}) {
     const Config c = Parse({{"GSHARE_VGPU_MEMORY", bad}});
-    EXPECT_NE(c.error.find("GSHARE_VGPU_MEMORY"), std::string::npos) << bad << ": " << c.error;
+    EXPECT_NE(c.error.message().find("GSHARE_VGPU_MEMORY"), std::string::npos)
+        << bad << ": " << c.error.message();
     EXPECT_FALSE(c.vgpu_memory_bytes.has_value()) << bad;
   }
   for (const char* bad : {"abc", "0", "12ms", "-5"}) {
     const Config c = Parse({{"GSHARE_SLO_MS", bad}});
-    EXPECT_NE(c.error.find("GSHARE_SLO_MS"), std::string::npos) << bad;
+    EXPECT_NE(c.error.message().find("GSHARE_SLO_MS"), std::string::npos) << bad;
   }
   const Config both = Parse({{"GSHARE_VGPU_MEMORY", "x"}, {"GSHARE_SLO_MS", "y"}});
-  EXPECT_NE(both.error.find("GSHARE_VGPU_MEMORY"), std::string::npos);
-  EXPECT_NE(both.error.find("GSHARE_SLO_MS"), std::string::npos);
+  EXPECT_NE(both.error.message().find("GSHARE_VGPU_MEMORY"), std::string::npos);
+  EXPECT_NE(both.error.message().find("GSHARE_SLO_MS"), std::string::npos);
+}
+
+// A malformed variable is kInvalidArgument naming it; several are one message, in parse order.
+TEST(Config, ErrorsAreInvalidArgumentsOneClausePerVariable) {
+  const Config one = Parse({{"GSHARE_SLO_MS", "abc"}});
+  EXPECT_EQ(one.error.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(one.error.message(), "GSHARE_SLO_MS='abc' is not a positive whole number of milliseconds");
+  const Config two = Parse({{"GSHARE_ARBITER_FAIL", "x"}, {"GSHARE_PREPIN", "2"}});
+  EXPECT_EQ(two.error.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(two.error.message(),
+            "GSHARE_ARBITER_FAIL='x' must be 'open' or 'closed'; GSHARE_PREPIN='2' must be 0 or 1");
 }
 
 TEST(Config, LeaseAndKeptMemory) {
@@ -57,10 +69,10 @@ TEST(Config, LeaseAndKeptMemory) {
   EXPECT_EQ(defaults.keep_freed_bytes, 256ull << 20);
   EXPECT_FALSE(Parse({{"GSHARE_LEASE", "0"}}).lease);
   EXPECT_TRUE(Parse({{"GSHARE_LEASE", "1"}}).lease);
-  EXPECT_NE(Parse({{"GSHARE_LEASE", "on"}}).error.find("GSHARE_LEASE='on'"), std::string::npos);
+  EXPECT_NE(Parse({{"GSHARE_LEASE", "on"}}).error.message().find("GSHARE_LEASE='on'"), std::string::npos);
   EXPECT_EQ(Parse({{"GSHARE_KEEP_FREED", "0"}}).keep_freed_bytes, 0u);
   EXPECT_EQ(Parse({{"GSHARE_KEEP_FREED", "64MiB"}}).keep_freed_bytes, 64ull << 20);
-  EXPECT_NE(Parse({{"GSHARE_KEEP_FREED", "lots"}}).error.find("GSHARE_KEEP_FREED"),
+  EXPECT_NE(Parse({{"GSHARE_KEEP_FREED", "lots"}}).error.message().find("GSHARE_KEEP_FREED"),
             std::string::npos);
 }
 
@@ -69,7 +81,7 @@ TEST(Config, DeviceOrdinal) {
   EXPECT_EQ(Parse({{"GSHARE_DEVICE", "3"}}).device, 3);
   for (const char* bad : {"-1", "gpu1", "1.5", "99999999999"}) {
     const Config c = Parse({{"GSHARE_DEVICE", bad}});
-    EXPECT_NE(c.error.find(std::string("GSHARE_DEVICE='") + bad + "'"), std::string::npos) << bad;
+    EXPECT_NE(c.error.message().find(std::string("GSHARE_DEVICE='") + bad + "'"), std::string::npos) << bad;
     EXPECT_EQ(c.device, 0) << bad;
   }
 }
@@ -78,22 +90,22 @@ TEST(Config, DeviceOrdinal) {
 // other value is an error naming the variable (the shim then fails cuInit), never a name the
 // arbiter refuses later (which left the shim running stand-alone, unscheduled).
 TEST(Config, FunctionNameMustBePrintableAndShort) {
-  EXPECT_TRUE(Parse({{"GSHARE_FUNCTION", "resnet-50 v2 (int8)"}}).error.empty());
+  EXPECT_TRUE(Parse({{"GSHARE_FUNCTION", "resnet-50 v2 (int8)"}}).error.ok());
   const std::string longest(127, 'f');
   const Config ok = Parse({{"GSHARE_FUNCTION", longest}});
-  EXPECT_TRUE(ok.error.empty()) << ok.error;
+  EXPECT_TRUE(ok.error.ok()) << ok.error.message();
   EXPECT_EQ(ok.function_name, longest);
   for (const std::string& bad : {std::string("res\tnet"), std::string("line\nbreak"),
                                 std::string("\x1b[31mred"), std::string("del\x7f"),
                                 std::string("caf\xc3\xa9"), std::string(128, 'f')}) {
     const Config c = Parse({{"GSHARE_FUNCTION", bad}});
-    EXPECT_NE(c.error.find("GSHARE_FUNCTION"), std::string::npos) << c.error;
+    EXPECT_NE(c.error.message().find("GSHARE_FUNCTION"), std::string::npos) << c.error.message();
     EXPECT_TRUE(c.function_name.empty()) << c.function_name;
     // The message never carries the raw control byte into the log.
-    for (const char ch : c.error) EXPECT_TRUE(ch >= 0x20 && ch <= 0x7e) << c.error;
+    for (const char ch : c.error.message()) EXPECT_TRUE(ch >= 0x20 && ch <= 0x7e) << c.error.message();
   }
-  EXPECT_NE(Parse({{"GSHARE_FUNCTION", "a\tb"}}).error.find("0x09 at offset 1"), std::string::npos);
-  EXPECT_NE(Parse({{"GSHARE_FUNCTION", std::string(200, 'x')}}).error.find("200 bytes"),
+  EXPECT_NE(Parse({{"GSHARE_FUNCTION", "a\tb"}}).error.message().find("0x09 at offset 1"), std::string::npos);
+  EXPECT_NE(Parse({{"GSHARE_FUNCTION", std::string(200, 'x')}}).error.message().find("200 bytes"),
             std::string::npos);
 }
 
@@ -105,7 +117,7 @@ TEST(Config, RegisterRetry) {
   EXPECT_EQ(Parse({{"GSHARE_REGISTER_RETRY", "off"}}).register_retry_max_ns, 0u);
   for (const char* bad : {"5", "soon", "2h"}) {
     const Config c = Parse({{"GSHARE_REGISTER_RETRY", bad}});
-    EXPECT_NE(c.error.find("GSHARE_REGISTER_RETRY"), std::string::npos) << bad << ": " << c.error;
+    EXPECT_NE(c.error.message().find("GSHARE_REGISTER_RETRY"), std::string::npos) << bad << ": " << c.error.message();
   }
 }
 
@@ -128,18 +140,18 @@ TEST(Config, ShareQuery) {
 // malformed values fail the configuration naming the variable and the item.
 TEST(Config, CorunDemand) {
   Config c = Parse({{"GSHARE_CORUN_DEMAND", "compute=20,bandwidth=5"}});
-  EXPECT_TRUE(c.error.empty()) << c.error;
+  EXPECT_TRUE(c.error.ok()) << c.error.message();
   EXPECT_EQ(c.compute_demand_pct, 20);
   EXPECT_EQ(c.bandwidth_demand_pct, 5);
   c = Parse({{"GSHARE_CORUN_DEMAND", "compute=100"}});
-  EXPECT_TRUE(c.error.empty()) << c.error;
+  EXPECT_TRUE(c.error.ok()) << c.error.message();
   EXPECT_EQ(c.compute_demand_pct, 100);
   EXPECT_EQ(c.bandwidth_demand_pct, 0);
   EXPECT_EQ(Parse({}).compute_demand_pct, 0);  // unknown: never co-run
   for (const char* bad : {"compute=0", "compute=101", "compute=", "compute", "sm=20",
                           "compute=20,", "compute=2x", "compute=-1", ",bandwidth=3"}) {
     c = Parse({{"GSHARE_CORUN_DEMAND", bad}});
-    EXPECT_NE(c.error.find("GSHARE_CORUN_DEMAND"), std::string::npos) << bad << ": " << c.error;
+    EXPECT_NE(c.error.message().find("GSHARE_CORUN_DEMAND"), std::string::npos) << bad << ": " << c.error.message();
     EXPECT_EQ(c.compute_demand_pct, 0) << bad;
   }
 }
@@ -152,7 +164,7 @@ TEST(Config, PodNameAndNamespace) {
                                  {longest_name, std::string(63, 'n')},
                                  {"a.b.c", "0"}}) {
     const Config c = Parse({{"GSHARE_POD_NAME", name}, {"GSHARE_POD_NAMESPACE", ns}});
-    EXPECT_TRUE(c.error.empty()) << c.error;
+    EXPECT_TRUE(c.error.ok()) << c.error.message();
     EXPECT_TRUE(c.warnings.empty()) << c.warnings;
     EXPECT_EQ(c.pod_name, name);
     EXPECT_EQ(c.pod_namespace, ns);
@@ -162,7 +174,7 @@ TEST(Config, PodNameAndNamespace) {
       "x\"} 1\nevil_metric 1", "tab\there", "caf\xc3\xa9", "a/b"};
   for (const std::string& bad : bad_names) {
     const Config c = Parse({{"GSHARE_POD_NAME", bad}, {"GSHARE_POD_NAMESPACE", "ok"}});
-    EXPECT_TRUE(c.error.empty()) << c.error;
+    EXPECT_TRUE(c.error.ok()) << c.error.message();
     EXPECT_NE(c.warnings.find("GSHARE_POD_NAME"), std::string::npos) << bad << ": " << c.warnings;
     EXPECT_TRUE(c.pod_name.empty()) << c.pod_name;
     EXPECT_EQ(c.pod_namespace, "ok");
@@ -171,7 +183,7 @@ TEST(Config, PodNameAndNamespace) {
   for (const std::string& bad : {std::string(64, 'n'), std::string("a.b"), std::string("Team"),
                                  std::string("ns\"x")}) {
     const Config c = Parse({{"GSHARE_POD_NAMESPACE", bad}});
-    EXPECT_TRUE(c.error.empty()) << c.error;
+    EXPECT_TRUE(c.error.ok()) << c.error.message();
     EXPECT_NE(c.warnings.find("GSHARE_POD_NAMESPACE"), std::string::npos) << bad << ": " << c.warnings;
     EXPECT_TRUE(c.pod_namespace.empty()) << c.pod_namespace;
   }

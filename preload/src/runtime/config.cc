@@ -20,9 +20,15 @@ std::string Get(const char* (*getenv_fn)(const char*, void*), void* ctx, const c
   return v == nullptr ? std::string() : std::string(v);
 }
 
-void AddError(std::string* errors, const std::string& message) {
-  if (!errors->empty()) errors->append("; ");
-  errors->append(message);
+// Errors fail cuInit (kInvalidArgument); warnings are only logged. One clause per variable.
+void AddError(Status* errors, const std::string& message) {
+  *errors = Status(StatusCode::kInvalidArgument,
+                   errors->ok() ? message : errors->message() + "; " + message);
+}
+
+void AddWarning(std::string* warnings, const std::string& message) {
+  if (!warnings->empty()) warnings->append("; ");
+  warnings->append(message);
 }
 
 // A duration variable that "0" or "off" turns off (0): `*out` unchanged when unset, an error
@@ -58,7 +64,7 @@ std::string ExpandPid(std::string text, int pid) {
 // A positive whole number in variable `name`; nullopt when unset or malformed (then an error
 // naming the variable is added).
 std::optional<uint32_t> ParsePositive(const char* (*getenv_fn)(const char*, void*), void* ctx,
-                                      const char* name, const char* unit, std::string* errors) {
+                                      const char* name, const char* unit, Status* errors) {
   const std::string text = Get(getenv_fn, ctx, name);
   if (text.empty()) return std::nullopt;
   uint32_t value = 0;
@@ -196,14 +202,14 @@ Config ParseConfig(const char* (*getenv_fn)(const char*, void*), void* ctx, int 
   config.pod_name = Get(getenv_fn, ctx, "GSHARE_POD_NAME");
   if (!config.pod_name.empty()) {
     if (std::string why = shm::PodNameProblem(config.pod_name); !why.empty()) {
-      AddError(&config.warnings, "GSHARE_POD_NAME " + why + "; dropped (the pod is not named)");
+      AddWarning(&config.warnings, "GSHARE_POD_NAME " + why + "; dropped (the pod is not named)");
       config.pod_name.clear();
     }
   }
   config.pod_namespace = Get(getenv_fn, ctx, "GSHARE_POD_NAMESPACE");
   if (!config.pod_namespace.empty()) {
     if (std::string why = shm::PodNamespaceProblem(config.pod_namespace); !why.empty()) {
-      AddError(&config.warnings,
+      AddWarning(&config.warnings,
                "GSHARE_POD_NAMESPACE " + why + "; dropped (the pod's namespace is not named)");
       config.pod_namespace.clear();
     }

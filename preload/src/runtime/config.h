@@ -1,11 +1,14 @@
 // The shim's configuration, read from the environment once per process (and again in a forked
 // child). Parsing is pure: it never logs, exits or touches the driver; the caller decides what a
 // malformed value means (the shim logs it and fails cuInit with CUDA_ERROR_INVALID_VALUE).
+// Errors are a gshare::Status (Config::error), never a CUresult: that is the caller's choice.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
+
+#include "gshare/common/status.h"
 
 namespace gshare::preload {
 
@@ -54,8 +57,9 @@ struct Config {
   // (default 0). The application sees exactly one device, this one; with an arbiter the GPU it
   // assigns at registration replaces it (docs/multi-gpu.md).
   int device = 0;
-  // Empty when every variable parsed; otherwise one message per malformed variable, naming it.
-  std::string error;
+  // ok() when every variable parsed; otherwise kInvalidArgument, its message one clause per
+  // malformed variable, naming it ("; " between them).
+  Status error;
   // Values dropped without failing anything (the pod's name and namespace: labels only), one
   // message per variable, naming it; logged as a warning.
   std::string warnings;

@@ -73,10 +73,10 @@ void Runtime::Setup() {
     if (!log_error.empty()) Log().error("{}", log_error);
   }
   if (!config_.warnings.empty()) Log().warn("{}", config_.warnings);
-  if (!config_.error.empty()) {
+  if (!config_.error.ok()) {
     Log().error("invalid configuration: {}; every CUDA call will fail with "
                 "CUDA_ERROR_INVALID_VALUE",
-                config_.error);
+                config_.error.message());
     status_ = CUDA_ERROR_INVALID_VALUE;
   }
   const std::string driver_error = LoadRealDriver(config_.real_libcuda, &real_);
