@@ -28,8 +28,8 @@ void ArbiterImpl::AnswerShareQuery(Arrival a, uint64_t now_ns) {
   if (!why.empty()) {
     answer.reason = why.substr(0, shm::kReasonSize - 1);
   } else {
-    const uint32_t g = RegistrationGpu(as_registration);
-    answer.gpu = gpus_[g].info.ordinal;
+    const GpuIndex g = RegistrationGpu(as_registration);
+    answer.gpu = gpus_[g].ordinal.value();
     if (!corun_.Enabled(g)) {
       answer.reason = "GPU " + std::to_string(answer.gpu) + " is not marked for co-running";
     } else {

@@ -129,7 +129,8 @@ TEST(Config, ShareQuery) {
   EXPECT_EQ(Parse({{"GSHARE_SHARE_QUERY", "off"}}).share_query_ns, 0u);
   for (const char* bad : {"5", "soon", "6s", "-1s"}) {
     const Config c = Parse({{"GSHARE_SHARE_QUERY", bad}});
-    EXPECT_NE(c.error.find("GSHARE_SHARE_QUERY"), std::string::npos) << bad << ": " << c.error;
+    EXPECT_NE(c.error.message().find("GSHARE_SHARE_QUERY"), std::string::npos)
+        << bad << ": " << c.error.message();
   }
 }
 

@@ -35,7 +35,7 @@ void AddWarning(std::string* warnings, const std::string& message) {
 // naming `name` when malformed or longer than `max` (`max_text`); `examples` for the message.
 void SetDurationOrOff(const std::string& value, const char* name, std::chrono::nanoseconds max,
                       const char* max_text, const char* examples, uint64_t* out,
-                      std::string* errors) {
+                      Status* errors) {
   if (value == "0" || value == "off") {
     *out = 0;
     return;
