@@ -76,13 +76,21 @@ shm::Status DriverLib::LockAndCheckpoint(int pid, unsigned timeout_ms) const {
   CUcheckpointLockArgs lock_args;
   std::memset(&lock_args, 0, sizeof(lock_args));
   lock_args.timeoutMs = timeout_ms;
-  if (auto s = Check(lock_(pid, &lock_args), "cuCheckpointProcessLock"); !s.ok()) return s;
+  if (auto s = Check(lock_(pid, &lock_args), "cuCheckpointProcessLock"); !s.ok()) {
+    // A lock that happened but whose answer was lost (simcuda bounds each call: its answer came
+    // after the caller stopped waiting, on a loaded node) leaves the process locked with nobody
+    // to unlock it, and an earlier call's checkpoint whose answer was lost leaves it frozen:
+    // asked again, the lock fails for the state (CUDA_ERROR_ILLEGAL_STATE) for ever, and the
+    // function blocks in its next driver call. Go on from where the process is.
+    const int state = ProcessState(pid);
+    if (state == CU_PROCESS_STATE_CHECKPOINTED) return {};
+    if (state != CU_PROCESS_STATE_LOCKED) return s;
+  }
   CUcheckpointCheckpointArgs ck_args;
   std::memset(&ck_args, 0, sizeof(ck_args));
   if (auto s = Check(checkpoint_(pid, &ck_args), "cuCheckpointProcessCheckpoint"); !s.ok()) {
-    CUcheckpointUnlockArgs un;
-    std::memset(&un, 0, sizeof(un));
-    (void)unlock_(pid, &un);
+    if (ProcessState(pid) == CU_PROCESS_STATE_CHECKPOINTED) return {};  // its answer was lost
+    (void)Unlock(pid);
     return s;
   }
   return {};
@@ -105,7 +113,12 @@ shm::Status DriverLib::RestoreAndUnlock(int pid, DeviceOrdinal from, DeviceOrdin
     args.gpuPairs = &pair;
     args.gpuPairsCount = 1;
   }
-  if (auto s = Check(restore_(pid, &args), "cuCheckpointProcessRestore"); !s.ok()) return s;
+  if (auto s = Check(restore_(pid, &args), "cuCheckpointProcessRestore"); !s.ok()) {
+    // Restored already, but the answer (of this restore, or of an earlier one whose unlock then
+    // failed) was lost: the process is left locked, and every restore after fails for the state
+    // while the function waits for its grant. Only the unlock is left to do.
+    if (ProcessState(pid) != CU_PROCESS_STATE_LOCKED) return s;
+  }
   return Unlock(pid);
 }
 
@@ -114,7 +127,10 @@ shm::Status DriverLib::Unlock(int pid) const {
     return shm::Status(shm::StatusCode::kUnavailable, "the driver has no process checkpoint API");
   CUcheckpointUnlockArgs un;
   std::memset(&un, 0, sizeof(un));
-  return Check(unlock_(pid, &un), "cuCheckpointProcessUnlock");
+  const shm::Status s = Check(unlock_(pid, &un), "cuCheckpointProcessUnlock");
+  // An unlock whose answer was lost still ran the process again.
+  if (!s.ok() && ProcessState(pid) == CU_PROCESS_STATE_RUNNING) return {};
+  return s;
 }
 
 int DriverLib::ProcessState(int pid) const {
