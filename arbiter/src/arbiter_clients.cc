@@ -195,20 +195,22 @@ void ArbiterImpl::PlaceAtRegistration(Client& c, Residency r, uint64_t now_ns) {
   // then completes at once); one that does not fit — and a resident claim that cannot be true —
   // starts swapped out: the order is in the channel before the client ever sees it, and nothing
   // is reserved for it until it acknowledges.
-  const bool fits = book_.Fits(c.gpu, c.quota);
+  const bool fits = book_.Fits(c.session.gpu(), c.quota);
   if (r == Residency::kSwappedOut) {
-    c.where = Where::kOut;  // the policy, too, believes it is on the host
+    // Out, as its session starts: the policy, too, believes it is on the host.
   } else if (r == Residency::kBelievedResident || (r == Residency::kFresh && fits)) {
-    c.where = Where::kResident;
+    Transit(c, c.session.ClaimResident());
     c.shadow = true;
-    Reserve(c, c.gpu);
+    Reserve(c, c.session.gpu());
   } else {
-    c.where = Where::kResident;  // until it acknowledges the swap-out (it holds nothing yet)
+    // Resident until it acknowledges the swap-out (it holds nothing yet).
+    Transit(c, c.session.ClaimResident());
     c.shadow = true;
     Transfer t;
     t.op = shm::SwapOp::kSwapOut;
-    t.gpu = c.gpu;
-    IssueOrder(c, t, gpus_[c.gpu].ordinal, now_ns, /*record=*/false);  // recorded in Admit
+    t.gpu = c.session.gpu();
+    IssueOrder(c, t, gpus_[c.session.gpu()].ordinal, now_ns,
+               /*record=*/false);  // recorded in Admit
     c.transfers.push_back(t);
   }
 }
@@ -216,7 +218,7 @@ void ArbiterImpl::PlaceAtRegistration(Client& c, Residency r, uint64_t now_ns) {
 bool ArbiterImpl::ConnectClient(Client& c, Arrival& a, uint64_t now_ns) {
   shm::RegisterReply reply;
   reply.accepted = true;
-  reply.gpu = gpus_[c.gpu].ordinal.value();
+  reply.gpu = gpus_[c.session.gpu()].ordinal.value();
   reply.client_id = c.id;
   reply.channel_size = shm::kChannelSegmentSize;
   reply.quota_bytes = c.quota;
@@ -253,7 +255,7 @@ bool ArbiterImpl::ConnectClient(Client& c, Arrival& a, uint64_t now_ns) {
 }
 
 void ArbiterImpl::Admit(std::unique_ptr<Client> c, bool reregister, uint64_t now_ns) {
-  const DeviceOrdinal ordinal = gpus_[c->gpu].ordinal;
+  const DeviceOrdinal ordinal = gpus_[c->session.gpu()].ordinal;
   limits_.Added(c->uid, c->pid);
   ++stats_.registrations;
   if (reregister) ++stats_.re_registrations;
@@ -316,7 +318,7 @@ void ArbiterImpl::FinishRegistration(Arrival a, int driver_state, uint64_t now_n
   }
   c->last_use_ns = now_ns;
   c->registered_ns = now_ns;
-  c->gpu = RegistrationGpu(req);
+  Transit(*c, c->session.AssignGpu(RegistrationGpu(req)));
   const bool reregister = (req.flags & shm::kFlagReRegister) != 0;
   // A late first registration (the process ran stand-alone) says what it holds like a
   // re-registration: its resident claim is checked the same way.
@@ -327,20 +329,21 @@ void ArbiterImpl::FinishRegistration(Arrival a, int driver_state, uint64_t now_n
   Residency residency = !describes_holdings ? Residency::kFresh : Residency::kSwappedOut;
   if (claims_resident) {
     std::string why;
-    residency = BelieveResidentClaim(a, c->gpu, driver_state, now_ns, &why)
+    residency = BelieveResidentClaim(a, c->session.gpu(), driver_state, now_ns, &why)
                     ? Residency::kBelievedResident
                     : Residency::kDisbelievedResident;
     if (residency == Residency::kDisbelievedResident) {
       ++stats_.resident_claims_refused;
-      spdlog::warn("client '{}' pid {} uid {} claims to be resident on GPU {}, which cannot be "
-                   "true ({}): it is accepted swapped out and ordered to move its memory off the "
-                   "GPU first",
-                   c->name, peer.pid, peer.uid, gpus_[c->gpu].ordinal, why);
+      spdlog::warn(
+          "client '{}' pid {} uid {} claims to be resident on GPU {}, which cannot be "
+          "true ({}): it is accepted swapped out and ordered to move its memory off the "
+          "GPU first",
+          c->name, peer.pid, peer.uid, gpus_[c->session.gpu()].ordinal, why);
     }
   }
   shm::ChannelInit init;
   init.client_id = c->id;
-  init.gpu = gpus_[c->gpu].ordinal.value();
+  init.gpu = gpus_[c->session.gpu()].ordinal.value();
   init.arbiter_epoch = epoch_;
   init.quota_bytes = c->quota;
   init.slice_ns = static_cast<uint64_t>(config_.slice.count());
@@ -403,7 +406,7 @@ void ArbiterImpl::OnConnectionEvent(uint32_t client_id, uint64_t now_ns) {
     // channel is read once more first: a release it wrote just before (its last burst's end)
     // may not have been seen yet when both wake the same loop iteration.
     spdlog::info("client {} '{}' said goodbye", c->id, c->name);
-    if (c->op == DriverOp::kNone) PollClient(*c, now_ns);
+    if (c->session.op() == DriverOp::kNone) PollClient(*c, now_ns);
     if (ById(client_id) == nullptr) return;  // the last read found it malformed
     RemoveClient(client_id, Unregister::kClean, now_ns);
     return;
@@ -441,18 +444,18 @@ void ArbiterImpl::RemoveClient(uint32_t client_id, Unregister reason, uint64_t n
   DelFd(c.chan.doorbell_fd());
   if (c.pid_watched) DelFd(c.conn.pidfd());
   c.pid_watched = false;
-  if (c.op != DriverOp::kNone) {
+  if (c.session.op() != DriverOp::kNone) {
     // A driver operation on its process is in flight: what the process holds when it ends is
     // known only then, so the client leaves at its completion (arbiter_driver.cc).
     if (!c.removal_pending) {
       c.removal_pending = reason;
-      spdlog::debug("client {}: removal ({}) waits for its {} to complete", c.id, UnregisterName(reason),
-                    DriverOpName(c.op));
+      spdlog::debug("client {}: removal ({}) waits for its {} to complete", c.id,
+                    UnregisterName(reason), DriverOpName(c.session.op()));
     }
     return;
   }
-  if (c.holding) DropHold(c);
-  if (c.where == Where::kCheckpointed) {
+  if (c.session.holding()) DropHold(c);
+  if (c.session.where() == Where::kCheckpointed) {
     // Frozen by a checkpoint: its process is thawed by the worker (it runs on, disconnected);
     // if that restores its memory, the reservation is kept as an orphan then.
     StartThawOfLeaving(c, reason, now_ns);

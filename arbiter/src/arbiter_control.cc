@@ -35,7 +35,7 @@ double Ms(uint64_t ns) { return static_cast<double>(ns) / 1e6; }
 const char* WhereName(const Client& c) {
   if (!c.transfers.empty() && c.transfers.front().issued)
     return c.transfers.front().op == shm::SwapOp::kSwapIn ? "swapping-in" : "swapping-out";
-  switch (c.where) {
+  switch (c.session.where()) {
     case Where::kResident:
       return "resident";
     case Where::kOut:
@@ -129,10 +129,11 @@ json ArbiterImpl::StatusJson(uint64_t now) {
     uint64_t resident = 0, swapped = 0;
     json queue = json::array();
     for (const auto& [id, c] : clients_) {
-      if (c->gpu != g) continue;
-      if (c->where == Where::kResident) resident += c->quota;
+      if (c->session.gpu() != g) continue;
+      if (c->session.where() == Where::kResident)
+        resident += c->quota;
       else swapped += c->quota;
-      if (c->burst_outstanding && !c->holding)
+      if (c->burst_outstanding && !c->session.holding())
         queue.push_back({{"client", c->id}, {"function", c->name},
                          {"waiting_ms", Ms(c->tel.burst_start_ns != 0 && now > c->tel.burst_start_ns
                                                ? now - c->tel.burst_start_ns : 0)}});
@@ -208,23 +209,24 @@ json ArbiterImpl::InstancesJson() const {
   for (auto& [name, list] : by_function) {
     // Warm first, then idle before busy: the order a router should try them in.
     auto rank = [](const Client* c) {
-      return (IsWarm(PhaseOf(*c)) ? 0 : 2) + (c->holding || c->burst_outstanding ? 1 : 0);
+      return (IsWarm(c->session.phase()) ? 0 : 2) +
+             (c->session.holding() || c->burst_outstanding ? 1 : 0);
     };
     std::stable_sort(list.begin(), list.end(),
                      [&](const Client* a, const Client* b) { return rank(a) < rank(b); });
     json instances = json::array();
     uint32_t warm = 0;
     for (const Client* c : list) {
-      const Phase p = PhaseOf(*c);
+      const Phase p = c->session.phase();
       warm += IsWarm(p) ? 1 : 0;
       instances.push_back({{"client", c->id},
                            {"namespace", c->pod_namespace},
                            {"pod", c->pod_name},
                            {"pid", c->pid},
-                           {"gpu", gpus_[c->gpu].ordinal.value()},
+                           {"gpu", gpus_[c->session.gpu()].ordinal.value()},
                            {"phase", PhaseName(p)},
                            {"warm", IsWarm(p)},
-                           {"busy", c->holding || c->burst_outstanding}});
+                           {"busy", c->session.holding() || c->burst_outstanding}});
     }
     functions.push_back({{"function", name},
                          {"instances", instances},
@@ -244,23 +246,23 @@ json ArbiterImpl::ClientsJson(uint64_t now) {
               {"pod", c.pod_name},
               {"mps_share", c.mps_share},  // 0: not an MPS client (never co-runs)
               {"share_advice", c.share_advice},
-              {"corun", c.holding && c.corun_grant},
+              {"corun", c.session.holding() && c.corun_grant},
               {"pid", c.pid},
               {"uid", c.uid},
               {"quota_bytes", c.quota},
               {"slo_ms", c.slo_ms},
               {"state", WhereName(c)},
-              {"phase", PhaseName(PhaseOf(c))},
-              {"gpu", gpus_[c.gpu].ordinal.value()},
-              {"holding", c.holding},
-              {"waiting", c.burst_outstanding && !c.holding},
+              {"phase", PhaseName(c.session.phase())},
+              {"gpu", gpus_[c.session.gpu()].ordinal.value()},
+              {"holding", c.session.holding()},
+              {"waiting", c.burst_outstanding && !c.session.holding()},
               {"bursts", c.tel.bursts},
               {"slo_met", c.tel.slo_met},
               {"slo_missed", c.tel.slo_missed},
               {"slo_attainment", Attainment(c.tel.slo_met, c.tel.slo_missed)},
               {"waits", c.tel.waits},
               {"wait_ms_total", Ms(c.tel.wait_ns)},
-              {"held_ms_total", Ms(c.tel.held_ns + (c.holding ? now - c.grant_ns : 0))},
+              {"held_ms_total", Ms(c.tel.held_ns + (c.session.holding() ? now - c.grant_ns : 0))},
               {"last_latency_ms", Ms(c.tel.last_latency_ns)},
               {"swaps_in", c.tel.swaps_in},
               {"swaps_out", c.tel.swaps_out},
@@ -342,7 +344,7 @@ void ArbiterImpl::EnforceDrains(uint64_t now) {
       if (Client* h = ById(hid); h != nullptr && !h->preempt_sent) Preempt(*h, now);
     std::vector<Client*> out;
     for (auto& [id, c] : clients_) {
-      if (ReservedOn(*c) != g || c->holding || c->mps_share != 0) continue;  // MPS: stays
+      if (ReservedOn(*c) != g || c->session.holding() || c->mps_share != 0) continue;  // MPS: stays
       if (!c->transfers.empty() &&
           (c->transfers.front().issued || c->transfers.front().op == shm::SwapOp::kSwapOut))
         continue;  // an order in flight (checked again next time) or a swap-out already queued
@@ -360,15 +362,15 @@ json ArbiterImpl::Evict(Client& c, uint64_t now) {
   if (RefusePinned(c, PinnedOp::kSwapInPlace, "gshare-ctl evict"))
     return ControlError("evict: client " + std::to_string(c.id) + " '" + c.name + "': " +
                         std::string(kMpsPinReason));
-  if (c.where != Where::kResident)
+  if (c.session.where() != Where::kResident)
     return ControlError("evict: client " + std::to_string(c.id) + " '" + c.name + "' is already " +
                         WhereName(c));
   for (const Transfer& t : c.transfers)
     if (t.op == shm::SwapOp::kSwapOut)
       return {{"ok", true}, {"client", c.id}, {"state", WhereName(c)}, {"note", "already being swapped out"}};
-  const bool was_holding = c.holding;
-  if (c.holding) Preempt(c, now);
-  const Transfer t{shm::SwapOp::kSwapOut, c.gpu, false, policy::SwapKind::kOut};
+  const bool was_holding = c.session.holding();
+  if (c.session.holding()) Preempt(c, now);
+  const Transfer t{shm::SwapOp::kSwapOut, c.session.gpu(), false, policy::SwapKind::kOut};
   if (!c.transfers.empty() && !c.transfers.front().issued) {
     c.transfers.push_front(t);
   } else {
@@ -403,7 +405,8 @@ void ArbiterImpl::ApplyPendingSlos(uint64_t now) {
   bool waiting = false;
   for (const auto& [id, c] : clients_) {
     if (!c->pending_slo) continue;
-    if (!c->holding && !c->burst_outstanding && c->transfers.empty() && !c->pending_grant) {
+    if (!c->session.holding() && !c->burst_outstanding && c->transfers.empty() &&
+        !c->pending_grant) {
       ready.push_back(id);
     } else {
       waiting = true;
@@ -420,7 +423,8 @@ void ArbiterImpl::ApplyPendingSlos(uint64_t now) {
     c->fid = AllocateFid(c->id);
     c->slo_ms = *c->pending_slo;
     c->pending_slo.reset();
-    if (c->where == Where::kResident) c->shadow = true;  // the policy will believe it on the host
+    if (c->session.where() == Where::kResident)
+      c->shadow = true;  // the policy will believe it on the host
     const policy::FunctionSpec spec = SpecOf(*c);
     spdlog::info("client {} '{}': SLO now {} ms (policy function {} -> {})", c->id, c->name,
                  c->slo_ms, old_fid, c->fid);

@@ -45,12 +45,14 @@ uint64_t ArbiterImpl::DeadlineOf(const Client& c, Kind kind, uint64_t now_ns) co
     case Kind::kSliceEnd:
       // Whether anyone waits for the GPU is asked when it comes (CheckSlices): a slice that ends
       // with nobody waiting costs one wake-up, and a waiter that comes later wakes the loop.
-      return c.holding && !c.preempt_sent && c.op == DriverOp::kNone ? c.slice_deadline_ns
-                                                                     : UINT64_MAX;
+      return c.session.holding() && !c.preempt_sent && c.session.op() == DriverOp::kNone
+                 ? c.slice_deadline_ns
+                 : UINT64_MAX;
     case Kind::kPreemptGrace:
       // Being enforced on (op): its completion wakes the loop. Warned that it cannot be: no
       // wake-up either (Enforce says so once).
-      return c.holding && c.preempt_sent && !c.enforce_warned && c.op == DriverOp::kNone
+      return c.session.holding() && c.preempt_sent && !c.enforce_warned &&
+                     c.session.op() == DriverOp::kNone
                  ? c.preempt_ns + static_cast<uint64_t>(config_.preempt_grace.count())
                  : UINT64_MAX;
     case Kind::kTransferBackOff:
@@ -83,10 +85,10 @@ uint64_t ArbiterImpl::OrderDeadlineNs(const Client& c) const {
 bool ArbiterImpl::DeepEvictable(const Client& c) const {
   // Not an MPS client: the checkpoint API's behaviour for MPS clients is unverified (docs/
   // arbiter.md, "Co-running"; tests/gpu/mps-check.sh measures it).
-  return config_.deep_evict_after.count() > 0 && CanCheckpoint() && c.op == DriverOp::kNone &&
-         c.mps_share == 0 &&
-         c.where == Where::kResident && !c.holding && !c.burst_outstanding && c.transfers.empty() &&
-         !stopping_;
+  return config_.deep_evict_after.count() > 0 && CanCheckpoint() &&
+         c.session.op() == DriverOp::kNone && c.mps_share == 0 &&
+         c.session.where() == Where::kResident && !c.session.holding() && !c.burst_outstanding &&
+         c.transfers.empty() && !stopping_;
 }
 
 void ArbiterImpl::ScheduleDeadlines(Client& c, uint64_t now_ns) {
@@ -160,7 +162,7 @@ bool ArbiterImpl::OrderIsLate(Client& c, uint64_t now_ns) {
 
 void ArbiterImpl::DeepEvict(Client& c, uint64_t now_ns) {
   RevokeLease(c, now_ns);  // a take that won is adopted: not idle after all
-  if (c.holding) return;
+  if (c.session.holding()) return;
   StartDeepEvict(c, now_ns);  // checkpointed by the driver worker (FinishDeepEvict)
 }
 

@@ -65,24 +65,6 @@ void LogThaw(const DriverOutcome& o, pid_t pid, const std::string& name) {
 
 }  // namespace
 
-const char* DriverOpName(DriverOp op) {
-  switch (op) {
-    case DriverOp::kNone:
-      return "nothing";
-    case DriverOp::kEnforcing:
-      return "enforcement";
-    case DriverOp::kDeepEvicting:
-      return "deep eviction";
-    case DriverOp::kRestoring:
-      return "restore";
-    case DriverOp::kMoving:
-      return "move";
-    case DriverOp::kTerminating:
-      return "MPS termination";
-  }
-  return "?";
-}
-
 uint64_t ArbiterImpl::SubmitJob(const Client* c, pid_t pid, int pidfd, DriverWorker::Job job) {
   const uint64_t id = next_job_++;
   if (c != nullptr) client_jobs_[id] = c->id;
@@ -140,9 +122,8 @@ void ArbiterImpl::OnDriverCompletions(uint64_t now_ns) {
     const uint32_t id = it->second;
     client_jobs_.erase(it);
     Client* c = ById(id);
-    if (c == nullptr || c->op_job != job) continue;
-    const DriverOp op = std::exchange(c->op, DriverOp::kNone);
-    c->op_job = 0;
+    if (c == nullptr || c->session.op_job() != job) continue;
+    const DriverOp op = c->session.OpEnded();
     switch (op) {
       case DriverOp::kEnforcing:
         FinishEnforce(*c, o, now_ns);
@@ -163,7 +144,8 @@ void ArbiterImpl::OnDriverCompletions(uint64_t now_ns) {
         break;
     }
     // A removal that waited for the operation happens now (unless it left already).
-    if (Client* left = ById(id); left != nullptr && left->removal_pending && left->op == DriverOp::kNone) {
+    if (Client* left = ById(id);
+        left != nullptr && left->removal_pending && left->session.op() == DriverOp::kNone) {
       const Unregister reason = *left->removal_pending;
       left->removal_pending.reset();
       RemoveClient(id, reason, now_ns);
@@ -175,12 +157,12 @@ void ArbiterImpl::OnDriverCompletions(uint64_t now_ns) {
 // ---- enforcement
 
 void ArbiterImpl::Enforce(Client& c, uint64_t now_ns) {
-  if (c.op != DriverOp::kNone) return;  // already being enforced on (or otherwise busy)
-  const DeviceOrdinal ordinal = gpus_[c.hold_gpu].ordinal;
+  if (c.session.op() != DriverOp::kNone) return;  // already being enforced on (or otherwise busy)
+  const DeviceOrdinal ordinal = gpus_[c.session.hold_gpu()].ordinal;
   if (c.mps_share != 0) {
     // An MPS client is never checkpointed (unverified for MPS clients); MPS's own safe
     // termination stops it, through the daemon the arbiter runs for its GPU.
-    const auto control = mps_.ControlFor(c.hold_gpu);
+    const auto control = mps_.ControlFor(c.session.hold_gpu());
     if (control && worker_) {
       // Bounded per uid (mps_terminations_per_uid): a tenant whose processes keep ignoring
       // preemption does not make the arbiter hammer the GPU's daemon. Past the cap the client
@@ -215,29 +197,31 @@ void ArbiterImpl::Enforce(Client& c, uint64_t now_ns) {
 
 void ArbiterImpl::StartEnforce(Client& c, uint64_t now_ns) {
   spdlog::warn("client {} '{}' (pid {}) ignored preemption on GPU {}: locking and checkpointing",
-               c.id, c.name, c.pid, gpus_[c.hold_gpu].ordinal);
+               c.id, c.name, c.pid, gpus_[c.session.hold_gpu()].ordinal);
   const auto grace_ms = static_cast<unsigned>(
       std::chrono::duration_cast<std::chrono::milliseconds>(config_.preempt_grace).count());
   const DriverLib driver = *driver_;
-  c.op = DriverOp::kEnforcing;
-  c.op_job = SubmitJob(&c, c.pid, c.conn.pidfd(), [driver, grace_ms](const ProcessRef& p) {
-    DriverOutcome o;
-    if (Alive(p, &o)) o.status = driver.LockAndCheckpoint(p.pid, std::max(1U, grace_ms));
-    return o;
-  });
+  const uint64_t job =
+      SubmitJob(&c, c.pid, c.conn.pidfd(), [driver, grace_ms](const ProcessRef& p) {
+        DriverOutcome o;
+        if (Alive(p, &o)) o.status = driver.LockAndCheckpoint(p.pid, std::max(1U, grace_ms));
+        return o;
+      });
+  Transit(c, c.session.OpStarted(DriverOp::kEnforcing, job));
   (void)now_ns;
 }
 
 void ArbiterImpl::StartTerminate(Client& c, const MpsDaemons::Control& control, uint64_t now_ns) {
-  spdlog::warn("client {} '{}' (pid {}, an MPS client) ignored preemption on GPU {}: terminating "
-               "its CUDA work through the MPS daemon (terminate_client)",
-               c.id, c.name, c.pid, gpus_[c.hold_gpu].ordinal);
-  c.op = DriverOp::kTerminating;
-  c.op_job = SubmitJob(&c, c.pid, c.conn.pidfd(), [control](const ProcessRef& p) {
+  spdlog::warn(
+      "client {} '{}' (pid {}, an MPS client) ignored preemption on GPU {}: terminating "
+      "its CUDA work through the MPS daemon (terminate_client)",
+      c.id, c.name, c.pid, gpus_[c.session.hold_gpu()].ordinal);
+  const uint64_t job = SubmitJob(&c, c.pid, c.conn.pidfd(), [control](const ProcessRef& p) {
     DriverOutcome o;
     if (Alive(p, &o)) o.status = control.TerminateClient(p.pid, kMpsControlWaitMs);
     return o;
   });
+  Transit(c, c.session.OpStarted(DriverOp::kTerminating, job));
   (void)now_ns;
 }
 
@@ -248,9 +232,10 @@ void ArbiterImpl::FinishTerminate(Client& c, const DriverOutcome& o, uint64_t no
   }
   if (o.status.ok()) {
     ++stats_.mps_terminations;
-    spdlog::warn("client {} '{}' (pid {}): its CUDA work on GPU {} was terminated by MPS; "
-                 "disconnecting it",
-                 c.id, c.name, c.pid, gpus_[c.hold_gpu].ordinal);
+    spdlog::warn(
+        "client {} '{}' (pid {}): its CUDA work on GPU {} was terminated by MPS; "
+        "disconnecting it",
+        c.id, c.name, c.pid, gpus_[c.session.hold_gpu()].ordinal);
   } else {
     spdlog::error("client {} '{}' (pid {}): MPS termination failed ({}); revoking its token and "
                   "disconnecting it",
@@ -260,7 +245,7 @@ void ArbiterImpl::FinishTerminate(Client& c, const DriverOutcome& o, uint64_t no
 }
 
 void ArbiterImpl::DisconnectUnenforceable(Client& c, uint64_t now_ns) {
-  Record(shm::EventType::kRevoke, &c, gpus_[c.hold_gpu].ordinal, c.chan.grant_seq(), 0);
+  Record(shm::EventType::kRevoke, &c, gpus_[c.session.hold_gpu()].ordinal, c.chan.grant_seq(), 0);
   c.chan.Revoke();
   ++stats_.unenforceable;
   c.removal_pending.reset();
@@ -268,7 +253,7 @@ void ArbiterImpl::DisconnectUnenforceable(Client& c, uint64_t now_ns) {
 }
 
 void ArbiterImpl::FinishEnforce(Client& c, const DriverOutcome& o, uint64_t now_ns) {
-  const GpuIndex g = c.hold_gpu;
+  const GpuIndex g = c.session.hold_gpu();
   const DeviceOrdinal ordinal = gpus_[g].ordinal;
   if (o.status.code() == shm::StatusCode::kClosed) {  // its process exited meanwhile
     RemoveClient(c.id, c.removal_pending.value_or(Unregister::kDied), now_ns);
@@ -293,12 +278,12 @@ void ArbiterImpl::FinishEnforce(Client& c, const DriverOutcome& o, uint64_t now_
   Record(shm::EventType::kCheckpoint, &c, ordinal, 0, ordinal.value());
   Record(shm::EventType::kRevoke, &c, ordinal, c.chan.grant_seq(), 1);
   c.chan.Revoke();
-  if (c.holding) {
+  if (c.session.holding()) {
     OnReleased(c, g, now_ns, false, now_ns);
     DropHold(c);
     c.preempt_sent = false;
   }
-  c.where = Where::kCheckpointed;
+  Transit(c, c.session.Checkpointed());
   Unreserve(c);
   // A lease holder the policy never granted gets no SliceExpired (its burst is still queued).
   if (!std::exchange(c.lease_unconfirmed, false)) Deliver(now_ns, policy::SliceExpired{c.fid, ToPolicy(g)});
@@ -308,12 +293,12 @@ void ArbiterImpl::FinishEnforce(Client& c, const DriverOutcome& o, uint64_t now_
 
 void ArbiterImpl::StartDeepEvict(Client& c, uint64_t now_ns) {
   const DriverLib driver = *driver_;
-  c.op = DriverOp::kDeepEvicting;
-  c.op_job = SubmitJob(&c, c.pid, c.conn.pidfd(), [driver](const ProcessRef& p) {
+  const uint64_t job = SubmitJob(&c, c.pid, c.conn.pidfd(), [driver](const ProcessRef& p) {
     DriverOutcome o;
     if (Alive(p, &o)) o.status = driver.LockAndCheckpoint(p.pid, 1000);
     return o;
   });
+  Transit(c, c.session.OpStarted(DriverOp::kDeepEvicting, job));
   (void)now_ns;
 }
 
@@ -327,12 +312,12 @@ void ArbiterImpl::FinishDeepEvict(Client& c, const DriverOutcome& o, uint64_t no
     c.last_use_ns = now_ns;  // retry after another idle period
     return;
   }
-  const DeviceOrdinal ordinal = gpus_[c.gpu].ordinal;
+  const DeviceOrdinal ordinal = gpus_[c.session.gpu()].ordinal;
   spdlog::info("client {} '{}' idle for {} ms: checkpointed (deep eviction)", c.id, c.name,
                (now_ns - c.last_use_ns) / 1'000'000);
   ++stats_.deep_evictions;
   Record(shm::EventType::kCheckpoint, &c, ordinal, 0, ordinal.value());
-  c.where = Where::kCheckpointed;
+  Transit(c, c.session.Checkpointed());
   c.shadow = false;
   Unreserve(c);
 }
@@ -340,25 +325,22 @@ void ArbiterImpl::FinishDeepEvict(Client& c, const DriverOutcome& o, uint64_t no
 // ---- restore of a checkpointed client (TryIssue: its swap-in target is reserved already)
 
 void ArbiterImpl::StartRestore(Client& c, GpuIndex to, uint64_t now_ns) {
-  const DeviceOrdinal from = gpus_[c.gpu].ordinal;
+  const DeviceOrdinal from = gpus_[c.session.gpu()].ordinal;
   const DeviceOrdinal target = gpus_[to].ordinal;
-  c.op = DriverOp::kRestoring;
-  c.op_target = to;
-  if (!driver_) {
-    c.op = DriverOp::kNone;
-    return;
-  }
+  if (!driver_) return;
   const DriverLib driver = *driver_;
-  c.op_job = SubmitJob(&c, c.pid, c.conn.pidfd(), [driver, from, target](const ProcessRef& p) {
-    DriverOutcome o;
-    if (Alive(p, &o)) o.status = driver.RestoreAndUnlock(p.pid, from, target);
-    return o;
-  });
+  const uint64_t job =
+      SubmitJob(&c, c.pid, c.conn.pidfd(), [driver, from, target](const ProcessRef& p) {
+        DriverOutcome o;
+        if (Alive(p, &o)) o.status = driver.RestoreAndUnlock(p.pid, from, target);
+        return o;
+      });
+  Transit(c, c.session.OpStarted(DriverOp::kRestoring, job, to));
   (void)now_ns;
 }
 
 void ArbiterImpl::FinishRestore(Client& c, const DriverOutcome& o, uint64_t now_ns) {
-  const GpuIndex to = c.op_target;
+  const GpuIndex to = c.session.op_target();
   const DeviceOrdinal ordinal = gpus_[to].ordinal;
   if (o.status.code() == shm::StatusCode::kClosed) {
     Unreserve(c);
@@ -378,8 +360,7 @@ void ArbiterImpl::FinishRestore(Client& c, const DriverOutcome& o, uint64_t now_
   ++stats_.restores;
   Record(shm::EventType::kCheckpoint, &c, ordinal, 1, ordinal.value());
   spdlog::info("client {} '{}' restored onto GPU {}", c.id, c.name, ordinal);
-  c.where = Where::kResident;
-  c.gpu = to;
+  Transit(c, c.session.Restored(to));
   c.swapin_failures = 0;
   if (!c.removal_pending) (void)TryIssue(c, now_ns);  // now resident on the target: completes at once
 }
@@ -395,48 +376,49 @@ void ArbiterImpl::FinishRestore(Client& c, const DriverOutcome& o, uint64_t now_
 // the checkpoint API moves by the swap-in alone.
 
 void ArbiterImpl::StartMove(Client& c, GpuIndex to, uint64_t now_ns) {
-  const DeviceOrdinal from = gpus_[c.gpu].ordinal;
+  const DeviceOrdinal from = gpus_[c.session.gpu()].ordinal;
   const DeviceOrdinal target = gpus_[to].ordinal;
   const auto grace_ms = static_cast<unsigned>(
       std::chrono::duration_cast<std::chrono::milliseconds>(config_.preempt_grace).count());
   const DriverLib driver = *driver_;
-  c.op = DriverOp::kMoving;
-  c.op_target = to;
-  c.op_job = SubmitJob(&c, c.pid, c.conn.pidfd(),
-                       [driver, from, target, grace_ms](const ProcessRef& p) {
-    DriverOutcome o;
-    if (!Alive(p, &o)) return o;
-    o.state = driver.ProcessState(p.pid);
-    if (o.state == DriverLib::kNoCudaState) {
-      o.detail = kNothingToMove;
-      return o;
-    }
-    if (o.state == DriverLib::kNoAnswer) {  // a CUDA process that cannot answer cannot move now
-      o.status = shm::Status(shm::StatusCode::kTimeout, "the driver does not answer for the process");
-      return o;
-    }
-    if (!Alive(p, &o)) return o;
-    o.status = driver.LockAndCheckpoint(p.pid, std::max(1U, grace_ms));
-    if (!o.status.ok()) {
-      o.detail = kCheckpointFailed;
-      return o;
-    }
-    o.status = driver.RestoreAndUnlock(p.pid, from, target);
-    if (o.status.ok()) {
-      o.detail = kMoved;
-      return o;
-    }
-    // Restored where it was instead; if even that fails it stays checkpointed (restored wherever
-    // the policy places it next, or thawed when its client leaves).
-    o.detail = driver.RestoreAndUnlock(p.pid, from, from).ok() ? kRestoredBack : kLeftCheckpointed;
-    return o;
-  });
+  const uint64_t job =
+      SubmitJob(&c, c.pid, c.conn.pidfd(), [driver, from, target, grace_ms](const ProcessRef& p) {
+        DriverOutcome o;
+        if (!Alive(p, &o)) return o;
+        o.state = driver.ProcessState(p.pid);
+        if (o.state == DriverLib::kNoCudaState) {
+          o.detail = kNothingToMove;
+          return o;
+        }
+        if (o.state == DriverLib::kNoAnswer) {  // a CUDA process that cannot answer cannot move now
+          o.status =
+              shm::Status(shm::StatusCode::kTimeout, "the driver does not answer for the process");
+          return o;
+        }
+        if (!Alive(p, &o)) return o;
+        o.status = driver.LockAndCheckpoint(p.pid, std::max(1U, grace_ms));
+        if (!o.status.ok()) {
+          o.detail = kCheckpointFailed;
+          return o;
+        }
+        o.status = driver.RestoreAndUnlock(p.pid, from, target);
+        if (o.status.ok()) {
+          o.detail = kMoved;
+          return o;
+        }
+        // Restored where it was instead; if even that fails it stays checkpointed (restored
+        // wherever the policy places it next, or thawed when its client leaves).
+        o.detail =
+            driver.RestoreAndUnlock(p.pid, from, from).ok() ? kRestoredBack : kLeftCheckpointed;
+        return o;
+      });
+  Transit(c, c.session.OpStarted(DriverOp::kMoving, job, to));
   (void)now_ns;
 }
 
 void ArbiterImpl::FinishMove(Client& c, const DriverOutcome& o, uint64_t now_ns) {
-  const GpuIndex to = c.op_target;
-  const auto from_ordinal = gpus_[c.gpu].ordinal;
+  const GpuIndex to = c.session.op_target();
+  const auto from_ordinal = gpus_[c.session.gpu()].ordinal;
   const auto to_ordinal = gpus_[to].ordinal;
   if (o.status.code() == shm::StatusCode::kClosed) {
     RemoveClient(c.id, c.removal_pending.value_or(Unregister::kDied), now_ns);
@@ -450,7 +432,7 @@ void ArbiterImpl::FinishMove(Client& c, const DriverOutcome& o, uint64_t now_ns)
       Record(shm::EventType::kCheckpoint, &c, to_ordinal, 1, to_ordinal.value());
       spdlog::info("client {} '{}': contexts moved from GPU {} to GPU {} in {} us", c.id, c.name,
                    from_ordinal, to_ordinal, o.duration_ns / 1000);
-      c.gpu = to;
+      Transit(c, c.session.MovedTo(to));
     }
     if (!c.removal_pending) (void)TryIssue(c, now_ns);  // the swap-in order goes out now
     return;
@@ -459,7 +441,7 @@ void ArbiterImpl::FinishMove(Client& c, const DriverOutcome& o, uint64_t now_ns)
     spdlog::error("client {} '{}': restore onto GPU {} failed ({}) and so did the restore on GPU "
                   "{}: it stays checkpointed",
                   c.id, c.name, to_ordinal, o.status.ToString(), from_ordinal);
-    c.where = Where::kCheckpointed;
+    Transit(c, c.session.Checkpointed());
   } else if (o.detail == kRestoredBack) {
     spdlog::error("client {} '{}': restore onto GPU {} failed ({}); restored it on GPU {}", c.id,
                   c.name, to_ordinal, o.status.ToString(), from_ordinal);
@@ -511,7 +493,7 @@ void ArbiterImpl::StartThawOfLeaving(const Client& c, Unregister reason, uint64_
   t.pid = c.pid;
   t.uid = c.uid;
   t.name = c.name;
-  t.gpu = c.gpu;
+  t.gpu = c.session.gpu();
   t.bytes = c.quota;
   t.reason = reason;
   if (c.conn.pidfd() >= 0) t.pidfd.Reset(::fcntl(c.conn.pidfd(), F_DUPFD_CLOEXEC, 0));

@@ -19,8 +19,8 @@
 //  1. book_.reserved(g) == sum of quota over clients reserved on g (plus orphans, 6), and it
 //     never exceeds book_.usable(g) except through the orphan of a process thawed while
 //     leaving, which holds its memory again (counted in overshoot_events). The book keeps the
-//     sums from its holders (reservation_book.h); CheckInvariants ties the holders to clients. Resident claims are
-//     reserved only when they fit (arbiter_clients.cc, BelieveResidentClaim).
+//     sums from its holders (reservation_book.h); CheckInvariants ties the holders to clients.
+//     Resident claims are reserved only when they fit (arbiter_clients.cc, BelieveResidentClaim).
 //  2. A swap-in order is issued only after its quota has been reserved on the target GPU.
 //     A reservation is released only when a swap-out is acknowledged, a checkpoint succeeded,
 //     or the client is gone.
@@ -29,16 +29,18 @@
 //     holding == true and hold_gpu == g.
 //  4. Each client has at most one swap order in flight (transfer.issued).
 //  5. Client ids are never reused within an epoch.
-//  7. Each client's fields are a state of docs/arbiter.md's diagram (CheckClientState,
-//     client_phase.cc): a holder is resident, an issued swap-in is of a client that is out and
-//     not holding, a restore is of a checkpointed client, a move of one that is out, and a
-//     checkpointed client has no swap order in flight.
+//  7. Each client's phase is stored in its ClientSession (client_session.h), changed only by
+//     the session's transitions, which refuse what docs/arbiter.md's diagram does not have (a
+//     refused transition is logged and counted as a violation at once: ArbiterImpl::Transit).
+//     CheckClientState (client_state_check.cc) ties the phase to the rest of the client's state:
+//     a swap order in flight iff swapping in or out (for the session's target), a hold only while
+//     holding or being enforced on, a driver job iff in a driver phase.
 //  6. book_.orphaned(g) == sum of bytes over orphans_ on g, and it is part of
 //     book_.reserved(g) (invariant 1 counts orphans' bytes with the clients' quotas). An orphan
-//     is the reservation of a live process the arbiter disconnected (DisconnectedAlive reasons); it is bound
-//     to the process by a pidfd (never by the pid alone: pids are reused) and released only when
-//     that process exits, registers again (its new registration's reservation replaces it) or
-//     the driver knows no CUDA state of it (arbiter_orphans.cc, docs/arbiter.md "Orphans").
+//     is the reservation of a live process the arbiter disconnected (DisconnectedAlive reasons); it
+//     is bound to the process by a pidfd (never by the pid alone: pids are reused) and released
+//     only when that process exits, registers again (its new registration's reservation replaces
+//     it) or the driver knows no CUDA state of it (arbiter_orphans.cc, docs/arbiter.md "Orphans").
 #pragma once
 
 #include <sys/types.h>
@@ -46,13 +48,14 @@
 #include <cstdint>
 #include <deque>
 #include <map>
-#include <set>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "client_session.h"
 #include "control_server.h"
 #include "corun.h"
 #include "deadline_queue.h"
@@ -61,17 +64,17 @@
 #include "driver_worker.h"
 #include "fd_reaper.h"
 #include "gpu_ids.h"
-#include "metrics_server.h"
-#include "mps_daemons.h"
-#include "registration_intake.h"
-#include "reservation_book.h"
-#include "tenant_limits.h"
-#include "telemetry.h"
 #include "gshare/arbiter/arbiter.h"
 #include "gshare/policy/policy.h"
 #include "gshare/shm/channel.h"
 #include "gshare/shm/event_ring.h"
 #include "gshare/shm/registration.h"
+#include "metrics_server.h"
+#include "mps_daemons.h"
+#include "registration_intake.h"
+#include "reservation_book.h"
+#include "telemetry.h"
+#include "tenant_limits.h"
 
 namespace gshare::arbiter {
 
@@ -81,9 +84,6 @@ inline constexpr DeviceOrdinal kNoOrdinal{shm::kNoGpu};
 // The policy's GpuId is the arbiter's GpuIndex: PolicyConfig::gpus is built from gpus_ in order.
 inline policy::GpuId ToPolicy(GpuIndex g) { return g.value(); }
 inline GpuIndex FromPolicy(policy::GpuId g) { return GpuIndex{g}; }
-
-// Where a client's device memory is, as the arbiter knows it.
-enum class Where : uint8_t { kResident, kOut, kCheckpointed };
 
 // Why a client was removed: the kUnregister event's argument (shm/event_ring_layout.h), so the
 // values are part of the event ring's format.
@@ -132,14 +132,6 @@ struct Transfer {
   bool contexts_moved = false;
 };
 
-// A driver operation in flight for a client (at most one: arbiter_driver.cc). While one is in
-// flight the client's channel is not acted on (it is read again when the operation completes)
-// and its removal waits for the completion.
-// kTerminating: MPS's safe termination of an MPS client that ignored preemption (the checkpoint
-// API is not assumed to work for MPS clients: docs/arbiter.md, "Co-running").
-enum class DriverOp : uint8_t { kNone, kEnforcing, kDeepEvicting, kRestoring, kMoving, kTerminating };
-const char* DriverOpName(DriverOp op);
-
 struct Client {
   uint32_t id = 0;
   policy::FunctionId fid = policy::kNoFunction;
@@ -164,8 +156,9 @@ struct Client {
   uint8_t compute_demand_pct = 0;
   uint8_t bandwidth_demand_pct = 0;
 
-  Where where = Where::kOut;
-  GpuIndex gpu;                               // where resident / last resident
+  // Its phase in docs/arbiter.md's state diagram, its GPU, its hold of a token and its driver
+  // job: changed only by the session's transitions (client_session.h).
+  ClientSession session;
   bool shadow = false;  // resident although the policy believes it is not (adapter-managed)
   std::deque<Transfer> transfers;  // front: the order in flight (or waiting for room)
   // A grant the policy issued while the client was not resident on that GPU (e.g. after
@@ -173,8 +166,6 @@ struct Client {
   std::optional<std::pair<GpuIndex, policy::Duration>> pending_grant;
   bool enforce_warned = false;
 
-  bool holding = false;
-  GpuIndex hold_gpu;
   uint64_t grant_ns = 0;
   uint64_t slice_deadline_ns = 0;
   bool preempt_sent = false;
@@ -213,10 +204,8 @@ struct Client {
   // without releasing must not make the arbiter spin at every ring).
   bool release_spun = false;
 
-  DriverOp op = DriverOp::kNone;  // arbiter_driver.cc
-  uint64_t op_job = 0;            // the DriverWorker job of `op`
-  GpuIndex op_target;             // kRestoring / kMoving: the GPU it goes to
-  // RemoveClient while `op` was in flight: the removal (with this reason) happens at its end.
+  // RemoveClient while a driver job (session.op()) was in flight: the removal (with this reason)
+  // happens at its end.
   std::optional<Unregister> removal_pending;
   bool pid_watched = false;  // its pidfd is in the epoll set (kTagClientExit)
 
@@ -225,28 +214,8 @@ struct Client {
   uint64_t registered_ns = 0;
 };
 
-// A client's phase: where it stands in docs/arbiter.md's state diagram ("Client state machine"),
-// derived from its state (client_phase.cc): what the control socket's clients list shows, and
-// what CheckClientState checks the state against.
-enum class Phase : uint8_t {
-  kOut,           // its memory is on the host (or nowhere yet)
-  kSwappingIn,    // a swap-in order is in flight
-  kResident,      // its memory is on its GPU, it does not hold the GPU
-  kHolding,       // it holds its GPU's token
-  kSwappingOut,   // a swap-out order is in flight
-  kEnforcing,     // the driver worker locks and checkpoints it (it ignored a preemption)
-  kDeepEvicting,  // the driver worker checkpoints it (idle for deep_evict_after)
-  kCheckpointed,  // its process is frozen by a checkpoint, its memory with the driver
-  kRestoring,     // the driver worker restores it onto its reserved GPU
-  kMoving,        // the driver worker moves its contexts to another GPU before a swap-in
-};
-Phase PhaseOf(const Client& c);
-const char* PhaseName(Phase p);
-// Warm: the instance's memory is on its GPU and stays there (resident or holding): a request
-// sent to it waits for no swap-in or restore (the `instances` view, for platforms' routers).
-bool IsWarm(Phase p);
-// "" when c's state is one the diagram's transitions make, else what is wrong (a combination of
-// its fields no transition produces: invariant 7).
+// "" when c's session agrees with the rest of its state (its swap orders, its GPU's holders),
+// else what is wrong (invariant 7; client_phase.cc).
 std::string CheckClientState(const Client& c);
 
 // The reservation of a live process the arbiter disconnected (invariant 6): it still holds its
@@ -403,6 +372,9 @@ class ArbiterImpl final : public Arbiter {
   // ---- invariants (arbiter_invariants.cc): "" when they hold, else the first violation.
   std::string CheckInvariants() const;
   void MaybeCheckInvariants();
+  // A transition of c's session (client_session.h): one it refused is a bug of the loop's,
+  // logged and counted (invariant_violations) at once, whatever check_invariants says.
+  void Transit(const Client& c, const Status& transition);
 
   // ---- orphan reservations (arbiter_orphans.cc; invariant 6)
   // Called by RemoveClient for c before its reservation is released: keeps it as an orphan when

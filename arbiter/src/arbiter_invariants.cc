@@ -30,9 +30,10 @@ std::string ArbiterImpl::CheckInvariants() const {
     // 7: its fields are a state of the diagram.
     fail(CheckClientState(*c));
     // 3: a holder is its GPU's holder.
-    if (c->holding && (!gpus_.contains(c->hold_gpu) || !gpus_[c->hold_gpu].holders.Holds(id)))
-      fail("client " + std::to_string(id) + " holds GPU index " + std::to_string(c->hold_gpu.value()) +
-           " whose holders do not include it");
+    if (c->session.holding() &&
+        (!gpus_.contains(c->session.hold_gpu()) || !gpus_[c->session.hold_gpu()].holders.Holds(id)))
+      fail("client " + std::to_string(id) + " holds GPU index " +
+           std::to_string(c->session.hold_gpu().value()) + " whose holders do not include it");
     // 4: at most one swap order in flight, and only the front one.
     for (size_t i = 1; i < c->transfers.size(); ++i)
       if (c->transfers[i].issued) fail("client " + std::to_string(id) + " has two orders in flight");
@@ -42,7 +43,7 @@ std::string ArbiterImpl::CheckInvariants() const {
         book_.ClientGpu(id) != c->transfers.front().gpu)
       fail("client " + std::to_string(id) + " has a swap-in in flight without its reservation");
     // One driver operation at most, and it is the job the loop waits for.
-    if (c->op != DriverOp::kNone && client_jobs_.count(c->op_job) == 0)
+    if (c->session.op() != DriverOp::kNone && client_jobs_.count(c->session.op_job()) == 0)
       fail("client " + std::to_string(id) + " waits for a driver job that is not in flight");
   }
   if (reserving != book_.clients())
@@ -61,7 +62,8 @@ std::string ArbiterImpl::CheckInvariants() const {
     std::vector<CorunMember> members;
     for (uint32_t hid : gpu.holders.ids()) {
       const auto it = clients_.find(hid);
-      if (it == clients_.end() || !it->second->holding || it->second->hold_gpu != g) {
+      if (it == clients_.end() || !it->second->session.holding() ||
+          it->second->session.hold_gpu() != g) {
         fail(name + "'s holder " + std::to_string(hid) + " does not hold it");
         continue;
       }
@@ -88,6 +90,13 @@ void ArbiterImpl::MaybeCheckInvariants() {
   if (why.empty()) return;
   ++stats_.invariant_violations;
   spdlog::critical("arbiter invariant violated: {}", why);
+}
+
+void ArbiterImpl::Transit(const Client& c, const Status& transition) {
+  if (transition.ok()) return;
+  ++stats_.invariant_violations;
+  spdlog::critical("arbiter invariant violated: client {} '{}': {}", c.id, c.name,
+                   transition.message());
 }
 
 }  // namespace gshare::arbiter

@@ -30,12 +30,14 @@ constexpr uint64_t kLeaseRevokeLost = 3;
 }  // namespace
 
 bool ArbiterImpl::MaybeOfferLease(Client& c, GpuIndex g, const shm::ClientView& v, uint64_t now_ns) {
-  if (!config_.lease || stopping_ || c.chan.lease_offered() || c.holding || c.lease_malformed)
+  if (!config_.lease || stopping_ || c.chan.lease_offered() || c.session.holding() ||
+      c.lease_malformed)
     return false;
   if (v.in_burst || v.state != shm::ClientTokenState::kIdle) return false;
   if (c.burst_outstanding || c.lease_done_gpu_ns || c.pending_grant || !c.transfers.empty())
     return false;
-  if (c.where != Where::kResident || c.gpu != g || ReservedOn(c) != g) return false;
+  if (c.session.where() != Where::kResident || c.session.gpu() != g || ReservedOn(c) != g)
+    return false;
   if (gpus_[g].drained || !gpus_[g].holders.empty()) return false;
   const DeviceOrdinal ordinal = gpus_[g].ordinal;
   const uint32_t seq =
@@ -62,8 +64,7 @@ void ArbiterImpl::AdoptLease(Client& c, uint64_t now_ns) {
     taken_ns = std::clamp(v->burst_start_ns, std::min(c.last_use_ns, now_ns), now_ns);
   const uint64_t deadline = taken_ns + static_cast<uint64_t>(config_.slice.count());
   const uint32_t seq = c.chan.AdoptLease(deadline);
-  c.holding = true;
-  c.hold_gpu = g;
+  Transit(c, c.session.Granted(g));
   c.grant_ns = taken_ns;
   c.slice_deadline_ns = deadline;
   c.preempt_sent = false;
@@ -114,7 +115,7 @@ bool ArbiterImpl::PollLease(Client& c, shm::Result<shm::ClientView>& view, uint6
       view->released = false;  // looked at again next iteration
     }
   }
-  if (c.holding && c.lease_unconfirmed && !c.preempt_sent && !delivering_) {
+  if (c.session.holding() && c.lease_unconfirmed && !c.preempt_sent && !delivering_) {
     // The policy did not grant the take at once: it wants the function to wait (or elsewhere).
     ++stats_.lease_unconfirmed;
     spdlog::debug("client {}: the policy did not grant its lease take; asking it to yield", c.id);
@@ -157,26 +158,26 @@ void ArbiterImpl::RevokeLeasesOn(GpuIndex g, const Client* except, uint64_t now_
 
 bool ArbiterImpl::LeaseBeforeBurst(Client& c, uint64_t now_ns) {
   RevokeLease(c, now_ns);  // it asked the normal way: its offer is stale
-  if (c.holding) return false;  // it took the lease first: adopted, its burst is started
-  if (c.where == Where::kResident) RevokeLeasesOn(c.gpu, &c, now_ns);
+  if (c.session.holding()) return false;  // it took the lease first: adopted, its burst is started
+  if (c.session.where() == Where::kResident) RevokeLeasesOn(c.session.gpu(), &c, now_ns);
   return true;
 }
 
 bool ArbiterImpl::LeaseBeforeGrant(Client& c, GpuIndex g, policy::Duration slice_us,
                                    uint64_t now_ns) {
   RevokeLease(c, now_ns);  // an offer never stands beside a grant
-  if (c.holding && c.lease_unconfirmed) {
+  if (c.session.holding() && c.lease_unconfirmed) {
     // The policy grants the burst the client already runs by its lease: confirmed.
     c.lease_unconfirmed = false;
-    if (g != c.hold_gpu)
+    if (g != c.session.hold_gpu())
       spdlog::error("policy granted GPU {} to client {} which holds GPU {} by its lease",
-                    gpus_[g].ordinal, c.id, gpus_[c.hold_gpu].ordinal);
+                    gpus_[g].ordinal, c.id, gpus_[c.session.hold_gpu()].ordinal);
     const uint64_t slice_ns = slice_us > 0 ? static_cast<uint64_t>(slice_us) * 1000
                                            : static_cast<uint64_t>(config_.slice.count());
     c.slice_deadline_ns = now_ns + slice_ns;
     return true;
   }
-  if (!c.holding && c.lease_done_gpu_ns) {
+  if (!c.session.holding() && c.lease_done_gpu_ns) {
     // The burst ran by lease and ended before the policy granted it: answer the grant.
     const uint64_t gpu_ns = *c.lease_done_gpu_ns;
     c.lease_done_gpu_ns.reset();
@@ -190,7 +191,7 @@ bool ArbiterImpl::LeaseBeforeGrant(Client& c, GpuIndex g, policy::Duration slice
         StartBurstIfAsked(c, *v, /*wants=*/false, now_ns);
     return true;
   }
-  if (c.holding) return false;
+  if (c.session.holding()) return false;
   RevokeLeasesOn(g, &c, now_ns);
   // A lease holder is always alone on its GPU (leases are offered on free GPUs only).
   const uint32_t h = gpus_[g].holders.Other(c.id);
@@ -217,7 +218,8 @@ void ArbiterImpl::ReleaseUnconfirmedLease(Client& c, const shm::ClientView& v, u
   const uint64_t gpu_ns = v.burst_gpu_time_ns != 0 ? v.burst_gpu_time_ns : now_ns - c.grant_ns;
   c.lease_done_gpu_ns = gpu_ns;
   if (v.burst_end_ns != 0)
-    Record(shm::EventType::kBurstEnd, &c, gpus_[c.hold_gpu].ordinal, v.burst_end_ns, gpu_ns);
+    Record(shm::EventType::kBurstEnd, &c, gpus_[c.session.hold_gpu()].ordinal, v.burst_end_ns,
+           gpu_ns);
 }
 
 }  // namespace gshare::arbiter

@@ -48,12 +48,13 @@ constexpr uint64_t kSwapInRetryMaxNs = 2'000'000'000;
 // GPU is no reason to cut g's holder short.
 bool SomeoneWaitsFor(const std::map<uint32_t, std::unique_ptr<Client>>& clients, GpuIndex g) {
   for (const auto& [id, c] : clients) {
-    if (!c->burst_outstanding || c->holding) continue;
-    if (c->where == Where::kResident && c->gpu == g && c->transfers.empty()) return true;
+    if (!c->burst_outstanding || c->session.holding()) continue;
+    if (c->session.where() == Where::kResident && c->session.gpu() == g && c->transfers.empty())
+      return true;
     // Checkpointed (enforcement, deep eviction) with a request: it is restored where the policy
     // grants it, its last GPU until told otherwise. Not counting it let a holder that never goes
     // idle keep that GPU forever (tests/fault ArbiterKilledWhileAFunctionIsCheckpointed).
-    if (c->where == Where::kCheckpointed && c->gpu == g) return true;
+    if (c->session.where() == Where::kCheckpointed && c->session.gpu() == g) return true;
     if (c->pending_grant && c->pending_grant->first == g) return true;
     for (const Transfer& t : c->transfers)
       if (t.op == shm::SwapOp::kSwapIn && t.gpu == g) return true;
@@ -65,8 +66,10 @@ bool SomeoneWaitsFor(const std::map<uint32_t, std::unique_ptr<Client>>& clients,
 // waiting for it could compete with c for the token.
 bool SoleTenant(const std::map<uint32_t, std::unique_ptr<Client>>& clients, const Client& c) {
   for (const auto& [id, o] : clients)
-    if (o.get() != &c && o->where == Where::kResident && o->gpu == c.gpu && !o->shadow) return false;
-  return !SomeoneWaitsFor(clients, c.gpu);
+    if (o.get() != &c && o->session.where() == Where::kResident &&
+        o->session.gpu() == c.session.gpu() && !o->shadow)
+      return false;
+  return !SomeoneWaitsFor(clients, c.session.gpu());
 }
 
 }  // namespace
@@ -94,9 +97,10 @@ void ArbiterImpl::Deliver(uint64_t now_ns, policy::EventBody body) {
   if (auto* reg = std::get_if<policy::FunctionRegistered>(&body)) {
     const Client* c = ByFid(reg->function);
     if (c != nullptr && c->mps_share != 0) {
-      reg->state_on = ToPolicy(c->gpu);  // pinned: bound to its GPU's MPS server, resident or not
-    } else if (c != nullptr && c->where == Where::kResident && c->shadow && ReservedOn(*c) &&
-               c->transfers.empty()) {
+      reg->state_on =
+          ToPolicy(c->session.gpu());  // pinned: bound to its GPU's MPS server, resident or not
+    } else if (c != nullptr && c->session.where() == Where::kResident && c->shadow &&
+               ReservedOn(*c) && c->transfers.empty()) {
       reg->state_on = ToPolicy(*ReservedOn(*c));
     }
   }
@@ -130,8 +134,9 @@ void ArbiterImpl::Execute(uint64_t now_ns, const policy::ActionList& actions) {
         // Nothing of the policy's model is left on the GPU: lazily kept shadows leave it too.
         spdlog::debug("policy: release gpu {}", a.gpu);
         for (auto& [id, other] : clients_) {
-          if (other->shadow && other->where == Where::kResident && other->gpu == FromPolicy(a.gpu) &&
-              !other->holding && other->transfers.empty())
+          if (other->shadow && other->session.where() == Where::kResident &&
+              other->session.gpu() == FromPolicy(a.gpu) && !other->session.holding() &&
+              other->transfers.empty())
             QueueTransfer(*other, {shm::SwapOp::kSwapOut, FromPolicy(a.gpu), false, policy::SwapKind::kOut}, now_ns);
         }
         break;
@@ -145,23 +150,24 @@ void ArbiterImpl::Execute(uint64_t now_ns, const policy::ActionList& actions) {
                                           ? policy::SwapKind::kOut
                                           : policy::SwapKind::kDeepEvict;
         const bool out = kind == policy::SwapKind::kOut;
-        if (c->where == Where::kResident &&
+        if (c->session.where() == Where::kResident &&
             RefusePinned(*c, out ? PinnedOp::kSwapInPlace : PinnedOp::kOffItsGpu,
                          out ? "the policy's swap-out" : "the policy's deep eviction")) {
           // Answered as a swap-out that failed: it stays resident, the policy believes it off.
           c->shadow = true;
-          Deliver(now_ns, policy::SwapDone{c->fid, ToPolicy(c->gpu), kind, 0, 0});
-        } else if (c->where == Where::kResident && !c->holding && c->transfers.empty() &&
-                   ReservedOn(*c) == c->gpu && !gpus_[c->gpu].drained) {
+          Deliver(now_ns, policy::SwapDone{c->fid, ToPolicy(c->session.gpu()), kind, 0, 0});
+        } else if (c->session.where() == Where::kResident && !c->session.holding() &&
+                   c->transfers.empty() && ReservedOn(*c) == c->session.gpu() &&
+                   !gpus_[c->session.gpu()].drained) {
           // Lazy: the policy's model frees the memory now; the vGPU stays resident as a shadow
           // and is swapped out only when a swap-in needs its memory (MakeRoom), so a function
           // the policy brings back before that costs no copy at all.
           c->shadow = true;
           spdlog::debug("client {}: policy {} kept resident as a shadow on GPU {}", c->id,
-                        policy::ActionKindName(a.kind), gpus_[c->gpu].ordinal);
-          Deliver(now_ns, policy::SwapDone{c->fid, ToPolicy(c->gpu), kind, 0, 0});
+                        policy::ActionKindName(a.kind), gpus_[c->session.gpu()].ordinal);
+          Deliver(now_ns, policy::SwapDone{c->fid, ToPolicy(c->session.gpu()), kind, 0, 0});
         } else {
-          QueueTransfer(*c, {shm::SwapOp::kSwapOut, c->gpu, true, kind}, now_ns);
+          QueueTransfer(*c, {shm::SwapOp::kSwapOut, c->session.gpu(), true, kind}, now_ns);
         }
         break;
       }
@@ -219,7 +225,8 @@ bool ArbiterImpl::MakeRoom(GpuIndex g, uint64_t need, uint64_t now_ns) {
         freeing += c->quota;
       continue;
     }
-    if (c->shadow && !c->holding && c->where == Where::kResident && SwappableInPlace(*c))
+    if (c->shadow && !c->session.holding() && c->session.where() == Where::kResident &&
+        SwappableInPlace(*c))
       candidates.push_back(c);  // (an MPS client's memory stays unless mps_swaps_verified)
   }
   const uint64_t free_now = book_.unreserved(g);
@@ -245,13 +252,15 @@ bool ArbiterImpl::MakeRoom(GpuIndex g, uint64_t need, uint64_t now_ns) {
 }
 
 bool ArbiterImpl::TryIssue(Client& c, uint64_t now_ns) {
-  if (c.transfers.empty() || c.op != DriverOp::kNone) return false;  // a driver job decides next
+  if (c.transfers.empty() || c.session.op() != DriverOp::kNone)
+    return false;  // a driver job decides next
   Transfer& t = c.transfers.front();
   if (t.issued) return false;
   // Whoever asked (the policy, MakeRoom, a release, a drain, gshare-ctl evict), an MPS client's
   // memory does not leave its GPU: a swap-out of it resident (allowed in place with
   // mps_swaps_verified, never for a deep eviction), or a swap-in elsewhere (a move).
-  if (t.op == shm::SwapOp::kSwapOut ? c.where == Where::kResident : t.gpu != c.gpu) {
+  if (t.op == shm::SwapOp::kSwapOut ? c.session.where() == Where::kResident
+                                    : t.gpu != c.session.gpu()) {
     const PinnedOp op = t.op == shm::SwapOp::kSwapOut && t.kind != policy::SwapKind::kDeepEvict
                             ? PinnedOp::kSwapInPlace
                             : PinnedOp::kOffItsGpu;
@@ -277,22 +286,22 @@ bool ArbiterImpl::TryIssue(Client& c, uint64_t now_ns) {
   const DeviceOrdinal ordinal = gpus_[t.gpu].ordinal;
   if (t.op == shm::SwapOp::kSwapOut) {
     RevokeLease(c, now_ns);  // no offer stands beside an order (a take is adopted: holding)
-    if (c.holding) return false;  // swapped out once it yields
-    if (c.where != Where::kResident) {  // nothing to move
+    if (c.session.holding()) return false;        // swapped out once it yields
+    if (c.session.where() != Where::kResident) {  // nothing to move
       const Transfer done = t;
       c.transfers.pop_front();
       if (done.for_policy)
         Deliver(now_ns, policy::SwapDone{c.fid, ToPolicy(done.gpu), done.kind, 0, 0});
       return TryIssue(c, now_ns);
     }
-    IssueOrder(c, t, gpus_[c.gpu].ordinal, now_ns);
+    IssueOrder(c, t, gpus_[c.session.gpu()].ordinal, now_ns);
     return true;
   }
   // Swap-in to t.gpu.
   RevokeLeasesOn(t.gpu, &c, now_ns);  // c will compete for t.gpu: no lease stands there
   if (gpus_[t.gpu].drained) return false;  // gshare-ctl drain: retried after undrain
   if (now_ns < t.not_before_ns) return false;  // back-off after a failed swap-in (timer armed)
-  if (c.where == Where::kResident && c.gpu == t.gpu && ReservedOn(c) == t.gpu) {
+  if (c.session.where() == Where::kResident && c.session.gpu() == t.gpu && ReservedOn(c) == t.gpu) {
     const Transfer done = t;
     c.transfers.pop_front();
     if (done.for_policy) c.shadow = false;
@@ -304,15 +313,15 @@ bool ArbiterImpl::TryIssue(Client& c, uint64_t now_ns) {
     }
     return TryIssue(c, now_ns);
   }
-  if (c.where == Where::kResident) {  // resident elsewhere: move off that GPU first
-    c.transfers.push_front({shm::SwapOp::kSwapOut, c.gpu, false, policy::SwapKind::kOut});
+  if (c.session.where() == Where::kResident) {  // resident elsewhere: move off that GPU first
+    c.transfers.push_front({shm::SwapOp::kSwapOut, c.session.gpu(), false, policy::SwapKind::kOut});
     return TryIssue(c, now_ns);
   }
   if (!book_.Fits(t.gpu, c.quota)) {
     (void)MakeRoom(t.gpu, c.quota, now_ns);
     return false;  // retried by PumpTransfers when memory frees
   }
-  if (c.where == Where::kCheckpointed) {
+  if (c.session.where() == Where::kCheckpointed) {
     if (!driver_ || !worker_) {
       spdlog::error("client {}: restore failed: no driver", c.id);
       return false;
@@ -323,7 +332,7 @@ bool ArbiterImpl::TryIssue(Client& c, uint64_t now_ns) {
     StartRestore(c, t.gpu, now_ns);
     return false;
   }
-  if (c.gpu != t.gpu && !t.contexts_moved) {
+  if (c.session.gpu() != t.gpu && !t.contexts_moved) {
     if (CanCheckpoint()) {
       // Its process's contexts move first (StartMove); the order goes out when they have.
       StartMove(c, t.gpu, now_ns);
@@ -338,6 +347,7 @@ bool ArbiterImpl::TryIssue(Client& c, uint64_t now_ns) {
 
 void ArbiterImpl::IssueOrder(Client& c, Transfer& t, DeviceOrdinal ordinal, uint64_t now_ns,
                              bool record) {
+  Transit(c, c.session.OrderIssued(t.op, t.gpu));
   t.order_seq = c.chan.IssueSwapOrder(t.op, ordinal.value(), now_ns);
   t.issued = true;
   t.issued_ns = now_ns;
@@ -354,13 +364,14 @@ void ArbiterImpl::CompleteTransfer(Client& c, const shm::ClientView& v, uint64_t
   const Transfer t = c.transfers.front();
   c.transfers.pop_front();
   const bool ok = v.ack_status == shm::SwapAckStatus::kOk;
+  // (A move that failed answers its swap-in, not yet issued, as a failed one: no order ended.)
+  if (t.issued) Transit(c, c.session.OrderAcknowledged(ok));
   const DeviceOrdinal ordinal = gpus_[t.gpu].ordinal;
   OnSwapDone(c, t.gpu, t.op, ok, v.ack_bytes_moved, v.ack_duration_ns);
   if (t.op == shm::SwapOp::kSwapOut) {
     Record(shm::EventType::kSwapOutEnd, &c, ordinal, t.order_seq, v.ack_bytes_moved,
            v.ack_duration_ns, v.resident_bytes);
     if (ok) {
-      c.where = Where::kOut;
       c.shadow = false;
       Unreserve(c);
     } else {
@@ -371,8 +382,6 @@ void ArbiterImpl::CompleteTransfer(Client& c, const shm::ClientView& v, uint64_t
     Record(shm::EventType::kSwapInEnd, &c, ordinal, t.order_seq, v.ack_bytes_moved,
            v.ack_duration_ns, v.resident_bytes);
     if (ok) {
-      c.where = Where::kResident;
-      c.gpu = t.gpu;
       c.swapin_failures = 0;
       if (t.for_policy) c.shadow = false;
     } else {
@@ -409,9 +418,9 @@ void ArbiterImpl::CompleteTransfer(Client& c, const shm::ClientView& v, uint64_t
 void ArbiterImpl::Grant(Client& c, GpuIndex g, policy::Duration slice_us, uint64_t now_ns,
                         bool corun) {
   if (LeaseBeforeGrant(c, g, slice_us, now_ns)) return;  // arbiter_lease.cc
-  if (stopping_ || c.holding) return;
-  if (gpus_[g].drained || c.where != Where::kResident || c.gpu != g || ReservedOn(c) != g ||
-      (!c.transfers.empty() && c.transfers.front().issued)) {
+  if (stopping_ || c.session.holding()) return;
+  if (gpus_[g].drained || c.session.where() != Where::kResident || c.session.gpu() != g ||
+      ReservedOn(c) != g || (!c.transfers.empty() && c.transfers.front().issued)) {
     // Not (yet) resident there: make it so, then grant.
     c.pending_grant = {g, slice_us};
     bool queued = false;
@@ -446,13 +455,12 @@ void ArbiterImpl::Grant(Client& c, GpuIndex g, policy::Duration slice_us, uint64
   const uint32_t seq = c.chan.Grant(gpus_[g].ordinal.value(), deadline);  // clears the hint
   c.hinted = false;
   for (auto& [id, other] : clients_) {
-    if (other->hinted && other->gpu == g) {
+    if (other->hinted && other->session.gpu() == g) {
       other->chan.SetNextHint(false, 0);
       other->hinted = false;
     }
   }
-  c.holding = true;
-  c.hold_gpu = g;
+  Transit(c, c.session.Granted(g));
   c.release_spun = false;
   c.grant_ns = now_ns;
   c.slice_deadline_ns = deadline;
@@ -469,8 +477,9 @@ void ArbiterImpl::Grant(Client& c, GpuIndex g, policy::Duration slice_us, uint64
 }
 
 void ArbiterImpl::DropHold(Client& c) {
-  if (c.holding && gpus_.contains(c.hold_gpu)) gpus_[c.hold_gpu].holders.Remove(c.id);
-  c.holding = false;
+  if (c.session.holding() && gpus_.contains(c.session.hold_gpu()))
+    gpus_[c.session.hold_gpu()].holders.Remove(c.id);
+  c.session.Dropped();
   c.corun_grant = false;
 }
 
@@ -503,7 +512,7 @@ policy::FunctionSpec ArbiterImpl::SpecOf(const Client& c) const {
 void ArbiterImpl::AdviseShare(Client& c) {
   const policy::ShareClass share = policy_->ShareFor(c.fid);
   c.share_advice = static_cast<uint32_t>(std::lround(share.compute_share * 100));
-  if (c.mps_share != 0 && corun_.Enabled(c.gpu) && c.mps_share != c.share_advice)
+  if (c.mps_share != 0 && corun_.Enabled(c.session.gpu()) && c.mps_share != c.share_advice)
     spdlog::warn("client {} '{}' runs at an MPS share of {}% where the policy's share class is "
                  "{}%: start it with CUDA_MPS_ACTIVE_THREAD_PERCENTAGE={}",
                  c.id, c.name, c.mps_share, c.share_advice, c.share_advice);
@@ -585,7 +594,7 @@ void ArbiterImpl::GrantDeferred(uint64_t now_ns) {
       deferred_.erase(id);
       continue;
     }
-    if (c->holding) continue;
+    if (c->session.holding()) continue;
     const auto [g, slice_us] = *c->deferred_grant;
     if (!gpus_.contains(g) || !gpus_[g].holders.empty()) continue;
     c->deferred_grant.reset();
@@ -595,20 +604,20 @@ void ArbiterImpl::GrantDeferred(uint64_t now_ns) {
 }
 
 void ArbiterImpl::Preempt(Client& c, uint64_t now_ns) {
-  if (!c.holding && c.deferred_grant) {
+  if (!c.session.holding() && c.deferred_grant) {
     // A co-run grant still waiting for its GPU: withdrawn, answered as a slice that ended.
     const GpuIndex g = c.deferred_grant->first;
     c.deferred_grant.reset();
     Deliver(now_ns, policy::SliceExpired{c.fid, ToPolicy(g)});
     return;
   }
-  if (!c.holding || c.preempt_sent) return;
+  if (!c.session.holding() || c.preempt_sent) return;
   c.chan.RequestPreempt();
   c.preempt_sent = true;
   c.preempt_ns = now_ns;
   ++stats_.preemptions;
-  Record(shm::EventType::kPreempt, &c, gpus_[c.hold_gpu].ordinal, c.chan.grant_seq());
-  HintNext(c.hold_gpu);
+  Record(shm::EventType::kPreempt, &c, gpus_[c.session.hold_gpu()].ordinal, c.chan.grant_seq());
+  HintNext(c.session.hold_gpu());
 }
 
 void ArbiterImpl::HintNext(GpuIndex g) {
@@ -617,7 +626,9 @@ void ArbiterImpl::HintNext(GpuIndex g) {
   // only that client's bounded spin.
   Client* best = nullptr;
   for (auto& [id, c] : clients_) {
-    if (!c->burst_outstanding || c->holding || c->where != Where::kResident || c->gpu != g) continue;
+    if (!c->burst_outstanding || c->session.holding() || c->session.where() != Where::kResident ||
+        c->session.gpu() != g)
+      continue;
     if (best == nullptr || c->deadline_ns < best->deadline_ns) best = c.get();
   }
   if (best == nullptr || best->hinted) return;
@@ -627,7 +638,7 @@ void ArbiterImpl::HintNext(GpuIndex g) {
 
 void ArbiterImpl::PollClient(Client& c, uint64_t now_ns) {
   // A driver operation on its process is in flight: the channel is read when it completes.
-  if (c.op != DriverOp::kNone) return;
+  if (c.session.op() != DriverOp::kNone) return;
   // Validate timestamps against the clock as it is now: `now_ns` was read at the start of the
   // loop iteration, and an iteration can be long (a checkpoint under load took 1.5 s), during
   // which clients keep writing heartbeats that would look like they lie in the future.
@@ -665,20 +676,20 @@ void ArbiterImpl::PollClient(Client& c, uint64_t now_ns) {
     view = c.chan.ReadClient(std::max(now_ns, NowNs()));
     if (!view.ok()) return;
   }
-  if (c.holding && !view->released && view->state == shm::ClientTokenState::kDraining &&
+  if (c.session.holding() && !view->released && view->state == shm::ClientTokenState::kDraining &&
       !c.release_spun) {
     // The holder is about to release: prepare the next tenant and wait briefly for it — once
     // per grant: a holder that stays draining (and rings) is then served like any other.
     c.release_spun = true;
     ++stats_.release_spins;
-    HintNext(c.hold_gpu);
+    HintNext(c.session.hold_gpu());
     if (shm::SpinUntil([&] { return c.chan.Released(); }, kReleaseSpinNs)) {
       auto again = c.chan.ReadClient(NowNs());
       if (again.ok()) view = std::move(again);
     }
   }
-  if (c.holding && view->released) {
-    const GpuIndex g = c.hold_gpu;
+  if (c.session.holding() && view->released) {
+    const GpuIndex g = c.session.hold_gpu();
     const bool corun_grant = c.corun_grant;
     DropHold(c);
     c.last_use_ns = now_ns;
@@ -711,8 +722,8 @@ void ArbiterImpl::PollClient(Client& c, uint64_t now_ns) {
     // spins for the grant (bounded) instead of sleeping in the futex, one wake-up less on the
     // round trip through the arbiter after every idle gap.
     // Better still, it is offered its next grant in advance (a lease, arbiter_lease.cc).
-    if (!c.holding && !c.hinted && c.where == Where::kResident && c.gpu == g &&
-        SoleTenant(clients_, c) && !MaybeOfferLease(c, g, *view, now_ns)) {
+    if (!c.session.holding() && !c.hinted && c.session.where() == Where::kResident &&
+        c.session.gpu() == g && SoleTenant(clients_, c) && !MaybeOfferLease(c, g, *view, now_ns)) {
       c.chan.SetNextHint(true, kNextSpinNs);
       c.hinted = true;
     }
@@ -732,7 +743,8 @@ void ArbiterImpl::StartBurstIfAsked(Client& c, const shm::ClientView& v, bool wa
   // request must not be lost (ArbiterLease.TakeVersusRevokeRacesNeverLeaveTwoHolders: the
   // function waited for ever).
   const bool unstarted = v.in_burst && v.bursts_started != c.burst_number;
-  if (c.holding || c.burst_outstanding || !(wants || unstarted) || !LeaseBeforeBurst(c, now_ns))
+  if (c.session.holding() || c.burst_outstanding || !(wants || unstarted) ||
+      !LeaseBeforeBurst(c, now_ns))
     return;
   c.burst_number = v.bursts_started;
   c.burst_outstanding = true;

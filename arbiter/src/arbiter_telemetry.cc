@@ -104,7 +104,7 @@ std::string ArbiterImpl::MetricsText(uint64_t now_ns) {
   for (const auto& [id, c] : clients_) {
     auto& n = in.instances[SeriesKey(c->name, c->pod_namespace, c->pod_name)];
     ++n.total;
-    n.warm += IsWarm(PhaseOf(*c)) ? 1 : 0;
+    n.warm += IsWarm(c->session.phase()) ? 1 : 0;
   }
   for (const GpuIndex g : gpus_.indices()) {
     GpuMetrics m;
@@ -113,13 +113,13 @@ std::string ArbiterImpl::MetricsText(uint64_t now_ns) {
     m.drained = gpus_[g].drained;
     m.holder = !gpus_[g].holders.empty();
     for (const auto& [id, c] : clients_) {
-      if (c->where == Where::kResident && c->gpu == g) {
+      if (c->session.where() == Where::kResident && c->session.gpu() == g) {
         m.resident_bytes += c->quota;
         ++m.resident_clients;
-      } else if (c->where != Where::kResident && c->gpu == g) {
+      } else if (c->session.where() != Where::kResident && c->session.gpu() == g) {
         m.swapped_bytes += c->quota;
       }
-      if (c->burst_outstanding && !c->holding && c->gpu == g) ++m.queued;
+      if (c->burst_outstanding && !c->session.holding() && c->session.gpu() == g) ++m.queued;
     }
     in.gpus.push_back(m);
   }
