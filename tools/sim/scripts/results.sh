@@ -5,39 +5,9 @@
 # issue 21's runs (measured costs, routers, several nodes).
 # Usage: tools/sim/scripts/results.sh [BUILD_DIR] [OUT_DIR]
 set -euo pipefail
-build=${1:-build}
-out=${2:-sim-results}
-sim="$build/bin/gshare-sim"
-mkdir -p "$out"
-policies=keepalive,fifo,dual-queue,aggressive
 ablations=aggressive,aggressive-no-learned,aggressive-no-residency,aggressive-no-prefetch,aggressive-no-deep-evict,aggressive-no-release,aggressive-no-scale,aggressive-no-eager,aggressive-no-interference,aggressive-no-edf,aggressive-no-typical,aggressive-no-collisions,aggressive-no-cold,aggressive-no-rescue
 
-run() {  # name, then gshare-sim arguments
-  local name=$1
-  shift
-  echo "== $name: gshare-sim $*"
-  "$sim" "$@" --json "$out/$name.json" | tee "$out/$name.txt"
-}
-
-# proxy-swap: the smallest pool (multiple of 8 GPUs) whose SLO attainment reaches aggressive's.
-proxy() {  # name, then workload arguments
-  local name=$1
-  shift
-  local target
-  target=$(python3 -c "import json,sys; r=[x for x in json.load(open('$out/$name.json'))['runs'] if x['policy']=='aggressive'][0]; print(r['slo_attainment'])")
-  for pool in 8 16 24 32 40 48 56 64 80 96 128 160 200 240 280; do
-    "$sim" "$@" --policy proxy-swap --pool "$pool" --quiet --json "$out/$name-proxy-$pool.json"
-    local slo
-    slo=$(python3 -c "import json; print(json.load(open('$out/$name-proxy-$pool.json'))['runs'][0]['slo_attainment'])")
-    if python3 -c "import sys; sys.exit(0 if $slo >= $target else 1)"; then
-      echo "== $name: proxy-swap --pool $pool reaches $slo >= aggressive's $target"
-      cp "$out/$name-proxy-$pool.json" "$out/$name-proxy.json"
-      return
-    fi
-  done
-  echo "== $name: no proxy-swap pool up to 280 GPUs reaches aggressive's $target; using 280"
-  cp "$out/$name-proxy-280.json" "$out/$name-proxy.json"
-}
+. "$(dirname "$0")/lib.sh"
 
 trace_args=(--format azure-llm --functions 100 --gpus 200 --seed 1)
 run trace "${trace_args[@]}" --policy "$policies" --plot "$out/plots-trace"
@@ -82,7 +52,7 @@ for seed in 1 2 3 4 5; do
 done
 for bw in 50 2.2; do
   run "trace-bw$bw" "${trace_args[@]}" --policy keepalive,dual-queue,aggressive --link-gbps "$bw"
-  for seed in 1 2 3; do
+  for seed in 1 2 3 4 5; do
     run "synthetic-$seed-bw$bw" --synthetic --functions 300 --duration 3600 --gpus 400 --seed "$seed" \
       --policy keepalive,dual-queue,aggressive --link-gbps "$bw"
   done
@@ -103,5 +73,9 @@ for cap in 0.1 0.3; do
 done
 run exact-synthetic --synthetic --functions 300 --duration 3600 --gpus 400 --seed 1 \
   --policy keepalive,proxy-swap,fifo,dual-queue,aggressive --exact --quiet
+for seed in 2 3 4 5; do  # each a few minutes of CBC
+  run "exact-synthetic-$seed" --synthetic --functions 300 --duration 3600 --gpus 400 --seed "$seed" \
+    --policy keepalive,proxy-swap,fifo,dual-queue,aggressive --exact --quiet
+done
 run exact-trace "${trace_args[@]}" --policy keepalive,proxy-swap,fifo,dual-queue,aggressive \
   --exact --quiet

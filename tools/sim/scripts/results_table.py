@@ -78,8 +78,8 @@ def main():
     names += ["low-trace"] + ["low-synthetic-%d" % s for s in range(1, 6)]
     summary = []
     for name in names:
-        if not os.path.exists(os.path.join(d, name + ".json")):
-            continue
+        if not all(os.path.exists(os.path.join(d, name + x)) for x in (".json", "-proxy.json")):
+            continue  # a partial results directory (e.g. generality.sh's alone)
         runs, proxy, s = workload(d, name)
         summary.append(s)
         print("### {}\n".format(name))
@@ -164,6 +164,17 @@ def main():
         print()
 
 
+LIMIT_COLUMNS = "SLO % | SLO − ceiling | busy % | GPU-s | × bound"
+LIMIT_ALIGN = "---:|---:|---:|---:|---:|"
+
+
+def limits(r):
+    """SLO, its distance to the dedicated ceiling, busy share, GPU time and GPU time / lower bound."""
+    return "{:.2f} | {:+.2f} | {:.1f} | {:.0f} | {:.1f}".format(
+        100 * r["slo_attainment"], r["ceiling_gap_points"], 100 * r["busy_share"], r["gpu_seconds"],
+        r["gpu_time_over_bound"])
+
+
 def issue21(d):
     """The tables of docs/scheduling.md's "Issue 21" section, from results.sh's issue-21 runs."""
     def runs(name):
@@ -186,30 +197,42 @@ def issue21(d):
                 100 * (a["slo_attainment"] - n["slo_attainment"]), a["gpu_seconds"], n["gpu_seconds"],
                 100 * (a["gpu_seconds"] / n["gpu_seconds"] - 1)))
         print()
+    workloads = ["trace"] + ["synthetic-%d" % s for s in range(1, 6)]
     lines = []
-    for w in ["trace", "synthetic-1", "synthetic-2", "synthetic-3"]:
+    for w in workloads:
         base, hi, lo = runs(w), runs(w + "-bw50"), runs(w + "-bw2.2")
         if not (base and hi and lo):
             continue
         for p in ["keepalive", "dual-queue", "aggressive"]:
-            f = lambda r: "{:.2f} / {:.0f}".format(100 * r[p]["slo_attainment"], r[p]["gpu_seconds"])
-            lines.append("| {} | {} | {} | {} | {} |".format(w, p, f(base), f(hi), f(lo)))
+            for bw, r in (("24", base), ("50", hi), ("2.2", lo)):
+                lines.append("| {} | {} | {} | {} |".format(w, p, bw, limits(r[p])))
     if lines:
-        print("### The link: SLO % / GPU-s at 24 (default), 50 (H200) and 2.2 GB/s (simcuda)\n")
-        print("| workload | policy | 24 GB/s | 50 GB/s | 2.2 GB/s |\n|---|---|---|---|---|")
+        print("### The link: 24 GB/s (default), 50 (H200) and 2.2 (simcuda)\n")
+        print("| workload | policy | link GB/s | " + LIMIT_COLUMNS + " |\n|---|---|---:|" + LIMIT_ALIGN + "|")
         print("\n".join(lines) + "\n")
     lines = []
-    for w in ["trace", "synthetic-1", "synthetic-2", "synthetic-3"]:
+    for w in workloads:
         for routing in ["round-robin", "idle-first", "warm-first"]:
             r = runs("router-{}-{}".format(w, routing))
             for p, x in (r or {}).items():
-                lines.append("| {} | {} | {} | {:.2f} | {:.2f} | {:.0f} | {} | {} |".format(
-                    w, p, routing, 100 * x["slo_attainment"], 100 * x["dedicated_attainment"],
-                    x["gpu_seconds"], x["swap_ins"], x.get("rerouted", 0)))
+                lines.append("| {} | {} | {} | {:.2f} | {} | {} | {} |".format(
+                    w, p, routing, 100 * x["dedicated_attainment"], limits(x), x["swap_ins"],
+                    x.get("rerouted", 0)))
     if lines:
         print("### Routers\n")
-        print("| workload | policy | routing | SLO % | ceiling % | GPU-s | swap-ins | rerouted |\n"
-              "|---|---|---|---:|---:|---:|---:|---:|")
+        print("| workload | policy | routing | ceiling % | " + LIMIT_COLUMNS + " | swap-ins | rerouted |\n"
+              "|---|---|---|---:|" + LIMIT_ALIGN + "---:|---:|")
+        print("\n".join(lines) + "\n")
+    lines = []
+    for w in ["trace"] + ["synthetic-%d" % s for s in range(1, 6)] + ["demo-scenario"]:
+        for p, x in (runs("corun-" + w) or {}).items():
+            lines.append("| {} | {} | {:.2f} | {} | {} | {} |".format(
+                w, p, 100 * x["dedicated_attainment"], limits(x), x.get("corun_grants", 0),
+                x.get("corun_revocations", 0)))
+    if lines:
+        print("### Co-running (corun.sh)\n")
+        print("| workload | policy | ceiling % | " + LIMIT_COLUMNS + " | co-run grants | revocations |\n"
+              "|---|---|---:|" + LIMIT_ALIGN + "---:|---:|")
         print("\n".join(lines) + "\n")
     lines = []
     for name in ["cluster-10k", "cluster-10k-cap0.1", "cluster-10k-cap0.3"]:
@@ -229,6 +252,47 @@ def issue21(d):
         print("\n".join(lines) + "\n")
 
 
+GENERALITY = ["gen-synthetic-6", "gen-synthetic-7", "gen-synthetic-6-rate0.5", "gen-synthetic-6-rate2",
+              "gen-synthetic-1000fn-8", "gen-trace-x2", "gen-trace-x0.5", "gen-trace-200fn-seed2",
+              "gen-low-synthetic-6", "gen-low-synthetic-7"]
+
+
+def generality(d):
+    """generality.sh's workloads (never run while tuning) against issue 21's targets."""
+    lines = []
+    for name in GENERALITY:
+        if not (os.path.exists(os.path.join(d, name + ".json"))
+                and os.path.exists(os.path.join(d, name + "-proxy.json"))):
+            continue
+        runs, proxy, s = workload(d, name)
+        by = {r["policy"]: r for r in runs}
+        a, k, p = by["aggressive"], by["keepalive"], proxy[0]
+        lines.append("| {} | {} | {:.2f} | {:.2f} | {:+.2f} | {:+.2f} | {:.1f}% | {:.1f} | {:.1f} / {:.1f} | "
+                     "{} | {:.2f} | {:.1f}% |".format(
+                         name[len("gen-"):], a["requests"], s["ceiling"], s["agg_slo"],
+                         a["ceiling_gap_points"], k["ceiling_gap_points"],
+                         100 * a["gpu_seconds"] / k["gpu_seconds"], 100 * a["busy_share"],
+                         a["gpu_time_over_bound"], k["gpu_time_over_bound"], s["pool"], s["proxy_slo"],
+                         100 * a["cost_usd"] / p["cost_usd"]))
+        print("### {} (every policy)\n".format(name))
+        print(LIMIT_HEADER)
+        for r in runs + proxy:
+            print(limit_row(r))
+        print()
+        print(CAUSE_HEADER)
+        for r in runs + proxy:
+            print(cause_row(r))
+        print()
+    if lines:
+        print("### Generality: workloads never run while tuning, against issue 21's targets\n")
+        print("| workload | requests | ceiling % | aggressive SLO % | SLO − ceiling | keepalive SLO − ceiling | "
+              "GPU time / keepalive's | busy % | × bound (aggressive / keepalive) | proxy pool | "
+              "proxy SLO % | cost / proxy-swap's |\n"
+              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        print("\n".join(lines) + "\n")
+
+
 if __name__ == "__main__":
     main()
     issue21(sys.argv[1])
+    generality(sys.argv[1])
