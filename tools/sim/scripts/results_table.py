@@ -208,7 +208,7 @@ def issue21(d):
                 lines.append("| {} | {} | {} | {} |".format(w, p, bw, limits(r[p])))
     if lines:
         print("### The link: 24 GB/s (default), 50 (H200) and 2.2 (simcuda)\n")
-        print("| workload | policy | link GB/s | " + LIMIT_COLUMNS + " |\n|---|---|---:|" + LIMIT_ALIGN + "|")
+        print("| workload | policy | link GB/s | " + LIMIT_COLUMNS + " |\n|---|---|---:|" + LIMIT_ALIGN)
         print("\n".join(lines) + "\n")
     lines = []
     for w in workloads:
