@@ -2,9 +2,14 @@
 // asks which MPS share its function would get, so that CUDA_MPS_ACTIVE_THREAD_PERCENTAGE is set
 // before the driver reads it. The answer is the policy's share class for the function as it
 // would register now (Policy::ShareForSpec), on the GPU it would register on, when that GPU is
-// marked for co-running; otherwise "not co-run" and the environment stays as it is. Nothing is
-// kept: a query creates no client and reserves nothing.
+// marked for co-running and its MPS server may serve the process's uid (MPS serves one uid per
+// server at a time: a uid other than that of the GPU's MPS clients, or of a share answered
+// moments ago, is answered "not co-run"); otherwise "not co-run" and the environment stays as
+// it is. A query creates no client and reserves nothing; only the uid a share was answered to
+// is kept a moment (CorunBook::NoteShareAnswered).
 #include <cmath>
+#include <string>
+#include <vector>
 
 #include <spdlog/spdlog.h>
 
@@ -30,8 +35,17 @@ void ArbiterImpl::AnswerShareQuery(Arrival a, uint64_t now_ns) {
   } else {
     const GpuIndex g = RegistrationGpu(as_registration);
     answer.gpu = gpus_[g].ordinal.value();
+    // One user per MPS server: the uids of g's MPS clients (their processes are the server's
+    // clients; an MPS client never leaves its GPU).
+    std::vector<uid_t> served;
+    for (const auto& [id, c] : clients_)
+      if (c->mps_share != 0 && c->session.gpu() == g) served.push_back(c->uid);
+    const std::string server_refusal =
+        corun_.Enabled(g) ? corun_.ServerRefusal(g, peer.uid, served, now_ns) : std::string();
     if (!corun_.Enabled(g)) {
       answer.reason = "GPU " + std::to_string(answer.gpu) + " is not marked for co-running";
+    } else if (!server_refusal.empty()) {
+      answer.reason = "GPU " + std::to_string(answer.gpu) + ": " + server_refusal;
     } else {
       // The function as it would register: an MPS client declaring these demands.
       Client would_be;
@@ -48,6 +62,7 @@ void ArbiterImpl::AnswerShareQuery(Arrival a, uint64_t now_ns) {
       answer.share_pct = static_cast<uint32_t>(
           std::clamp<long>(std::lround(share.compute_share * 100), 1, 100));
       answer.memory_limit_bytes = std::min<uint64_t>(share.memory_limit_bytes, shm::kMaxQuotaBytes);
+      corun_.NoteShareAnswered(g, peer.uid, now_ns);
     }
   }
   spdlog::info("pid {} uid {} ('{}'): share query answered: GPU {}, {}{}{}", peer.pid, peer.uid,

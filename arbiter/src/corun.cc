@@ -13,7 +13,9 @@ uint64_t FaultDomainKey(const CorunMember& m, CorunFaultDomain domain) {
 }
 
 CorunBook::CorunBook(const CorunConfig& config, const std::vector<DeviceOrdinal>& ordinals)
-    : config_(config), gpu_backoff_(std::vector<uint64_t>(ordinals.size(), 0)) {
+    : config_(config),
+      gpu_backoff_(std::vector<uint64_t>(ordinals.size(), 0)),
+      answered_(std::vector<Answered>(ordinals.size())) {
   for (const DeviceOrdinal o : ordinals)  // config.gpus names ordinals
     enabled_.push_back(std::find(config.gpus.begin(), config.gpus.end(), o.value()) !=
                        config.gpus.end());
@@ -54,6 +56,25 @@ void CorunBook::Revoke(GpuIndex g, const CorunMember& victim,
   for (const CorunMember& o : others)
     if (o.id != victim.id) pair_backoff_[PairOf(victim.name, o.name)] = until;
   ++revocations_;
+}
+
+std::string CorunBook::ServerRefusal(GpuIndex g, uid_t uid, const std::vector<uid_t>& served,
+                                     uint64_t now_ns) const {
+  for (const uid_t u : served)
+    if (u != uid)
+      return "its MPS server serves uid " + std::to_string(u) +
+             " (MPS serves one uid per server at a time): run exclusively";
+  if (answered_.contains(g)) {
+    const Answered& a = answered_[g];
+    if (a.at_ns != 0 && a.uid != uid && now_ns < a.at_ns + kShareAnswerHoldNs)
+      return "its MPS server was just promised to uid " + std::to_string(a.uid) +
+             " (MPS serves one uid per server at a time): run exclusively";
+  }
+  return {};
+}
+
+void CorunBook::NoteShareAnswered(GpuIndex g, uid_t uid, uint64_t now_ns) {
+  if (answered_.contains(g)) answered_[g] = Answered{uid, now_ns};
 }
 
 void CorunBook::Prune(uint64_t now_ns) const {

@@ -5,7 +5,8 @@
 // without MPS runs alone), at most `max_members`, none while the GPU or the pair backs off after
 // a revocation. The arbiter revokes a set when a member's observed latency threatens its SLO:
 // the others are asked to yield, the GPU serves exclusive slices for the back-off, and the pair
-// stays apart for it.
+// stays apart for it. MPS serves one uid per server at a time: `ServerRefusal` keeps the share
+// query from offering a GPU's server to a second uid.
 //
 // Thread-safety: plain values, used on the arbiter's loop only.
 #pragma once
@@ -93,6 +94,21 @@ class CorunBook {
   uint64_t joins() const { return joins_; }
   void CountJoin() { ++joins_; }
 
+  // One user per MPS server (docs/arbiter.md, "One user per MPS server"): MPS serves the clients
+  // of one uid at a time on a server, whatever corun_fault_domain says; a process of another uid
+  // that reaches the server fails at cuInit (simcuda: CUDA_ERROR_MPS_SERVER_NOT_READY) or waits
+  // until the server is idle (a real GPU). Why a process of `uid` must not be given an MPS share
+  // on GPU index g now ("" when it may): `served` holds the uids of g's MPS clients the arbiter
+  // knows (its registered clients on g reporting an MPS share); a co-run share answered to
+  // another uid for g within kShareAnswerHoldNs counts as served too (its process joins the
+  // server at its cuInit, before it registers).
+  std::string ServerRefusal(GpuIndex g, uid_t uid, const std::vector<uid_t>& served,
+                            uint64_t now_ns) const;
+  // A co-run share for GPU index g was answered to a process of `uid` at now_ns.
+  void NoteShareAnswered(GpuIndex g, uid_t uid, uint64_t now_ns);
+  // How long an answered share stands for its process's MPS client before it registers.
+  static constexpr uint64_t kShareAnswerHoldNs = 10'000'000'000;
+
  private:
   using Pair = std::pair<std::string, std::string>;  // function names, ordered
   static Pair PairOf(const std::string& a, const std::string& b) {
@@ -105,6 +121,12 @@ class CorunBook {
   ByGpu<bool> enabled_;
   ByGpu<uint64_t> gpu_backoff_;  // exclusive until (ns)
   mutable std::map<Pair, uint64_t> pair_backoff_;
+  // The last co-run share answered per GPU: to whom, and when (0: none).
+  struct Answered {
+    uid_t uid = 0;
+    uint64_t at_ns = 0;
+  };
+  ByGpu<Answered> answered_;
   uint64_t revocations_ = 0;
   uint64_t joins_ = 0;
 };

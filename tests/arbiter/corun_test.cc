@@ -1,7 +1,7 @@
 // Unit tests of the arbiter's co-run rules (arbiter/src/corun.h): who holds a GPU (GpuHolders),
 // who may join a set (fault domain, MPS clients only, the member limit, GPUs not marked), the
-// revocation threshold and the back-offs per GPU and per pair; and the corun_* / mps_* config
-// keys with their errors.
+// revocation threshold and the back-offs per GPU and per pair, one uid per MPS server; and the
+// corun_* / mps_* config keys with their errors.
 #include "corun.h"
 
 #include <gtest/gtest.h>
@@ -119,6 +119,37 @@ TEST(CorunBook, PairBackOffsStayBoundedWhateverNamesTenantsChoose) {
   }
   EXPECT_EQ(book.revocations(), 2000u);
   EXPECT_LE(most, 2u * 2u * (config.max_members - 1));
+}
+
+// One user per MPS server: a uid other than that of the GPU's MPS clients, or of a share
+// answered to another uid moments ago, may not be given an MPS share there, whatever the fault
+// domain setting says; the promise to a uid lapses after kShareAnswerHoldNs, and a GPU's promise
+// says nothing of another GPU's server.
+TEST(CorunBook, OneUidPerMpsServer) {
+  for (const CorunFaultDomain domain : {CorunFaultDomain::kUid, CorunFaultDomain::kAny}) {
+    CorunConfig config = TwoGpusMarkedOne();
+    config.gpus = {3, 7};
+    config.fault_domain = domain;
+    CorunBook book(config, {DeviceOrdinal{3}, DeviceOrdinal{7}});
+    const GpuIndex g{1}, other{0};
+    const uint64_t now = kSec;
+    EXPECT_EQ(book.ServerRefusal(g, 1000, {}, now), "") << "nobody served yet";
+    EXPECT_EQ(book.ServerRefusal(g, 1000, {1000, 1000}, now), "") << "its own uid";
+    const std::string why = book.ServerRefusal(g, 2000, {1000}, now);
+    EXPECT_NE(why.find("serves uid 1000"), std::string::npos) << why;
+    EXPECT_NE(why.find("one uid per server"), std::string::npos) << why;
+
+    // A share answered to uid 1000 stands for its process before it registers.
+    book.NoteShareAnswered(g, 1000, now);
+    EXPECT_EQ(book.ServerRefusal(g, 1000, {}, now + kSec), "");
+    EXPECT_NE(book.ServerRefusal(g, 2000, {}, now + kSec).find("promised to uid 1000"),
+              std::string::npos);
+    EXPECT_EQ(book.ServerRefusal(other, 2000, {}, now + kSec), "") << "another GPU's server";
+    EXPECT_EQ(book.ServerRefusal(g, 2000, {}, now + CorunBook::kShareAnswerHoldNs), "")
+        << "the promise lapses";
+    EXPECT_NE(book.ServerRefusal(g, 2000, {1000}, now + CorunBook::kShareAnswerHoldNs), "")
+        << "but not the registered clients";
+  }
 }
 
 TEST(CorunConfig, KeysParseAndBadValuesNameTheKey) {

@@ -133,21 +133,9 @@ struct Scripted {
   std::unique_ptr<shm::ClientChannel> chan;
 };
 
-// `flags`, `gpu`, `previous_id`: a re-registration (shm::kFlagReRegister with the id it had,
-// kFlagResident with its GPU). `mps_share`: it reports running as an MPS client at that share.
-inline Scripted RegisterScripted(const std::string& socket, const std::string& name,
-                                 uint64_t quota, uint32_t flags = 0,
-                                 uint32_t gpu = shm::kNoGpu, uint32_t previous_id = 0,
-                                 uint32_t mps_share = 0) {
+// Registers `req` as a scripted client (any field: SLO, MPS share, demands).
+inline Scripted RegisterScripted(const std::string& socket, const shm::RegisterRequest& req) {
   Scripted s;
-  shm::RegisterRequest req;
-  req.quota_bytes = quota;
-  req.slo_ms = 100;
-  req.function_name = name;
-  req.flags = flags;
-  req.current_gpu = gpu;
-  req.previous_client_id = previous_id;
-  req.mps_share = mps_share;
   auto reg = shm::Register(socket, req, std::chrono::seconds(10));
   EXPECT_TRUE(reg.ok()) << reg.status().ToString();
   if (!reg.ok()) return s;
@@ -156,6 +144,23 @@ inline Scripted RegisterScripted(const std::string& socket, const std::string& n
   EXPECT_TRUE(chan.ok()) << chan.status().ToString();
   if (chan.ok()) s.chan = std::make_unique<shm::ClientChannel>(std::move(*chan));
   return s;
+}
+
+// `flags`, `gpu`, `previous_id`: a re-registration (shm::kFlagReRegister with the id it had,
+// kFlagResident with its GPU). `mps_share`: it reports running as an MPS client at that share.
+inline Scripted RegisterScripted(const std::string& socket, const std::string& name,
+                                 uint64_t quota, uint32_t flags = 0,
+                                 uint32_t gpu = shm::kNoGpu, uint32_t previous_id = 0,
+                                 uint32_t mps_share = 0) {
+  shm::RegisterRequest req;
+  req.quota_bytes = quota;
+  req.slo_ms = 100;
+  req.function_name = name;
+  req.flags = flags;
+  req.current_gpu = gpu;
+  req.previous_client_id = previous_id;
+  req.mps_share = mps_share;
+  return RegisterScripted(socket, req);
 }
 
 // Waits for the next swap order after `last` and acknowledges it as done.

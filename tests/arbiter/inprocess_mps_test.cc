@@ -3,8 +3,15 @@
 // (RefusePinned, counter mps_pins_refused); with mps_swaps_verified, swap-outs and swap-ins on
 // its own GPU are allowed (FunctionSpec::pinned_parkable). Driven in-process with scripted clients (the
 // harness is inprocess_arbiter.h): a scripted client reports an MPS share at registration.
+// Also co-running on a marked GPU: one uid per MPS server in the share query's answers, and the
+// revocation of a co-run set whose member's latency threatens its SLO.
+#include <grp.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <string>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -18,6 +25,7 @@ using inproc::ObeyNextOrder;
 using inproc::RegisterScripted;
 using inproc::Scripted;
 using std::chrono::milliseconds;
+using std::chrono::seconds;
 
 constexpr uint64_t kQuota = 600ULL << 20;  // two never fit on the 1 GiB GPU together
 
@@ -146,6 +154,226 @@ TEST(ArbiterInProcess, EvictOfAnMpsClientFollowsMpsSwapsVerified) {
     EXPECT_EQ(stats.mps_pins_refused, verified ? 0U : 1U);
     EXPECT_EQ(stats.swap_outs, verified ? 1U : 0U);
   }
+}
+
+// ---- One uid per MPS server (docs/arbiter.md, "Co-running") ----
+
+constexpr uid_t kOtherUid = 65534;  // nobody
+
+// A process of another uid that asks the arbiter at `socket` for its MPS share when told to.
+// Forked at construction, before the arbiter's thread starts (the child copies only this
+// thread), it switches to kOtherUid and waits; Ask() lets it ask and returns its answer as
+// "corun=<0|1> gpu=<ordinal> reason=<why>" (or "error: ..." when the query failed).
+class OtherUidQuerier {
+ public:
+  explicit OtherUidQuerier(const std::string& socket) {
+    int go[2], out[2];
+    if (::pipe(go) != 0 || ::pipe(out) != 0) return;
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::close(go[1]);
+      ::close(out[0]);
+      char byte;
+      if (::setgroups(0, nullptr) != 0 || ::setresgid(kOtherUid, kOtherUid, kOtherUid) != 0 ||
+          ::setresuid(kOtherUid, kOtherUid, kOtherUid) != 0 || ::read(go[0], &byte, 1) != 1)
+        ::_exit(2);
+      shm::ShareQuery q;
+      q.slo_ms = 100;
+      q.function_name = "other-uid";
+      const auto answer = shm::QueryShare(socket, q, seconds(10));
+      const std::string text =
+          answer.ok() ? "corun=" + std::to_string(answer->corun ? 1 : 0) +
+                            " gpu=" + std::to_string(answer->gpu) + " reason=" + answer->reason
+                      : "error: " + answer.status().ToString();
+      const bool written = ::write(out[1], text.data(), text.size()) ==
+                           static_cast<ssize_t>(text.size());
+      ::_exit(written ? 0 : 3);
+    }
+    ::close(go[0]);
+    ::close(out[1]);
+    go_ = go[1];
+    out_ = out[0];
+  }
+  ~OtherUidQuerier() {
+    if (go_ >= 0) ::close(go_);
+    if (out_ >= 0) ::close(out_);
+    if (pid_ > 0) (void)::waitpid(pid_, nullptr, 0);
+  }
+  OtherUidQuerier(const OtherUidQuerier&) = delete;
+  OtherUidQuerier& operator=(const OtherUidQuerier&) = delete;
+
+  std::string Ask() {
+    if (pid_ <= 0 || ::write(go_, "g", 1) != 1) return "error: no querier";
+    ::close(go_);
+    go_ = -1;
+    std::string text;
+    char buf[512];
+    for (ssize_t n; (n = ::read(out_, buf, sizeof buf)) > 0;) text.append(buf, static_cast<size_t>(n));
+    int status = 0;
+    (void)::waitpid(pid_, &status, 0);
+    pid_ = 0;
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+      text += " (querier exited with " + std::to_string(status) + ")";
+    return text;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int go_ = -1, out_ = -1;
+};
+
+// The test's own uid asks for its share on GPU 0: the answer.
+shm::ShareAnswer OwnQuery(const std::string& socket) {
+  shm::ShareQuery q;
+  q.slo_ms = 100;
+  q.function_name = "own-uid";
+  auto answer = shm::QueryShare(socket, q, seconds(10));
+  EXPECT_TRUE(answer.ok()) << answer.status().ToString();
+  return answer.ok() ? *answer : shm::ShareAnswer{};
+}
+
+// MPS serves one uid per server at a time: with an MPS client of the test's uid registered on
+// the co-run GPU 0, a process of another uid asking for its share is answered "not co-run"
+// (so its shim sets no MPS variable), the reason naming the uid served; the served uid is still
+// answered a share. Without the rule the other uid got a share, and its process failed at cuInit
+// (simcuda: CUDA_ERROR_MPS_SERVER_NOT_READY) or waited for the server (a real GPU).
+TEST(ArbiterInProcess, AShareQueryOfAnotherUidThanTheMpsServersIsAnsweredNotCorun) {
+  if (::getuid() != 0) GTEST_SKIP() << "needs root to ask as another uid";
+  ASSERT_NE(::getuid(), kOtherUid);
+  InProcessArbiter arb;
+  arb.config().corun.gpus = {0};
+  OtherUidQuerier other(arb.socket());  // forked before the arbiter's thread
+  ASSERT_TRUE(arb.Start());
+  Scripted m = RegisterScripted(arb.socket(), "m", 64ULL << 20, 0, shm::kNoGpu, 0, /*mps_share=*/50);
+  ASSERT_NE(m.chan, nullptr);
+
+  const std::string answer = other.Ask();
+  EXPECT_EQ(answer.rfind("corun=0 gpu=0 reason=", 0), 0U) << answer;
+  EXPECT_NE(answer.find("serves uid " + std::to_string(::getuid())), std::string::npos) << answer;
+  EXPECT_NE(answer.find("one uid per server"), std::string::npos) << answer;
+
+  const shm::ShareAnswer own = OwnQuery(arb.socket());
+  EXPECT_TRUE(own.corun) << own.reason;
+  EXPECT_EQ(own.gpu, 0U);
+  EXPECT_GE(own.share_pct, 1U);
+  const ArbiterStats stats = arb.Finish();
+  EXPECT_EQ(stats.share_queries, 2U);
+}
+
+// A share answered to one uid stands for its process between its cuInit (when it joins the
+// server) and its registration: another uid asking meanwhile is answered "not co-run".
+TEST(ArbiterInProcess, AShareJustAnsweredToOneUidKeepsTheMpsServerFromAnother) {
+  if (::getuid() != 0) GTEST_SKIP() << "needs root to ask as another uid";
+  InProcessArbiter arb;
+  arb.config().corun.gpus = {0};
+  OtherUidQuerier other(arb.socket());
+  ASSERT_TRUE(arb.Start());
+  const shm::ShareAnswer own = OwnQuery(arb.socket());  // nobody served yet: a share
+  EXPECT_TRUE(own.corun) << own.reason;
+  const std::string answer = other.Ask();
+  EXPECT_EQ(answer.rfind("corun=0 gpu=0 reason=", 0), 0U) << answer;
+  EXPECT_NE(answer.find("promised to uid " + std::to_string(::getuid())), std::string::npos)
+      << answer;
+}
+
+// ---- Revocation of a co-run set (docs/arbiter.md, "Co-running") ----
+
+// An MPS client of the test's uid (share 30%) declaring small demands, so that the policy
+// co-runs it; 64 MiB, resident at once; its SLO 1 s.
+shm::RegisterRequest SmallMpsFunction(const std::string& name) {
+  shm::RegisterRequest req;
+  req.quota_bytes = 64ULL << 20;
+  req.slo_ms = 1000;
+  req.function_name = name;
+  req.mps_share = 30;
+  req.compute_demand_pct = 10;
+  req.bandwidth_demand_pct = 10;
+  return req;
+}
+
+// Starts a burst (begun at `start_ns`) and asks for the GPU; the grant within `timeout`.
+shm::Result<shm::GrantInfo> Ask(Scripted& s, uint64_t start_ns, milliseconds timeout) {
+  (void)s.chan->ReportBurstStart(start_ns);
+  (void)s.chan->RequestSwapIn();
+  return s.chan->WaitForGrant(timeout);
+}
+
+// Ends the burst and releases the grant `g`.
+void Done(Scripted& s, const shm::GrantInfo& g) {
+  (void)s.chan->ReportBurstEnd(shm::MonotonicNowNs(), 1000);
+  (void)s.chan->Release(g.seq, /*want_again=*/false);
+}
+
+uint64_t CounterOf(InProcessArbiter& arb, const std::string& key) {
+  return arb.Status().value("counters", nlohmann::json::object()).value(key, uint64_t{0});
+}
+
+// Waits (bounded) until the arbiter's counter `key` reaches `at_least`.
+bool CounterReaches(InProcessArbiter& arb, const std::string& key, uint64_t at_least) {
+  const auto deadline = std::chrono::steady_clock::now() + seconds(20);
+  while (CounterOf(arb, key) < at_least) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(milliseconds(5));
+  }
+  return true;
+}
+
+// Three MPS clients of one uid co-run on GPU 0 (a holds, b and c join). c's burst ends with a
+// latency above corun_threat percent of its SLO: the arbiter revokes the set (corun_revocations
+// counts it), asks b — the later of the remaining holders — to yield while a keeps the GPU, and backs
+// GPU 0 off. Within the back-off nobody joins a holder: c's next burst waits for a's and b's
+// grants to end and then runs alone (corun_joins unchanged), and the status shows the back-off.
+TEST(ArbiterInProcess, ACoRunSetWhoseMemberThreatensItsSloIsBrokenUpAndBacksOff) {
+  InProcessArbiter arb;
+  arb.EnableControl();
+  arb.config().corun.gpus = {0};
+  arb.config().corun.threat_percent = 50;  // 500 ms of c's 1 s SLO
+  arb.config().corun.backoff = seconds(60);
+  arb.config().slice = seconds(5);  // no slice ends within the test
+  ASSERT_TRUE(arb.Start());
+  Scripted a = RegisterScripted(arb.socket(), SmallMpsFunction("a"));
+  Scripted b = RegisterScripted(arb.socket(), SmallMpsFunction("b"));
+  Scripted c = RegisterScripted(arb.socket(), SmallMpsFunction("c"));
+  ASSERT_TRUE(a.chan && b.chan && c.chan);
+
+  auto ga = Ask(a, shm::MonotonicNowNs(), milliseconds(20000));
+  ASSERT_TRUE(ga.ok()) << ga.status().ToString();
+  auto gb = Ask(b, shm::MonotonicNowNs(), milliseconds(20000));
+  ASSERT_TRUE(gb.ok()) << "b did not join a: " << gb.status().ToString();
+  auto gc = Ask(c, shm::MonotonicNowNs(), milliseconds(20000));
+  ASSERT_TRUE(gc.ok()) << "c did not join a and b: " << gc.status().ToString();
+  EXPECT_EQ(CounterOf(arb, "corun_joins"), 2U);
+  EXPECT_EQ(CounterOf(arb, "corun_revocations"), 0U);
+  EXPECT_EQ(b.chan->PreemptSeq(), 0U);
+  EXPECT_EQ(a.chan->PreemptSeq(), 0U);
+
+  // c's burst runs 600 ms beside them: above 50% of its SLO when it ends.
+  std::this_thread::sleep_for(milliseconds(600));
+  Done(c, *gc);
+  ASSERT_TRUE(CounterReaches(arb, "corun_revocations", 1)) << arb.Status().dump();
+  // b is asked to yield; a, which has held longest, keeps the GPU.
+  const auto deadline = std::chrono::steady_clock::now() + seconds(20);
+  while (b.chan->PreemptSeq() != gb->seq && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(milliseconds(5));
+  EXPECT_EQ(b.chan->PreemptSeq(), gb->seq) << "b was not asked to yield";
+  EXPECT_EQ(a.chan->PreemptSeq(), 0U) << "a was asked to yield";
+  const nlohmann::json status = arb.Status();
+  ASSERT_TRUE(status["gpus"][0].contains("corun")) << status.dump();
+  EXPECT_GT(status["gpus"][0]["corun"].value("backoff_ms", 0), 50000) << status.dump();
+  Done(b, *gb);
+
+  // Within the back-off: c asks again while a holds, and is not granted beside it.
+  auto again = Ask(c, shm::MonotonicNowNs(), milliseconds(500));
+  EXPECT_FALSE(again.ok()) << "c co-ran with a within the back-off";
+  Done(a, *ga);
+  if (!again.ok()) again = c.chan->WaitForGrant(seconds(20));
+  ASSERT_TRUE(again.ok()) << "c was never granted once a was done: " << again.status().ToString();
+  Done(c, *again);
+  EXPECT_EQ(CounterOf(arb, "corun_joins"), 2U) << "a set formed within the back-off";
+  const ArbiterStats stats = arb.Finish();
+  // (b's and a's bursts, which ran beside c as long, may count revocations of their own.)
+  EXPECT_GE(stats.corun_revocations, 1U);
+  EXPECT_EQ(stats.corun_joins, 2U);
 }
 
 }  // namespace
