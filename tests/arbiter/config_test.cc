@@ -316,5 +316,21 @@ TEST(ArbiterConfig, UnknownPolicyRefusedAtCreate) {
   EXPECT_NE(a.status().message().find("policy"), std::string::npos) << a.status().message();
 }
 
+// corun_gpus naming a GPU the arbiter does not manage (issue 20, "Bad input"): Create fails
+// with an error naming the setting and the GPU, not an arbiter that silently co-runs nowhere.
+TEST(ArbiterConfig, CorunGpusNamingAnUnmanagedGpuRefusedAtCreate) {
+  ArbiterConfig c;
+  c.socket_path = "/tmp/gshare-arb-cfg-" + std::to_string(::getpid()) + ".sock";
+  c.libcuda = "/nonexistent/libcuda.so.1";
+  c.control_socket = "off";
+  c.corun.gpus = {0, 1};  // ordinal 1 is not among the managed GPUs (0 and 2)
+  auto a = Arbiter::Create(c, {{0, 1ull << 30}, {2, 1ull << 30}}, false);
+  ASSERT_FALSE(a.ok()) << "an arbiter was made with corun_gpus naming GPU 1";
+  EXPECT_EQ(a.status().code(), shm::StatusCode::kInvalidArgument) << a.status().ToString();
+  EXPECT_NE(a.status().message().find("corun_gpus"), std::string::npos) << a.status().message();
+  EXPECT_NE(a.status().message().find("GPU 1 is not managed"), std::string::npos)
+      << a.status().message();
+}
+
 }  // namespace
 }  // namespace gshare::arbiter
