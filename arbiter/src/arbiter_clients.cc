@@ -211,7 +211,7 @@ void ArbiterImpl::PlaceAtRegistration(Client& c, Residency r, uint64_t now_ns) {
     t.gpu = c.session.gpu();
     IssueOrder(c, t, gpus_[c.session.gpu()].ordinal, now_ns,
                /*record=*/false);  // recorded in Admit
-    c.transfers.push_back(t);
+    (void)c.transfers.Queue(t);
   }
 }
 

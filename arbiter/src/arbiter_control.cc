@@ -33,8 +33,8 @@ using nlohmann::json;
 double Ms(uint64_t ns) { return static_cast<double>(ns) / 1e6; }
 
 const char* WhereName(const Client& c) {
-  if (!c.transfers.empty() && c.transfers.front().issued)
-    return c.transfers.front().op == shm::SwapOp::kSwapIn ? "swapping-in" : "swapping-out";
+  if (const Transfer* t = c.transfers.InFlight())
+    return t->op == shm::SwapOp::kSwapIn ? "swapping-in" : "swapping-out";
   switch (c.session.where()) {
     case Where::kResident:
       return "resident";
@@ -298,16 +298,7 @@ json ArbiterImpl::Drain(GpuIndex g, bool drain, uint64_t now) {
       // waiting for residency there is handed back as a slice that expired.
       std::vector<policy::EventBody> handed_back;
       for (auto& [id, c] : clients_) {
-        bool policy_swap_in = false;
-        for (auto it = c->transfers.begin(); it != c->transfers.end();) {
-          if (it->op == shm::SwapOp::kSwapIn && it->gpu == g && !it->issued) {
-            policy_swap_in |= it->for_policy;
-            it = c->transfers.erase(it);
-          } else {
-            ++it;
-          }
-        }
-        if (policy_swap_in)
+        if (c->transfers.DropWaitingSwapInsTo(g))
           handed_back.emplace_back(policy::SwapDone{c->fid, ToPolicy(g), policy::SwapKind::kIn, 0, 0});
         if (c->pending_grant && c->pending_grant->first == g) {
           c->pending_grant.reset();
@@ -351,7 +342,7 @@ void ArbiterImpl::EnforceDrains(uint64_t now) {
       out.push_back(c.get());
     }
     for (Client* c : out) {
-      c->transfers.push_front({shm::SwapOp::kSwapOut, g, false, policy::SwapKind::kOut});
+      c->transfers.QueueFirst({shm::SwapOp::kSwapOut, g, false, policy::SwapKind::kOut});
       (void)TryIssue(*c, now);
       NoteUnissued(*c);
     }
@@ -371,10 +362,10 @@ json ArbiterImpl::Evict(Client& c, uint64_t now) {
   const bool was_holding = c.session.holding();
   if (c.session.holding()) Preempt(c, now);
   const Transfer t{shm::SwapOp::kSwapOut, c.session.gpu(), false, policy::SwapKind::kOut};
-  if (!c.transfers.empty() && !c.transfers.front().issued) {
-    c.transfers.push_front(t);
+  if (c.transfers.FrontWaiting()) {
+    c.transfers.QueueFirst(t);
   } else {
-    c.transfers.push_back(t);
+    (void)c.transfers.Queue(t);
   }
   (void)TryIssue(c, now);
   NoteUnissued(c);

@@ -15,26 +15,6 @@ namespace gshare::arbiter {
 
 using Kind = DeadlineQueue::Kind;
 
-namespace {
-
-// How long moving `bytes` takes at `bytes_per_s`, in ns (no overflow for any quota).
-uint64_t TransferNs(uint64_t bytes, uint64_t bytes_per_s) {
-  constexpr uint64_t kNsPerS = 1'000'000'000ULL;
-  return bytes / bytes_per_s * kNsPerS + bytes % bytes_per_s * kNsPerS / bytes_per_s;
-}
-
-// A swap order not acknowledged within swap_order_timeout + quota / kOrderMinBytesPerS is taken
-// as a client that stopped reading its channel (alive, connection open) and is disconnected.
-// Generous: a loaded node moves >1 GB/s. But a node can be far slower than that (a sanitizer
-// build, host memory pressure, many GPUs swapping at once), so a client that reports progress
-// (its copies completing: ClientChannel::ReportSwapProgress) is given swap_order_timeout more
-// from each change the arbiter sees, up to quota / kOrderProgressMinBytesPerS in all: a
-// stalled swap is still caught, and a client that fakes progress is caught at that cap.
-constexpr uint64_t kOrderMinBytesPerS = 128ULL << 20;
-constexpr uint64_t kOrderProgressMinBytesPerS = 8ULL << 20;
-
-}  // namespace
-
 uint64_t ArbiterImpl::DeadlineOf(const Client& c, Kind kind, uint64_t now_ns) const {
   switch (kind) {
     case Kind::kOrderDeadline:
@@ -56,9 +36,7 @@ uint64_t ArbiterImpl::DeadlineOf(const Client& c, Kind kind, uint64_t now_ns) co
                  ? c.preempt_ns + static_cast<uint64_t>(config_.preempt_grace.count())
                  : UINT64_MAX;
     case Kind::kTransferBackOff:
-      if (c.transfers.empty() || c.transfers.front().issued || c.transfers.front().not_before_ns == 0)
-        return UINT64_MAX;
-      return c.transfers.front().not_before_ns;
+      return c.transfers.RetryAtNs();
     case Kind::kChannelBusy: {
       // Every recheck period after it was first found busy (its next one after now).
       if (c.channel_busy_since_ns == 0) return UINT64_MAX;
@@ -73,13 +51,8 @@ uint64_t ArbiterImpl::DeadlineOf(const Client& c, Kind kind, uint64_t now_ns) co
 }
 
 uint64_t ArbiterImpl::OrderDeadlineNs(const Client& c) const {
-  if (c.transfers.empty() || !c.transfers.front().issued) return UINT64_MAX;
-  const Transfer& t = c.transfers.front();
-  const auto window = static_cast<uint64_t>(config_.swap_order_timeout.count());
-  const uint64_t first = t.issued_ns + window + TransferNs(c.quota, kOrderMinBytesPerS);
-  if (t.progress_ns == 0) return first;
-  const uint64_t cap = t.issued_ns + window + TransferNs(c.quota, kOrderProgressMinBytesPerS);
-  return std::min(cap, std::max(first, t.progress_ns + window));
+  return c.transfers.DeadlineNs(c.quota,
+                                static_cast<uint64_t>(config_.swap_order_timeout.count()));
 }
 
 bool ArbiterImpl::DeepEvictable(const Client& c) const {
@@ -100,7 +73,7 @@ void ArbiterImpl::ScheduleDeadlines(Client& c, uint64_t now_ns) {
 }
 
 void ArbiterImpl::NoteUnissued(const Client& c) {
-  if (!c.transfers.empty() && !c.transfers.front().issued) unissued_.insert(c.id);
+  if (c.transfers.FrontWaiting()) unissued_.insert(c.id);
 }
 
 void ArbiterImpl::RunDue(uint64_t now_ns) {
@@ -144,12 +117,9 @@ void ArbiterImpl::RunDue(uint64_t now_ns) {
 bool ArbiterImpl::OrderIsLate(Client& c, uint64_t now_ns) {
   // Did the order move since the arbiter last looked? Then it is alive: its deadline is a window
   // later (the cap still holds). Read only at deadlines: nothing on the hot path.
-  Transfer& t = c.transfers.front();
   const shm::SwapProgress p = c.chan.ReadSwapProgress();
-  if (p.seq == t.order_seq && p.bytes != t.progress_bytes) {
-    t.progress_bytes = p.bytes;
-    t.progress_ns = now_ns;
-    spdlog::debug("client {}: swap order {} still moving ({} so far)", c.id, t.order_seq,
+  if (c.transfers.NoteProgress(p.seq, p.bytes, now_ns)) {
+    spdlog::debug("client {}: swap order {} still moving ({} so far)", c.id, p.seq,
                   FormatByteSize(p.bytes));
     const uint64_t next = OrderDeadlineNs(c);
     if (now_ns < next) {

@@ -28,9 +28,6 @@ constexpr int kRestoredBack = 5;      // the restore on the target failed; resto
 constexpr int kRestored = 1;  // it was checkpointed and runs again (holding memory again)
 constexpr int kUnlocked = 2;  // it was only locked
 
-// A retried restore waits this long, doubling, up to kRestoreRetryMaxNs.
-constexpr uint64_t kRestoreRetryBaseNs = 50'000'000;
-constexpr uint64_t kRestoreRetryMaxNs = 2'000'000'000;
 // Each command of an MPS termination (server list, client list, terminate_client) gets this long.
 constexpr int kMpsControlWaitMs = 3000;
 
@@ -350,18 +347,15 @@ void ArbiterImpl::FinishRestore(Client& c, const DriverOutcome& o, uint64_t now_
   if (!o.status.ok()) {
     spdlog::error("client {}: restore failed: {}", c.id, o.status.ToString());
     Unreserve(c);
-    ++c.swapin_failures;
-    if (!c.transfers.empty())
-      c.transfers.front().not_before_ns =
-          now_ns + std::min(kRestoreRetryMaxNs,
-                            kRestoreRetryBaseNs << std::min<uint32_t>(c.swapin_failures - 1, 6));
+    const uint64_t backoff = c.transfers.Failed();
+    if (!c.transfers.empty()) c.transfers.front().not_before_ns = now_ns + backoff;
     return;
   }
   ++stats_.restores;
   Record(shm::EventType::kCheckpoint, &c, ordinal, 1, ordinal.value());
   spdlog::info("client {} '{}' restored onto GPU {}", c.id, c.name, ordinal);
   Transit(c, c.session.Restored(to));
-  c.swapin_failures = 0;
+  c.transfers.Succeeded();
   if (!c.removal_pending) (void)TryIssue(c, now_ns);  // now resident on the target: completes at once
 }
 

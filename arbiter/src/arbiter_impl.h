@@ -10,6 +10,13 @@
 //   arbiter_lease.cc     - the sole tenant's lease: offers, takes, revocations;
 //   arbiter_orphans.cc   - reservations of live processes the arbiter disconnected;
 //   arbiter_control.cc, arbiter_telemetry.cc - the control socket's commands, metrics.
+//   arbiter_deadlines.cc - the loop's timed work (deadline heap, late orders, deep evictions);
+//   arbiter_invariants.cc - CheckInvariants and Transit (a refused session transition);
+//   arbiter_share_query.cc - the MPS share answered before a process's cuInit.
+// Collaborators in the loop's thread, each unit-tested without sockets: ClientSession (a
+// client's phase and its transitions), SwapOrders (a client's swap orders, their deadline and
+// back-off), ReservationBook (the memory promised on each GPU), DeadlineQueue (timed work),
+// CorunBook (co-run sets), TenantLimits, DoorbellGuard.
 // Collaborators on threads of their own: RegistrationIntake (the registration socket's I/O),
 // DriverWorker (driver calls), FdReaper (closing what a peer may make block).
 //
@@ -73,6 +80,7 @@
 #include "mps_daemons.h"
 #include "registration_intake.h"
 #include "reservation_book.h"
+#include "swap_orders.h"
 #include "telemetry.h"
 #include "tenant_limits.h"
 
@@ -114,23 +122,6 @@ enum class PinnedOp : uint8_t { kSwapInPlace, kOffItsGpu };
 inline constexpr uint64_t kChannelBusyLimitNs = 2'000'000'000;
 inline constexpr uint64_t kChannelBusyRecheckNs = 10'000'000;  // re-read a busy channel after
 
-struct Transfer {
-  shm::SwapOp op = shm::SwapOp::kNone;
-  GpuIndex gpu;              // target for swap-in, source for swap-out
-  bool for_policy = false;   // answer the policy with SwapDone when acknowledged
-  policy::SwapKind kind = policy::SwapKind::kIn;
-  bool issued = false;       // the order is in the channel (else: waiting for room)
-  uint32_t order_seq = 0;
-  uint64_t issued_ns = 0;
-  uint64_t not_before_ns = 0;  // a retried swap-in waits until then (back-off)
-  // The client's last progress report for this order (bytes), and when the arbiter saw it
-  // change (0: never): the order's deadline follows progress (OrderDeadlineNs).
-  uint64_t progress_bytes = 0;
-  uint64_t progress_ns = 0;
-  // A swap-in onto another GPU than the process's: its contexts were moved (or had nothing to
-  // move) by the driver worker; the order can go out (arbiter_driver.cc, StartMove).
-  bool contexts_moved = false;
-};
 
 struct Client {
   uint32_t id = 0;
@@ -160,7 +151,7 @@ struct Client {
   // job: changed only by the session's transitions (client_session.h).
   ClientSession session;
   bool shadow = false;  // resident although the policy believes it is not (adapter-managed)
-  std::deque<Transfer> transfers;  // front: the order in flight (or waiting for room)
+  SwapOrders transfers;  // front: the order in flight (or waiting for room); swap_orders.h
   // A grant the policy issued while the client was not resident on that GPU (e.g. after
   // enforcement checkpointed it): executed when the swap-in / restore completes.
   std::optional<std::pair<GpuIndex, policy::Duration>> pending_grant;
@@ -192,7 +183,6 @@ struct Client {
   bool lease_malformed = false;
 
   uint32_t swapin_requests_seen = 0;
-  uint32_t swapin_failures = 0;  // consecutive failed swap-ins (back-off of the retry)
   // The client's count of bursts started (its channel's bursts_started) when the arbiter last
   // started a burst for it: a client in a burst with a later count has started one the arbiter
   // has not (StartBurstIfAsked), one with this count is still in that burst.
@@ -409,7 +399,7 @@ class ArbiterImpl final : public Arbiter {
   void StartBurstIfAsked(Client& c, const shm::ClientView& v, bool wants, uint64_t now_ns);
   void PollAll(uint64_t now_ns);
   void CheckSlices(uint64_t now_ns);
-  // UINT64_MAX: no order in flight. See kOrderMinBytesPerS (arbiter_deadlines.cc).
+  // UINT64_MAX: no order in flight (SwapOrders::DeadlineNs).
   uint64_t OrderDeadlineNs(const Client& c) const;
   // `corun`: the policy grants c beside g's current holders (a co-run set), which the co-run
   // rules may refuse (answered as a slice that ended: the policy asks again).

@@ -35,12 +35,11 @@ std::string ArbiterImpl::CheckInvariants() const {
       fail("client " + std::to_string(id) + " holds GPU index " +
            std::to_string(c->session.hold_gpu().value()) + " whose holders do not include it");
     // 4: at most one swap order in flight, and only the front one.
-    for (size_t i = 1; i < c->transfers.size(); ++i)
-      if (c->transfers[i].issued) fail("client " + std::to_string(id) + " has two orders in flight");
+    if (const std::string orders = c->transfers.Check(); !orders.empty())
+      fail("client " + std::to_string(id) + " " + orders);
     // 2: an issued swap-in has its quota reserved on its target.
-    if (!c->transfers.empty() && c->transfers.front().issued &&
-        c->transfers.front().op == shm::SwapOp::kSwapIn &&
-        book_.ClientGpu(id) != c->transfers.front().gpu)
+    if (const Transfer* t = c->transfers.InFlight();
+        t != nullptr && t->op == shm::SwapOp::kSwapIn && book_.ClientGpu(id) != t->gpu)
       fail("client " + std::to_string(id) + " has a swap-in in flight without its reservation");
     // One driver operation at most, and it is the job the loop waits for.
     if (c->session.op() != DriverOp::kNone && client_jobs_.count(c->session.op_job()) == 0)

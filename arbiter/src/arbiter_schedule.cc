@@ -38,10 +38,6 @@ policy::Duration ToUs(uint64_t ns) { return static_cast<policy::Duration>(ns / 1
 // next-in-line client spin for its grant, before both fall back to sleeping.
 constexpr uint64_t kReleaseSpinNs = 200'000;
 constexpr uint32_t kNextSpinNs = 500'000;
-// A swap-in that failed (device out of memory: e.g. a process outside gshare holds memory) is
-// retried while the client still waits for a grant there, after 50 ms doubling up to 2 s.
-constexpr uint64_t kSwapInRetryBaseNs = 50'000'000;
-constexpr uint64_t kSwapInRetryMaxNs = 2'000'000'000;
 
 // Whether some client with an outstanding burst waits for GPU g's token: resident there, or
 // being made resident there (a swap-in or a grant pending on g). A client waiting for another
@@ -56,8 +52,7 @@ bool SomeoneWaitsFor(const std::map<uint32_t, std::unique_ptr<Client>>& clients,
     // idle keep that GPU forever (tests/fault ArbiterKilledWhileAFunctionIsCheckpointed).
     if (c->session.where() == Where::kCheckpointed && c->session.gpu() == g) return true;
     if (c->pending_grant && c->pending_grant->first == g) return true;
-    for (const Transfer& t : c->transfers)
-      if (t.op == shm::SwapOp::kSwapIn && t.gpu == g) return true;
+    if (c->transfers.HasSwapInTo(g)) return true;
   }
   return false;
 }
@@ -196,8 +191,7 @@ void ArbiterImpl::Unreserve(Client& c) {
 }
 
 void ArbiterImpl::QueueTransfer(Client& c, Transfer t, uint64_t now_ns) {
-  c.transfers.push_back(t);
-  if (c.transfers.size() == 1) (void)TryIssue(c, now_ns);
+  if (c.transfers.Queue(t)) (void)TryIssue(c, now_ns);
   NoteUnissued(c);
 }
 
@@ -205,7 +199,7 @@ void ArbiterImpl::PumpTransfers(uint64_t now_ns) {
   // A copy: issuing may queue orders for others (MakeRoom), which try to issue at once.
   for (const uint32_t id : std::vector<uint32_t>(unissued_.begin(), unissued_.end())) {
     Client* c = ById(id);
-    if (c == nullptr || c->transfers.empty() || c->transfers.front().issued) {
+    if (c == nullptr || !c->transfers.FrontWaiting()) {
       unissued_.erase(id);
       continue;
     }
@@ -269,8 +263,7 @@ bool ArbiterImpl::TryIssue(Client& c, uint64_t now_ns) {
             ? "a move to GPU " + std::to_string(gpus_[t.gpu].ordinal.value())
             : (op == PinnedOp::kSwapInPlace ? "a swap-out" : "a deep eviction's swap-out");
     if (RefusePinned(c, op, what)) {
-      const Transfer refused = t;
-      c.transfers.pop_front();
+      const Transfer refused = c.transfers.Pop();
       if (refused.op == shm::SwapOp::kSwapOut && refused.for_policy) {
         c.shadow = true;  // as a swap-out that failed: it stays, the policy believes it off
         Deliver(now_ns, policy::SwapDone{c.fid, ToPolicy(refused.gpu), refused.kind, 0, 0});
@@ -288,8 +281,7 @@ bool ArbiterImpl::TryIssue(Client& c, uint64_t now_ns) {
     RevokeLease(c, now_ns);  // no offer stands beside an order (a take is adopted: holding)
     if (c.session.holding()) return false;        // swapped out once it yields
     if (c.session.where() != Where::kResident) {  // nothing to move
-      const Transfer done = t;
-      c.transfers.pop_front();
+      const Transfer done = c.transfers.Pop();
       if (done.for_policy)
         Deliver(now_ns, policy::SwapDone{c.fid, ToPolicy(done.gpu), done.kind, 0, 0});
       return TryIssue(c, now_ns);
@@ -302,8 +294,7 @@ bool ArbiterImpl::TryIssue(Client& c, uint64_t now_ns) {
   if (gpus_[t.gpu].drained) return false;  // gshare-ctl drain: retried after undrain
   if (now_ns < t.not_before_ns) return false;  // back-off after a failed swap-in (timer armed)
   if (c.session.where() == Where::kResident && c.session.gpu() == t.gpu && ReservedOn(c) == t.gpu) {
-    const Transfer done = t;
-    c.transfers.pop_front();
+    const Transfer done = c.transfers.Pop();
     if (done.for_policy) c.shadow = false;
     if (done.for_policy) Deliver(now_ns, policy::SwapDone{c.fid, ToPolicy(done.gpu), policy::SwapKind::kIn, 0, 0});
     if (c.pending_grant && c.pending_grant->first == done.gpu) {
@@ -314,7 +305,7 @@ bool ArbiterImpl::TryIssue(Client& c, uint64_t now_ns) {
     return TryIssue(c, now_ns);
   }
   if (c.session.where() == Where::kResident) {  // resident elsewhere: move off that GPU first
-    c.transfers.push_front({shm::SwapOp::kSwapOut, c.session.gpu(), false, policy::SwapKind::kOut});
+    c.transfers.QueueFirst({shm::SwapOp::kSwapOut, c.session.gpu(), false, policy::SwapKind::kOut});
     return TryIssue(c, now_ns);
   }
   if (!book_.Fits(t.gpu, c.quota)) {
@@ -361,8 +352,7 @@ void ArbiterImpl::RecordOrderBegin(const Client& c, const Transfer& t, DeviceOrd
 }
 
 void ArbiterImpl::CompleteTransfer(Client& c, const shm::ClientView& v, uint64_t now_ns) {
-  const Transfer t = c.transfers.front();
-  c.transfers.pop_front();
+  const Transfer t = c.transfers.Pop();
   const bool ok = v.ack_status == shm::SwapAckStatus::kOk;
   // (A move that failed answers its swap-in, not yet issued, as a failed one: no order ended.)
   if (t.issued) Transit(c, c.session.OrderAcknowledged(ok));
@@ -382,19 +372,17 @@ void ArbiterImpl::CompleteTransfer(Client& c, const shm::ClientView& v, uint64_t
     Record(shm::EventType::kSwapInEnd, &c, ordinal, t.order_seq, v.ack_bytes_moved,
            v.ack_duration_ns, v.resident_bytes);
     if (ok) {
-      c.swapin_failures = 0;
+      c.transfers.Succeeded();
       if (t.for_policy) c.shadow = false;
     } else {
       Unreserve(c);
-      ++c.swapin_failures;
+      const uint64_t backoff = c.transfers.Failed();
       if (c.pending_grant && c.pending_grant->first == t.gpu) {
-        const uint64_t backoff = std::min(
-            kSwapInRetryMaxNs, kSwapInRetryBaseNs << std::min<uint32_t>(c.swapin_failures - 1, 6));
         Transfer retry{shm::SwapOp::kSwapIn, t.gpu, false, policy::SwapKind::kIn};
         retry.not_before_ns = now_ns + backoff;
-        c.transfers.push_back(retry);
+        (void)c.transfers.Queue(retry);
         spdlog::error("client {} '{}': swap-in onto GPU {} failed ({} in a row); retrying in {} ms",
-                      c.id, c.name, ordinal, c.swapin_failures, backoff / 1'000'000);
+                      c.id, c.name, ordinal, c.transfers.failures(), backoff / 1'000'000);
       } else {
         spdlog::error("client {} '{}': swap-in onto GPU {} failed", c.id, c.name, ordinal);
       }
@@ -420,12 +408,10 @@ void ArbiterImpl::Grant(Client& c, GpuIndex g, policy::Duration slice_us, uint64
   if (LeaseBeforeGrant(c, g, slice_us, now_ns)) return;  // arbiter_lease.cc
   if (stopping_ || c.session.holding()) return;
   if (gpus_[g].drained || c.session.where() != Where::kResident || c.session.gpu() != g ||
-      ReservedOn(c) != g || (!c.transfers.empty() && c.transfers.front().issued)) {
+      ReservedOn(c) != g || c.transfers.InFlight() != nullptr) {
     // Not (yet) resident there: make it so, then grant.
     c.pending_grant = {g, slice_us};
-    bool queued = false;
-    for (const auto& t : c.transfers) queued |= t.op == shm::SwapOp::kSwapIn && t.gpu == g;
-    if (!queued) QueueTransfer(c, {shm::SwapOp::kSwapIn, g, false, policy::SwapKind::kIn}, now_ns);
+    if (!c.transfers.HasSwapInTo(g)) QueueTransfer(c, {shm::SwapOp::kSwapIn, g, false, policy::SwapKind::kIn}, now_ns);
     return;
   }
   if (const uint32_t other = gpus_[g].holders.Other(c.id); other != 0) {
@@ -666,8 +652,7 @@ void ArbiterImpl::PollClient(Client& c, uint64_t now_ns) {
   // under ASan). So the whole view is read again after a grant; a failed read is retried at the
   // next poll (the doorbell is armed before the loop sleeps).
   const uint32_t read_under = c.chan.grant_seq();
-  if (!c.transfers.empty() && c.transfers.front().issued &&
-      view->ack_seq == c.transfers.front().order_seq) {
+  if (const Transfer* t = c.transfers.InFlight(); t != nullptr && view->ack_seq == t->order_seq) {
     CompleteTransfer(c, *view, now_ns);
     if (ById(c.id) == nullptr) return;
   }

@@ -10,8 +10,7 @@ namespace gshare::arbiter {
 std::string CheckClientState(const Client& c) {
   const std::string who =
       "client " + std::to_string(c.id) + " (" + PhaseName(c.session.phase()) + ") ";
-  const Transfer* t =
-      !c.transfers.empty() && c.transfers.front().issued ? &c.transfers.front() : nullptr;
+  const Transfer* t = c.transfers.InFlight();
   const Phase p = c.session.phase();
   if (t != nullptr && t->op == shm::SwapOp::kSwapIn && p != Phase::kSwappingIn)
     return who + "has a swap-in in flight";
