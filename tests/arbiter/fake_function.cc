@@ -6,6 +6,8 @@
 //     starts (two functions never submit at once on the one GPU);
 //   - residency: a submission never runs while the vGPU is swapped out, and the "device"
 //     data is intact (checksum) every time.
+// With --until-registrations N it goes on with further requests after the first --requests until
+// it has registered N times (an arbiter restarted under it), for at most --until-ms.
 // Output: one JSON line on stdout. Exit status 0 iff every request ran and nothing was violated.
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -114,6 +116,8 @@ int main(int argc, char** argv) {
   uint64_t start_delay_us = 0;
   uint64_t exit_delay_us = 0;
   uint64_t drain_us = 0;
+  uint64_t until_registrations = 0;
+  uint64_t until_ms = 60000;
   std::string shared;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i];
@@ -131,6 +135,10 @@ int main(int argc, char** argv) {
     else if (k == "--exit-delay-us") exit_delay_us = std::stoull(v);
     else if (k == "--drain-us") drain_us = std::stoull(v);
     else if (k == "--shared") shared = v;
+    else if (k == "--until-registrations")
+      until_registrations = std::stoull(v);
+    else if (k == "--until-ms")
+      until_ms = std::stoull(v);
     else if (k == "--fail-closed") opt.fail_closed = v == "1";
     else if (k == "--lease") opt.use_lease = v == "1";
     else {
@@ -160,7 +168,14 @@ int main(int argc, char** argv) {
   int not_resident = 0;
   int corrupt = 0;
   uint64_t max_wait_ns = 0;
-  for (int r = 0; r < requests; ++r) {
+  const uint64_t until_end = gshare::shm::MonotonicNowNs() + until_ms * 1000000;
+  const auto more = [&](int r) {
+    if (r < requests) return true;
+    return (*client)->registrations() < until_registrations &&
+           gshare::shm::MonotonicNowNs() < until_end;
+  };
+  int done = 0;
+  for (int r = 0; more(r); ++r, ++done) {
     for (int s = 0; s < submissions; ++s) {
       const uint64_t t0 = gshare::shm::MonotonicNowNs();
       while (!host.TryEnter()) (*client)->Acquire();
@@ -179,7 +194,7 @@ int main(int argc, char** argv) {
       "{\"requests\":%d,\"overlaps\":%d,\"not_resident\":%d,\"corrupt\":%d,\"registrations\":%llu,"
       "\"swap_outs\":%llu,\"swap_ins\":%llu,\"max_wait_us\":%llu,\"lease_takes\":%llu,"
       "\"waited_grants\":%llu,\"stray_releases\":%llu}\n",
-      requests, overlaps, not_resident, corrupt,
+      done, overlaps, not_resident, corrupt,
       static_cast<unsigned long long>((*client)->registrations()),
       static_cast<unsigned long long>(host.swap_outs_.load()),
       static_cast<unsigned long long>(host.swap_ins_.load()),

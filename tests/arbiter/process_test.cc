@@ -165,10 +165,13 @@ TEST(ArbiterProcess, ArbiterRestartDoesNotDisturbFunctions) {
                            "--slice", "5ms"});
   ASSERT_TRUE(arb.Start()) << ReadFile(arb.log());
   std::vector<Function> fns;
+  // Each goes on past its 150 requests until it has registered again: under ASan the restart
+  // outlasted 150 requests and two functions ended before the new arbiter came up (CI, stop 24).
   for (int i = 0; i < 3; ++i)
-    fns.push_back(StartFunction(dir, arb, "r" + std::to_string(i),
-                                {"--quota-mib", "256", "--requests", "150", "--work-us", "1000",
-                                 "--gap-us", "2000"}));
+    fns.push_back(StartFunction(
+        dir, arb, "r" + std::to_string(i),
+        {"--quota-mib", "256", "--requests", "150", "--work-us", "1000", "--gap-us", "2000",
+         "--until-registrations", "2", "--until-ms", std::to_string(Scaled(seconds(60)).count())}));
   // Kill the arbiter only once all three have registered (the log has one ": quota " line per
   // registration); a fixed sleep raced the functions' start-up on a loaded machine.
   const auto registered = [&] {
