@@ -298,6 +298,7 @@ void ArbiterImpl::FinishRegistration(Arrival a, int driver_state, uint64_t now_n
   c->uid = peer.uid;
   c->gid = peer.gid;
   c->mps_share = req.mps_share;
+  corun_.ForgetPromise(peer.pid);  // its share's memory is the client's own quota from now on
   c->compute_demand_pct = req.compute_demand_pct;
   c->bandwidth_demand_pct = req.bandwidth_demand_pct;
   c->quota = req.quota_bytes;

@@ -219,6 +219,7 @@ struct Orphan {
   std::string name;
   GpuIndex gpu;
   uint64_t bytes = 0;
+  uint32_t mps_share = 0;  // the client's MPS share: nonzero, its process is still the server's
   Unregister reason = Unregister::kMalformed;  // what disconnected it (DisconnectedAlive)
   uint64_t since_ns = 0;
   shm::UniqueFd pidfd;
@@ -297,6 +298,10 @@ class ArbiterImpl final : public Arbiter {
   // Answers a share query (arbiter_share_query.cc): the share the policy would give the function
   // on the GPU it would register on, when that GPU is marked for co-running.
   void AnswerShareQuery(Arrival a, uint64_t now_ns);
+  // Why a share for `quota` bytes on GPU index g must not be answered to `pid` now: the GPU's
+  // MPS clients (registered, orphaned, promised to other processes) would pin more than it has
+  // ("" when it fits, or when mps_swaps_verified lets MPS clients be parked).
+  std::string PinnedRoomRefusal(GpuIndex g, uint64_t quota, pid_t pid, uint64_t now_ns) const;
   // `driver_state`: the process's state as the driver worker found it (and thawed it), for
   // re-registrations; kNoAnswer when not asked.
   void FinishRegistration(Arrival a, int driver_state, uint64_t now_ns);

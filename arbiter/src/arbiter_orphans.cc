@@ -75,8 +75,13 @@ bool ArbiterImpl::MaybeOrphan(Client& c, Unregister reason, uint64_t now_ns) {
     return false;
   }
   if (Exited(c.conn.pidfd())) return false;  // it died meanwhile: its memory went with it
-  return MakeOrphan(c.id, c.pid, c.uid, c.name, *ReservedOn(c), c.quota, reason, c.conn.pidfd(),
-                    /*reserved=*/true, now_ns) != 0;
+  const uint32_t orphan = MakeOrphan(c.id, c.pid, c.uid, c.name, *ReservedOn(c), c.quota, reason,
+                                     c.conn.pidfd(), /*reserved=*/true, now_ns);
+  // An MPS client's process stays the MPS server's client while it lives (the share query's
+  // one uid per server counts it). A thawed process is never one: MPS clients are not
+  // checkpointed.
+  if (orphan != 0) orphans_.at(orphan).mps_share = c.mps_share;
+  return orphan != 0;
 }
 
 uint32_t ArbiterImpl::MakeOrphan(uint32_t client_id, pid_t pid, uid_t uid, const std::string& name,

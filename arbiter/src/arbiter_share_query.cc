@@ -5,15 +5,20 @@
 // marked for co-running and its MPS server may serve the process's uid (MPS serves one uid per
 // server at a time: a uid other than that of the GPU's MPS clients, or of a share answered
 // moments ago, is answered "not co-run"); otherwise "not co-run" and the environment stays as
-// it is. A query creates no client and reserves nothing; only the uid a share was answered to
-// is kept a moment (CorunBook::NoteShareAnswered).
+// it is. Unless mps_swaps_verified, an MPS client's memory never leaves its GPU, so a share is
+// answered only when the function's quota fits beside the GPU's MPS clients and the shares
+// promised moments ago (PinnedRoomRefusal): a co-run MPS client that started swapped out for
+// want of room could never come in (seen on the H200 demo, 2026-12-04). A query creates no
+// client and reserves nothing; only the uid and the quota a share was answered with are kept a
+// moment (CorunBook::NoteShareAnswered, NotePromise).
+#include <spdlog/spdlog.h>
+
 #include <cmath>
 #include <string>
 #include <vector>
 
-#include <spdlog/spdlog.h>
-
 #include "arbiter_impl.h"
+#include "gshare/common/units.h"
 
 namespace gshare::arbiter {
 
@@ -36,16 +41,23 @@ void ArbiterImpl::AnswerShareQuery(Arrival a, uint64_t now_ns) {
     const GpuIndex g = RegistrationGpu(as_registration);
     answer.gpu = gpus_[g].ordinal.value();
     // One user per MPS server: the uids of g's MPS clients (their processes are the server's
-    // clients; an MPS client never leaves its GPU).
+    // clients; an MPS client never leaves its GPU), orphaned ones included (alive, still the
+    // server's clients though disconnected from the arbiter).
     std::vector<uid_t> served;
     for (const auto& [id, c] : clients_)
       if (c->mps_share != 0 && c->session.gpu() == g) served.push_back(c->uid);
+    for (const auto& [id, o] : orphans_)
+      if (o.mps_share != 0 && o.gpu == g) served.push_back(o.uid);
     const std::string server_refusal =
         corun_.Enabled(g) ? corun_.ServerRefusal(g, peer.uid, served, now_ns) : std::string();
     if (!corun_.Enabled(g)) {
       answer.reason = "GPU " + std::to_string(answer.gpu) + " is not marked for co-running";
     } else if (!server_refusal.empty()) {
       answer.reason = "GPU " + std::to_string(answer.gpu) + ": " + server_refusal;
+    } else if (const std::string room =
+                   PinnedRoomRefusal(g, as_registration.quota_bytes, peer.pid, now_ns);
+               !room.empty()) {
+      answer.reason = "GPU " + std::to_string(answer.gpu) + ": " + room;
     } else {
       // The function as it would register: an MPS client declaring these demands.
       Client would_be;
@@ -63,6 +75,7 @@ void ArbiterImpl::AnswerShareQuery(Arrival a, uint64_t now_ns) {
           std::clamp<long>(std::lround(share.compute_share * 100), 1, 100));
       answer.memory_limit_bytes = std::min<uint64_t>(share.memory_limit_bytes, shm::kMaxQuotaBytes);
       corun_.NoteShareAnswered(g, peer.uid, now_ns);
+      corun_.NotePromise(g, peer.pid, as_registration.quota_bytes, now_ns);
     }
   }
   spdlog::info("pid {} uid {} ('{}'): share query answered: GPU {}, {}{}{}", peer.pid, peer.uid,
@@ -71,10 +84,25 @@ void ArbiterImpl::AnswerShareQuery(Arrival a, uint64_t now_ns) {
                answer.corun ? "co-run at " + std::to_string(answer.share_pct) + "%"
                             : std::string("not co-run"),
                answer.reason.empty() ? "" : ": ", answer.reason);
+  if (answer.reason.size() >= shm::kReasonSize) answer.reason.resize(shm::kReasonSize - 1);
   // One small packet on a connection with nothing queued: never waited for.
   if (auto s = a.conn.Answer(answer, std::chrono::nanoseconds(0)); !s.ok())
     spdlog::debug("pid {}: share answer not sent: {}", peer.pid, s.ToString());
   reaper_.Dispose(std::move(a.conn));
+}
+
+std::string ArbiterImpl::PinnedRoomRefusal(GpuIndex g, uint64_t quota, pid_t pid,
+                                           uint64_t now_ns) const {
+  if (config_.corun.mps_swaps_verified) return {};  // MPS clients can be parked to make room
+  uint64_t pinned = corun_.PromisedBytes(g, pid, now_ns);
+  for (const auto& [id, c] : clients_)
+    if (c->mps_share != 0 && c->session.gpu() == g) pinned += c->quota;
+  for (const auto& [id, o] : orphans_)
+    if (o.mps_share != 0 && o.gpu == g) pinned += o.bytes;
+  if (pinned + quota <= book_.usable(g)) return {};
+  return "its " + FormatByteSize(quota) + " do not fit beside " + FormatByteSize(pinned) +
+         " of MPS clients in " + FormatByteSize(book_.usable(g)) +
+         " (not swapped: mps_swaps_verified = false): run exclusively";
 }
 
 }  // namespace gshare::arbiter

@@ -77,6 +77,19 @@ void CorunBook::NoteShareAnswered(GpuIndex g, uid_t uid, uint64_t now_ns) {
   if (answered_.contains(g)) answered_[g] = Answered{uid, now_ns};
 }
 
+void CorunBook::NotePromise(GpuIndex g, pid_t pid, uint64_t bytes, uint64_t now_ns) {
+  for (auto it = promises_.begin(); it != promises_.end();)
+    it = now_ns >= it->second.at_ns + kShareAnswerHoldNs ? promises_.erase(it) : std::next(it);
+  promises_[pid] = Promise{g, bytes, now_ns};
+}
+
+uint64_t CorunBook::PromisedBytes(GpuIndex g, pid_t except, uint64_t now_ns) const {
+  uint64_t sum = 0;
+  for (const auto& [pid, p] : promises_)
+    if (pid != except && p.gpu == g && now_ns < p.at_ns + kShareAnswerHoldNs) sum += p.bytes;
+  return sum;
+}
+
 void CorunBook::Prune(uint64_t now_ns) const {
   for (auto it = pair_backoff_.begin(); it != pair_backoff_.end();)
     it = now_ns >= it->second ? pair_backoff_.erase(it) : std::next(it);

@@ -6,7 +6,8 @@
 // a revocation. The arbiter revokes a set when a member's observed latency threatens its SLO:
 // the others are asked to yield, the GPU serves exclusive slices for the back-off, and the pair
 // stays apart for it. MPS serves one uid per server at a time: `ServerRefusal` keeps the share
-// query from offering a GPU's server to a second uid.
+// query from offering a GPU's server to a second uid; the memory promised with shares answered
+// (`PromisedBytes`) keeps it from offering more pinned memory than the GPU has.
 //
 // Thread-safety: plain values, used on the arbiter's loop only.
 #pragma once
@@ -109,6 +110,16 @@ class CorunBook {
   // How long an answered share stands for its process's MPS client before it registers.
   static constexpr uint64_t kShareAnswerHoldNs = 10'000'000'000;
 
+  // Memory promised with co-run shares: a process answered a share for GPU index g becomes an
+  // MPS client whose memory stays on g (unless mps_swaps_verified), so until it registers
+  // (ForgetPromise) or kShareAnswerHoldNs passes, its quota counts against g's room for further
+  // shares. One promise per process: a second query of the same pid replaces the first.
+  // Bounded by the processes that may query within the hold (registration_rate_per_uid).
+  void NotePromise(GpuIndex g, pid_t pid, uint64_t bytes, uint64_t now_ns);
+  void ForgetPromise(pid_t pid) { promises_.erase(pid); }
+  // The bytes promised on g within the hold, leaving out `except`'s own promise.
+  uint64_t PromisedBytes(GpuIndex g, pid_t except, uint64_t now_ns) const;
+
  private:
   using Pair = std::pair<std::string, std::string>;  // function names, ordered
   static Pair PairOf(const std::string& a, const std::string& b) {
@@ -127,6 +138,12 @@ class CorunBook {
     uint64_t at_ns = 0;
   };
   ByGpu<Answered> answered_;
+  struct Promise {
+    GpuIndex gpu;
+    uint64_t bytes = 0;
+    uint64_t at_ns = 0;
+  };
+  std::map<pid_t, Promise> promises_;
   uint64_t revocations_ = 0;
   uint64_t joins_ = 0;
 };

@@ -8,6 +8,10 @@
 // thread; LogHook's callback runs on whichever thread logs (the arbiter's).
 #pragma once
 
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <spdlog/sinks/base_sink.h>
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -16,17 +20,14 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
-
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
-#include <spdlog/sinks/base_sink.h>
-#include <spdlog/spdlog.h>
 
 #include "gshare/arbiter/arbiter.h"
 #include "gshare/arbiter/config.h"
 #include "gshare/arbiter/control_client.h"
+#include "gshare/shm/atomic_word.h"
 #include "gshare/shm/channel.h"
 #include "gshare/shm/registration.h"
 
@@ -173,6 +174,15 @@ inline shm::SwapOrder ObeyNextOrder(Scripted& s, uint32_t last, uint64_t bytes) 
                         in ? shm::Residency::kResident : shm::Residency::kSwappedOut,
                         in ? order->target_gpu : shm::kNoGpu, in ? bytes : 0);
   return *order;
+}
+
+// Writes a value nobody may write into the client's token state (the arbiter disconnects it as
+// malformed) and waits until the arbiter closed the connection. False if it never did.
+inline bool MakeMalformedAndWaitForDisconnect(shm::ClientChannel& chan, int connection) {
+  shm::StoreRelease(&chan.layout()->client_token.state, 77U);
+  (void)chan.NotifyArbiter();
+  pollfd p{connection, POLLRDHUP, 0};
+  return ::poll(&p, 1, 30'000) == 1 && (p.revents & (POLLRDHUP | POLLHUP)) != 0;
 }
 
 }  // namespace gshare::arbiter::inproc

@@ -1,10 +1,11 @@
 // An MPS client's memory stays on its GPU (docs/arbiter.md, "Co-running"): the arbiter tells
 // the policy (FunctionSpec::pinned) and refuses any swap-out or move of it whoever asks
 // (RefusePinned, counter mps_pins_refused); with mps_swaps_verified, swap-outs and swap-ins on
-// its own GPU are allowed (FunctionSpec::pinned_parkable). Driven in-process with scripted clients (the
-// harness is inprocess_arbiter.h): a scripted client reports an MPS share at registration.
-// Also co-running on a marked GPU: one uid per MPS server in the share query's answers, and the
-// revocation of a co-run set whose member's latency threatens its SLO.
+// its own GPU are allowed (FunctionSpec::pinned_parkable). Driven in-process with scripted clients
+// (the harness is inprocess_arbiter.h): a scripted client reports an MPS share at registration.
+// Also co-running on a marked GPU: one uid per MPS server in the share query's answers (orphaned
+// MPS clients counted), room for MPS clients' pinned memory, and the revocation of a co-run set
+// whose member's latency threatens its SLO.
 #include <grp.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -160,13 +161,14 @@ TEST(ArbiterInProcess, EvictOfAnMpsClientFollowsMpsSwapsVerified) {
 
 constexpr uid_t kOtherUid = 65534;  // nobody
 
-// A process of another uid that asks the arbiter at `socket` for its MPS share when told to.
-// Forked at construction, before the arbiter's thread starts (the child copies only this
-// thread), it switches to kOtherUid and waits; Ask() lets it ask and returns its answer as
-// "corun=<0|1> gpu=<ordinal> reason=<why>" (or "error: ..." when the query failed).
+// A process (of kOtherUid, or of the test's uid) that asks the arbiter at `socket` for its MPS
+// share, for `quota` bytes, when told to. Forked at construction, before the arbiter's thread
+// starts (the child copies only this thread), it switches to its uid and waits; Ask() lets it
+// ask and returns its answer as "corun=<0|1> gpu=<ordinal> reason=<why>" (or "error: ..." when
+// the query failed).
 class OtherUidQuerier {
  public:
-  explicit OtherUidQuerier(const std::string& socket) {
+  explicit OtherUidQuerier(const std::string& socket, uid_t uid = kOtherUid, uint64_t quota = 0) {
     int go[2], out[2];
     if (::pipe(go) != 0 || ::pipe(out) != 0) return;
     pid_ = ::fork();
@@ -174,10 +176,12 @@ class OtherUidQuerier {
       ::close(go[1]);
       ::close(out[0]);
       char byte;
-      if (::setgroups(0, nullptr) != 0 || ::setresgid(kOtherUid, kOtherUid, kOtherUid) != 0 ||
-          ::setresuid(kOtherUid, kOtherUid, kOtherUid) != 0 || ::read(go[0], &byte, 1) != 1)
+      if (uid != ::getuid() && (::setgroups(0, nullptr) != 0 || ::setresgid(uid, uid, uid) != 0 ||
+                                ::setresuid(uid, uid, uid) != 0))
         ::_exit(2);
+      if (::read(go[0], &byte, 1) != 1) ::_exit(2);
       shm::ShareQuery q;
+      q.quota_bytes = quota;
       q.slo_ms = 100;
       q.function_name = "other-uid";
       const auto answer = shm::QueryShare(socket, q, seconds(10));
@@ -222,9 +226,10 @@ class OtherUidQuerier {
   int go_ = -1, out_ = -1;
 };
 
-// The test's own uid asks for its share on GPU 0: the answer.
-shm::ShareAnswer OwnQuery(const std::string& socket) {
+// The test's own uid asks for its share on GPU 0 (for `quota` bytes): the answer.
+shm::ShareAnswer OwnQuery(const std::string& socket, uint64_t quota = 0) {
   shm::ShareQuery q;
+  q.quota_bytes = quota;
   q.slo_ms = 100;
   q.function_name = "own-uid";
   auto answer = shm::QueryShare(socket, q, seconds(10));
@@ -274,6 +279,81 @@ TEST(ArbiterInProcess, AShareJustAnsweredToOneUidKeepsTheMpsServerFromAnother) {
   EXPECT_EQ(answer.rfind("corun=0 gpu=0 reason=", 0), 0U) << answer;
   EXPECT_NE(answer.find("promised to uid " + std::to_string(::getuid())), std::string::npos)
       << answer;
+}
+
+// An MPS client the arbiter disconnected while its process lives (an orphan) is still the MPS
+// server's client: another uid asking for a share is answered "not co-run" as long as the
+// orphan stands. Before orphans were counted, the other uid got a share and its process would
+// have failed at cuInit next to the live client of another user.
+TEST(ArbiterInProcess, AnOrphanedMpsClientStillKeepsTheServerFromAnotherUid) {
+  if (::getuid() != 0) GTEST_SKIP() << "needs root to ask as another uid";
+  InProcessArbiter arb;
+  arb.EnableControl();
+  arb.config().corun.gpus = {0};
+  OtherUidQuerier other(arb.socket());
+  ASSERT_TRUE(arb.Start());
+  Scripted m =
+      RegisterScripted(arb.socket(), "m", 64ULL << 20, 0, shm::kNoGpu, 0, /*mps_share=*/50);
+  ASSERT_NE(m.chan, nullptr);
+  ASSERT_TRUE(inproc::MakeMalformedAndWaitForDisconnect(*m.chan, m.reg.connection.get()));
+  nlohmann::json st;
+  const auto deadline = std::chrono::steady_clock::now() + seconds(30);
+  do {
+    st = arb.Status();
+    if (st.is_object() && st["clients"] == 0 && st["orphans"].size() == 1) break;
+    std::this_thread::sleep_for(milliseconds(5));
+  } while (std::chrono::steady_clock::now() < deadline);
+  ASSERT_EQ(st["orphans"].size(), 1U) << st.dump(1);
+
+  const std::string answer = other.Ask();
+  EXPECT_EQ(answer.rfind("corun=0 gpu=0 reason=", 0), 0U) << answer;
+  EXPECT_NE(answer.find("serves uid " + std::to_string(::getuid())), std::string::npos) << answer;
+}
+
+// ---- Room for pinned memory (docs/arbiter.md, "Co-running") ----
+
+// Unless mps_swaps_verified, an MPS client's memory never leaves its GPU: with m (an MPS client
+// of 600 MiB) on the 1 GiB GPU 0, a share for another 600 MiB is answered "not co-run" (its
+// process then runs exclusively and can be swapped), while 64 MiB still gets a share. On the
+// H200 demo (2026-12-04) such a function was answered a share, started swapped out and never
+// came in: nothing could make room beside the pinned MPS clients.
+TEST(ArbiterInProcess, AShareWhoseQuotaDoesNotFitBesideTheMpsClientsIsAnsweredNotCorun) {
+  for (const bool verified : {false, true}) {
+    SCOPED_TRACE(verified ? "mps_swaps_verified" : "not verified");
+    InProcessArbiter arb;
+    arb.config().corun.gpus = {0};
+    arb.config().corun.mps_swaps_verified = verified;
+    ASSERT_TRUE(arb.Start());
+    Scripted m = RegisterScripted(arb.socket(), "m", kQuota, 0, shm::kNoGpu, 0, /*mps_share=*/50);
+    ASSERT_NE(m.chan, nullptr);
+    const shm::ShareAnswer big = OwnQuery(arb.socket(), kQuota);
+    if (verified) {
+      EXPECT_TRUE(big.corun) << big.reason;  // m can be parked on its GPU to make room
+    } else {
+      EXPECT_FALSE(big.corun);
+      EXPECT_NE(big.reason.find("do not fit beside"), std::string::npos) << big.reason;
+      EXPECT_NE(big.reason.find("mps_swaps_verified"), std::string::npos) << big.reason;
+    }
+    const shm::ShareAnswer small = OwnQuery(arb.socket(), 64ULL << 20);
+    EXPECT_TRUE(small.corun) << small.reason;
+  }
+}
+
+// The shares of processes that have not registered yet count too: two processes asking for
+// 600 MiB each at once (as the demo's servers start) get one share between them; the same
+// process asking again replaces its own promise and is answered a share.
+TEST(ArbiterInProcess, SharesAnsweredButNotYetRegisteredCountAgainstTheRoom) {
+  InProcessArbiter arb;
+  arb.config().corun.gpus = {0};
+  OtherUidQuerier second(arb.socket(), ::getuid(), kQuota);  // forked before the arbiter's thread
+  ASSERT_TRUE(arb.Start());
+  const shm::ShareAnswer first = OwnQuery(arb.socket(), kQuota);
+  EXPECT_TRUE(first.corun) << first.reason;
+  const std::string answer = second.Ask();
+  EXPECT_EQ(answer.rfind("corun=0 gpu=0 reason=", 0), 0U) << answer;
+  EXPECT_NE(answer.find("do not fit beside"), std::string::npos) << answer;
+  const shm::ShareAnswer again = OwnQuery(arb.socket(), kQuota);
+  EXPECT_TRUE(again.corun) << again.reason;
 }
 
 // ---- Revocation of a co-run set (docs/arbiter.md, "Co-running") ----

@@ -22,6 +22,7 @@ namespace gshare::arbiter {
 namespace {
 
 using inproc::InProcessArbiter;
+using inproc::MakeMalformedAndWaitForDisconnect;
 using inproc::ObeyNextOrder;
 using inproc::RegisterScripted;
 using inproc::Scripted;
@@ -29,15 +30,6 @@ using nlohmann::json;
 using std::chrono::seconds;
 
 constexpr uint64_t kQuota = 600ULL << 20;  // two never fit on the 1 GiB GPU together
-
-// Writes a value nobody may write into the client's token state (the arbiter disconnects it as
-// malformed) and waits until the arbiter closed the connection. False if it never did.
-bool MakeMalformedAndWaitForDisconnect(shm::ClientChannel& chan, int connection) {
-  shm::StoreRelease(&chan.layout()->client_token.state, 77U);
-  (void)chan.NotifyArbiter();
-  pollfd p{connection, POLLRDHUP, 0};
-  return ::poll(&p, 1, 30'000) == 1 && (p.revents & (POLLRDHUP | POLLHUP)) != 0;
-}
 
 // Polls the arbiter's status until `ok` accepts it (safety net 30 s); the last status.
 json WaitForStatus(const InProcessArbiter& arb, const std::function<bool(const json&)>& ok) {

@@ -481,7 +481,11 @@ if want 7; then
       fi
     done
     lg=bad
-    ((started == 2)) && timeout 60 "$LG" "${targets[@]}" --rate 40 --duration 8 > "$L/corun-loadgen.txt" 2>&1 && lg=ok
+    # Requests must overlap for the GPU to be asked for while the other holds it: at 40 req/s
+    # (evenly spaced, 25 ms apart, 3 ms each) they never did on the H200 (corun_joins=0,
+    # 2026-12-04). Poisson arrivals at 300 req/s keep each server about half busy.
+    ((started == 2)) && timeout 60 "$LG" "${targets[@]}" --rate 300 --poisson --duration 8 \
+      > "$L/corun-loadgen.txt" 2>&1 && lg=ok
     kill -TERM "$AP" 2> /dev/null || true
     for _ in $(seq 100); do kill -0 "$AP" 2> /dev/null || break; sleep 0.1; done
     stop_children
