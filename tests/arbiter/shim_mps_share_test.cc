@@ -12,7 +12,9 @@
 //    (GSHARE_SHARE_QUERY): the driver runs at 100%, the shim's log says why and how long it
 //    waited;
 //  - an answer that breaks the protocol (a share of 250%) is logged as an error naming the
-//    problem, and the environment is left alone.
+//    problem, and the environment is left alone;
+//  - an answer of "not co-run" replaces the CUDA_MPS_PIPE_DIRECTORY the environment names, so
+//    the process comes up time-sliced instead of joining that daemon.
 // Every wait is a safety net (polls of replies and logs), never a measurement.
 #include <sys/socket.h>
 
@@ -160,6 +162,34 @@ TEST_F(ShimMpsShare, AnAnswerThatBreaksTheProtocolIsAClearErrorAndLeavesTheEnvir
   server.join();
   EXPECT_GE(answered.load(), 1);
   EXPECT_NE(err.find("share 100%"), std::string::npos) << err;
+}
+
+// An answer of "not co-run" keeps the process off the daemon its environment names: the test
+// asks for a share of 600 MiB of the 1 GiB GPU (answered: co-run; the promise stands 10 s), so
+// "second" (600 MiB more, which would not fit beside that MPS memory) is answered "not co-run";
+// its shim replaces the CUDA_MPS_PIPE_DIRECTORY it was given (the arbiter's daemon) and says so,
+// and it comes up time-sliced: no MPS client line from the driver, mps_share 0 in the clients
+// list. Before, the variable was left alone and second joined the daemon whatever the answer.
+TEST_F(ShimMpsShare, ANotCorunAnswerKeepsTheProcessOffTheDaemonItsEnvironmentNames) {
+  shm::ShareQuery q;
+  q.quota_bytes = 600ULL << 20;
+  q.slo_ms = 100;
+  q.function_name = "promised";
+  const auto promised = shm::QueryShare(arb.socket(), q, Scaled(seconds(10)));
+  ASSERT_TRUE(promised.ok()) << promised.status().ToString();
+  ASSERT_TRUE(promised->corun) << promised->reason;
+  auto second = StartProbe("second", 0, "", {"GSHARE_VGPU_MEMORY=600MiB"});
+  ASSERT_TRUE(second->ready());
+  const json b = ClientWhen("second", [](const json& e) { return e.is_object(); });
+  ASSERT_TRUE(b.is_object()) << ReadFile(arb.log());
+  EXPECT_EQ(b.value("mps_share", -1), 0) << b.dump();
+  const std::string log = dir / "second.log";
+  EXPECT_TRUE(LogHas(log, "CUDA_MPS_PIPE_DIRECTORY=" + dir / "mps/gpu0/pipe" +
+                              " from the environment is replaced by /nonexistent/gshare-no-mps"))
+      << ReadFile(log);
+  EXPECT_TRUE(LogHas(arb.log(), "do not fit beside")) << ReadFile(arb.log());
+  const std::string err = QuitAndStderr(*second);
+  EXPECT_EQ(err.find("MPS client of daemon"), std::string::npos) << err;
 }
 
 }  // namespace

@@ -15,6 +15,7 @@ namespace {
 
 constexpr const char* kShareVar = "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE";
 constexpr const char* kLimitVar = "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT";
+constexpr const char* kPipeVar = "CUDA_MPS_PIPE_DIRECTORY";
 
 std::string EnvText(const char* value) {
   return value == nullptr ? std::string("unset") : "=" + std::string(value);
@@ -54,10 +55,27 @@ ShareOutcome ChooseMpsShare(const Config& config) {
     return ShareOutcome::kNoAnswer;
   }
   if (!answer->corun) {
-    Log().info("the arbiter does not co-run this function ({}): {} is left as the environment "
-               "has it ({})",
-               answer->reason.empty() ? "no reason given" : answer->reason, kShareVar,
-               EnvText(env));
+    const std::string why = answer->reason.empty() ? "no reason given" : answer->reason;
+    const char* pipe = std::getenv(kPipeVar);
+    if (pipe != nullptr && *pipe != '\0' && std::strcmp(pipe, kNoMpsPipeDirectory) != 0) {
+      // The environment would take the process to an MPS daemon the arbiter did not give it
+      // (another uid's server, a GPU whose MPS clients' memory leaves no room): kept off it.
+      const std::string given = pipe;
+      if (::setenv(kPipeVar, kNoMpsPipeDirectory, 1) == 0) {
+        Log().warn(
+            "the arbiter does not co-run this function ({}): {}={} from the environment "
+            "is replaced by {} (no MPS daemon there), so the process runs as a "
+            "time-sliced client, not as an MPS client of that daemon",
+            why, kPipeVar, given, kNoMpsPipeDirectory);
+        return ShareOutcome::kNotCorunKeptOffDaemon;
+      }
+      Log().error("the arbiter does not co-run this function ({}) but {} cannot be replaced: {}",
+                  why, kPipeVar, std::strerror(errno));
+    }
+    Log().info(
+        "the arbiter does not co-run this function ({}): {} is left as the environment "
+        "has it ({})",
+        why, kShareVar, EnvText(env));
     return ShareOutcome::kNotCorun;
   }
   const std::string chosen = std::to_string(answer->share_pct);

@@ -6,8 +6,14 @@
 // GPU and the environment sets no share, sets the variable (and CUDA_MPS_PINNED_DEVICE_MEM_LIMIT
 // when the answer caps memory and the environment does not). Precedence: an operator's explicit
 // CUDA_MPS_ACTIVE_THREAD_PERCENTAGE wins; a disagreement with the arbiter's choice is logged as
-// a warning naming the variable and both values. No answer (no arbiter, a refusal, a timeout)
-// or a bad one (logged as an error naming the problem) leaves the environment as it was. Never
+// a warning naming the variable and both values. An answer of "not co-run" is the arbiter's
+// word that the process is no MPS client: a CUDA_MPS_PIPE_DIRECTORY in its environment (which
+// would take it to that daemon at cuInit whatever the answer) is replaced by
+// kNoMpsPipeDirectory, where no daemon can be, and the driver then runs it time-sliced (MPS
+// fails open: on the H200, driver 580, a pipe directory that does not exist gives
+// CU_DEVICE_ATTRIBUTE_MPS_ENABLED = 0), with a warning naming the variable and both values.
+// No answer (no arbiter, a refusal, a timeout) or a bad one (logged as an error naming the
+// problem) leaves the environment as it was. Never
 // blocks longer than the bound, never fails the application's cuInit, never exits.
 #pragma once
 
@@ -17,14 +23,18 @@ namespace gshare::preload {
 
 // What ChooseMpsShare did, for the log and tests.
 enum class ShareOutcome : uint8_t {
-  kNotAsked,      // no arbiter socket, or GSHARE_SHARE_QUERY=0
-  kNoAnswer,      // unreachable, refused, timed out: environment unchanged
-  kBadAnswer,     // the answer broke the protocol: environment unchanged, error logged
-  kNotCorun,      // the arbiter would not co-run it: environment unchanged
-  kSet,           // CUDA_MPS_ACTIVE_THREAD_PERCENTAGE set to the arbiter's share
-  kKeptAgrees,    // the environment's share kept; it is the arbiter's
+  kNotAsked,               // no arbiter socket, or GSHARE_SHARE_QUERY=0
+  kNoAnswer,               // unreachable, refused, timed out: environment unchanged
+  kBadAnswer,              // the answer broke the protocol: environment unchanged, error logged
+  kNotCorun,               // the arbiter would not co-run it, no pipe directory set: unchanged
+  kNotCorunKeptOffDaemon,  // not co-run: CUDA_MPS_PIPE_DIRECTORY replaced by kNoMpsPipeDirectory
+  kSet,                    // CUDA_MPS_ACTIVE_THREAD_PERCENTAGE set to the arbiter's share
+  kKeptAgrees,             // the environment's share kept; it is the arbiter's
   kKeptDisagrees  // the environment's share kept; the arbiter chose another (warning logged)
 };
+
+// Where no MPS daemon can be: not a directory that exists (only root could create it).
+inline constexpr const char* kNoMpsPipeDirectory = "/nonexistent/gshare-no-mps";
 
 // Call before the real cuInit, at most once per process image. Not thread-safe against other
 // threads reading the environment at the same moment (setenv), as any setenv: it runs inside
