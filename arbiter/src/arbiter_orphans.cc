@@ -179,19 +179,4 @@ void ArbiterImpl::ReleaseOrphan(uint32_t orphan_id, OrphanRelease why, uint64_t 
   if (pump) PumpTransfers(now_ns);  // a swap-in waiting for room may fit now
 }
 
-nlohmann::json ArbiterImpl::OrphansJson(uint64_t now_ns) const {
-  nlohmann::json list = nlohmann::json::array();
-  for (const auto& [id, o] : orphans_)
-    list.push_back({{"orphan", o.id},
-                    {"client", o.client_id},
-                    {"function", o.name},
-                    {"pid", o.pid},
-                    {"uid", o.uid},
-                    {"gpu", gpus_[o.gpu].ordinal.value()},
-                    {"bytes", o.bytes},
-                    {"reason", UnregisterName(o.reason)},
-                    {"since_s_ago", static_cast<double>(now_ns - std::min(now_ns, o.since_ns)) / 1e9}});
-  return list;
-}
-
 }  // namespace gshare::arbiter
