@@ -455,6 +455,7 @@ void ArbiterImpl::RemoveClient(uint32_t client_id, Unregister reason, uint64_t n
     }
     return;
   }
+  leases_.Ended(client_id);  // an offer in its channel goes with it
   if (c.session.holding()) DropHold(c);
   if (c.session.where() == Where::kCheckpointed) {
     // Frozen by a checkpoint: its process is thawed by the worker (it runs on, disconnected);

@@ -17,7 +17,8 @@
 //   arbiter_share_query.cc - the MPS share answered before a process's cuInit.
 // Collaborators in the loop's thread, each unit-tested without sockets: ClientSession (a
 // client's phase and its transitions), SwapOrders (a client's swap orders, their deadline and
-// back-off), ReservationBook (the memory promised on each GPU), DeadlineQueue (timed work),
+// back-off), ReservationBook (the memory promised on each GPU), LeaseBook (where the lease
+// offers stand), StatusViews (what the control socket shows), DeadlineQueue (timed work),
 // CorunBook (co-run sets), TenantLimits, DoorbellGuard.
 // Collaborators on threads of their own: RegistrationIntake (the registration socket's I/O),
 // DriverWorker (driver calls), FdReaper (closing what a peer may make block).
@@ -79,6 +80,7 @@
 #include "gshare/shm/channel.h"
 #include "gshare/shm/event_ring.h"
 #include "gshare/shm/registration.h"
+#include "lease_book.h"
 #include "metrics_server.h"
 #include "mps_daemons.h"
 #include "registration_intake.h"
@@ -363,6 +365,7 @@ class ArbiterImpl final : public Arbiter {
   ByGpu<GpuState> gpus_;
   ReservationBook book_;  // memory promised on each GPU (invariants 1, 2, 6)
   CorunBook corun_;       // co-run sets' rules and back-offs (corun.h)
+  LeaseBook leases_;      // where the lease offers stand (lease_book.h, arbiter_lease.cc)
   DeadlineQueue deadlines_;  // timed work by client (deadline_queue.h, arbiter_deadlines.cc)
   // Clients that may have a refused co-run grant waiting for its GPU (GrantDeferred), and a
   // first swap order waiting to go out (PumpTransfers): supersets, checked when visited, kept in

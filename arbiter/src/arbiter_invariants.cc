@@ -19,6 +19,7 @@ std::string ArbiterImpl::CheckInvariants() const {
   // 1 and 6: each GPU's reserved and orphaned bytes are the sums of its holders (the book's own
   // check), and the book's holders are exactly the clients' quotas and the orphans' bytes.
   fail(book_.CheckInvariants());
+  fail(leases_.CheckInvariants());
   size_t reserving = 0;
   for (const auto& [id, c] : clients_) {
     if (const auto g = book_.ClientGpu(id)) {
@@ -27,6 +28,9 @@ std::string ArbiterImpl::CheckInvariants() const {
         fail("client " + std::to_string(id) + " has " + std::to_string(book_.ClientBytes(id)) +
              " bytes reserved for a quota of " + std::to_string(c->quota));
     }
+    // The lease book lists every offer outstanding in a channel (a superset of them).
+    if (c->chan.lease_offered() && !leases_.OfferGpu(id))
+      fail("client " + std::to_string(id) + " has a lease offer the lease book does not list");
     // 7: its fields are a state of the diagram.
     fail(CheckClientState(*c));
     // 3: a holder is its GPU's holder.

@@ -42,7 +42,7 @@ bool ArbiterImpl::MaybeOfferLease(Client& c, GpuIndex g, const shm::ClientView& 
   const DeviceOrdinal ordinal = gpus_[g].ordinal;
   const uint32_t seq =
       c.chan.OfferLease(ordinal.value(), static_cast<uint64_t>(config_.slice.count()), now_ns);
-  c.lease_gpu = g;
+  leases_.Offered(c.id, g);
   ++stats_.lease_offers;
   spdlog::debug("client {}: offered a lease (grant {}) on GPU {}", c.id, seq, ordinal);
   Record(shm::EventType::kLease, &c, ordinal, kLeaseOffered, seq);
@@ -50,7 +50,11 @@ bool ArbiterImpl::MaybeOfferLease(Client& c, GpuIndex g, const shm::ClientView& 
 }
 
 void ArbiterImpl::AdoptLease(Client& c, uint64_t now_ns) {
-  const GpuIndex g = c.lease_gpu;
+  const std::optional<GpuIndex> offered = leases_.OfferGpu(c.id);
+  if (!offered)  // every offer is booked when made (MaybeOfferLease): a bug
+    spdlog::error("client {} took a lease the lease book does not know; taken as on its GPU", c.id);
+  const GpuIndex g = offered.value_or(c.session.gpu());
+  leases_.Ended(c.id);
   GpuState& gpu = gpus_[g];
   const DeviceOrdinal ordinal = gpu.ordinal;
   if (const uint32_t other = gpu.holders.Other(c.id); other != 0)  // grants revoke first: a bug
@@ -125,14 +129,20 @@ bool ArbiterImpl::PollLease(Client& c, shm::Result<shm::ClientView>& view, uint6
 }
 
 void ArbiterImpl::RevokeLease(Client& c, uint64_t now_ns) {
-  if (!c.chan.lease_offered()) return;
-  const DeviceOrdinal ordinal = gpus_[c.lease_gpu].ordinal;
+  if (!c.chan.lease_offered()) {
+    leases_.Ended(c.id);  // an entry whose offer ended unseen: dropped when visited
+    return;
+  }
+  const DeviceOrdinal ordinal = gpus_[leases_.OfferGpu(c.id).value_or(c.session.gpu())].ordinal;
   const uint32_t seq = c.chan.lease_seq();
   switch (c.chan.RevokeLease()) {
     case shm::LeaseStatus::kNone:
+      leases_.Ended(c.id);
+      return;
     case shm::LeaseStatus::kOffered:
       return;
     case shm::LeaseStatus::kRevoked:
+      leases_.Ended(c.id);
       ++stats_.lease_revokes;
       Record(shm::EventType::kLease, &c, ordinal, kLeaseRevoked, seq);
       spdlog::debug("client {}: lease {} revoked", c.id, seq);
@@ -149,11 +159,15 @@ void ArbiterImpl::RevokeLease(Client& c, uint64_t now_ns) {
 }
 
 void ArbiterImpl::RevokeLeasesOn(GpuIndex g, const Client* except, uint64_t now_ns) {
-  std::vector<uint32_t> ids;
-  for (const auto& [id, o] : clients_)
-    if (o.get() != except && o->chan.lease_offered() && o->lease_gpu == g) ids.push_back(id);
-  for (uint32_t id : ids)
-    if (Client* o = ById(id)) RevokeLease(*o, now_ns);
+  // The book's offers on g only, not every client (a copy: revoking ends entries).
+  for (const uint32_t id : leases_.OffersOn(g)) {
+    Client* o = ById(id);
+    if (o == nullptr) {
+      leases_.Ended(id);
+    } else if (o != except) {
+      RevokeLease(*o, now_ns);
+    }
+  }
 }
 
 bool ArbiterImpl::LeaseBeforeBurst(Client& c, uint64_t now_ns) {

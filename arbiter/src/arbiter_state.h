@@ -116,12 +116,11 @@ struct Client {
   std::optional<std::pair<GpuIndex, policy::Duration>> deferred_grant;
   bool hinted = false;       // told it is next in line
 
-  // The lease (arbiter_lease.cc). An offer outstanding is chan.lease_offered(); lease_gpu is
-  // its GPU. lease_unconfirmed: holding by a lease take the policy has not granted
-  // (yet); lease_done_gpu_ns: such a burst ended before the policy's grant, which is answered
-  // with its BurstEnd. lease_malformed: a revocation found a word nobody may write (the client
-  // is disconnected at its next poll).
-  GpuIndex lease_gpu;
+  // The lease (arbiter_lease.cc). An offer outstanding is chan.lease_offered(); its GPU is in
+  // the arbiter's LeaseBook (lease_book.h). lease_unconfirmed: holding by a lease take the policy
+  // has not granted (yet); lease_done_gpu_ns: such a burst ended before the policy's grant, which
+  // is answered with its BurstEnd. lease_malformed: a revocation found a word nobody may write (the
+  // client is disconnected at its next poll).
   bool lease_unconfirmed = false;
   std::optional<uint64_t> lease_done_gpu_ns;
   bool lease_malformed = false;
