@@ -283,7 +283,7 @@ void ArbiterImpl::FinishEnforce(Client& c, const DriverOutcome& o, uint64_t now_
   Transit(c, c.session.Checkpointed());
   Unreserve(c);
   // A lease holder the policy never granted gets no SliceExpired (its burst is still queued).
-  if (!std::exchange(c.lease_unconfirmed, false)) Deliver(now_ns, policy::SliceExpired{c.fid, ToPolicy(g)});
+  if (!c.lease.Confirm()) Deliver(now_ns, policy::SliceExpired{c.fid, ToPolicy(g)});
 }
 
 // ---- deep eviction

@@ -31,10 +31,11 @@ constexpr uint64_t kLeaseRevokeLost = 3;
 
 bool ArbiterImpl::MaybeOfferLease(Client& c, GpuIndex g, const shm::ClientView& v, uint64_t now_ns) {
   if (!config_.lease || stopping_ || c.chan.lease_offered() || c.session.holding() ||
-      c.lease_malformed)
+      c.lease.malformed())
     return false;
   if (v.in_burst || v.state != shm::ClientTokenState::kIdle) return false;
-  if (c.burst_outstanding || c.lease_done_gpu_ns || c.pending_grant || !c.transfers.empty())
+  if (c.burst_outstanding || c.lease.ended_before_grant() || c.pending_grant ||
+      !c.transfers.empty())
     return false;
   if (c.session.where() != Where::kResident || c.session.gpu() != g || ReservedOn(c) != g)
     return false;
@@ -74,7 +75,7 @@ void ArbiterImpl::AdoptLease(Client& c, uint64_t now_ns) {
   c.preempt_sent = false;
   c.last_use_ns = now_ns;
   c.hinted = false;
-  c.lease_unconfirmed = true;
+  c.lease.Taken();
   gpu.holders.Add(c.id);
   c.corun_grant = false;
   ++stats_.grants;
@@ -98,7 +99,7 @@ void ArbiterImpl::AdoptLease(Client& c, uint64_t now_ns) {
 
 bool ArbiterImpl::PollLease(Client& c, shm::Result<shm::ClientView>& view, uint64_t now_ns) {
   const shm::LeaseStatus s = c.chan.PollLease();
-  if (c.lease_malformed || s == shm::LeaseStatus::kMalformed) {
+  if (c.lease.malformed() || s == shm::LeaseStatus::kMalformed) {
     ++stats_.malformed_channels;
     spdlog::warn("client {} '{}' wrote a value nobody may write into its lease word; "
                  "disconnecting it",
@@ -119,7 +120,7 @@ bool ArbiterImpl::PollLease(Client& c, shm::Result<shm::ClientView>& view, uint6
       view->released = false;  // looked at again next iteration
     }
   }
-  if (c.session.holding() && c.lease_unconfirmed && !c.preempt_sent && !delivering_) {
+  if (c.session.holding() && c.lease.unconfirmed() && !c.preempt_sent && !delivering_) {
     // The policy did not grant the take at once: it wants the function to wait (or elsewhere).
     ++stats_.lease_unconfirmed;
     spdlog::debug("client {}: the policy did not grant its lease take; asking it to yield", c.id);
@@ -153,7 +154,7 @@ void ArbiterImpl::RevokeLease(Client& c, uint64_t now_ns) {
       AdoptLease(c, now_ns);
       return;
     case shm::LeaseStatus::kMalformed:
-      c.lease_malformed = true;  // disconnected at its next poll (not here: callers hold it)
+      c.lease.Scribbled();  // disconnected at its next poll (not here: callers hold it)
       return;
   }
 }
@@ -180,9 +181,8 @@ bool ArbiterImpl::LeaseBeforeBurst(Client& c, uint64_t now_ns) {
 bool ArbiterImpl::LeaseBeforeGrant(Client& c, GpuIndex g, policy::Duration slice_us,
                                    uint64_t now_ns) {
   RevokeLease(c, now_ns);  // an offer never stands beside a grant
-  if (c.session.holding() && c.lease_unconfirmed) {
+  if (c.session.holding() && c.lease.Confirm()) {
     // The policy grants the burst the client already runs by its lease: confirmed.
-    c.lease_unconfirmed = false;
     if (g != c.session.hold_gpu())
       spdlog::error("policy granted GPU {} to client {} which holds GPU {} by its lease",
                     gpus_[g].ordinal, c.id, gpus_[c.session.hold_gpu()].ordinal);
@@ -191,10 +191,9 @@ bool ArbiterImpl::LeaseBeforeGrant(Client& c, GpuIndex g, policy::Duration slice
     c.slice_deadline_ns = now_ns + slice_ns;
     return true;
   }
-  if (!c.session.holding() && c.lease_done_gpu_ns) {
+  if (!c.session.holding() && c.lease.ended_before_grant()) {
     // The burst ran by lease and ended before the policy granted it: answer the grant.
-    const uint64_t gpu_ns = *c.lease_done_gpu_ns;
-    c.lease_done_gpu_ns.reset();
+    const uint64_t gpu_ns = c.lease.TakeEnded().value_or(0);
     c.burst_outstanding = false;
     Deliver(now_ns, policy::BurstEnd{c.fid, ToPolicy(g), std::max<policy::Duration>(
                                                     1, static_cast<policy::Duration>(gpu_ns / 1000))});
@@ -211,7 +210,7 @@ bool ArbiterImpl::LeaseBeforeGrant(Client& c, GpuIndex g, policy::Duration slice
   const uint32_t h = gpus_[g].holders.Other(c.id);
   if (h != 0) {
     const Client* o = ById(h);
-    if (o != nullptr && o->lease_unconfirmed) {
+    if (o != nullptr && o->lease.unconfirmed()) {
       // A lease take won the race with this grant (the policy learns of it in the BurstStart
       // queued just now): the grant is answered as a slice that ended, and is asked again.
       spdlog::debug("client {}: grant on GPU {} deferred: client {} took its lease", c.id,
@@ -224,13 +223,15 @@ bool ArbiterImpl::LeaseBeforeGrant(Client& c, GpuIndex g, policy::Duration slice
 }
 
 void ArbiterImpl::ReleaseUnconfirmedLease(Client& c, const shm::ClientView& v, uint64_t now_ns) {
-  c.lease_unconfirmed = false;
   // Still in the taken burst: it wants the GPU again, and the policy's pending grant serves it.
   // A later burst (its count moved on) means the taken one ended: answered when the policy
   // grants, and the later one starts after that (LeaseBeforeGrant).
-  if (v.in_burst && v.bursts_started == c.burst_number) return;
+  if (v.in_burst && v.bursts_started == c.burst_number) {
+    c.lease.ReleasedInBurst();
+    return;
+  }
   const uint64_t gpu_ns = v.burst_gpu_time_ns != 0 ? v.burst_gpu_time_ns : now_ns - c.grant_ns;
-  c.lease_done_gpu_ns = gpu_ns;
+  c.lease.EndedBeforeGrant(gpu_ns);
   if (v.burst_end_ns != 0)
     Record(shm::EventType::kBurstEnd, &c, gpus_[c.session.hold_gpu()].ordinal, v.burst_end_ns,
            gpu_ns);

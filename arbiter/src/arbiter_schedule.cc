@@ -512,7 +512,7 @@ std::string ArbiterImpl::CorunRefusal(const Client& c, GpuIndex g, uint64_t now_
     // A holder on its way out (asked to yield, or holding by a lease the policy has not
     // granted) is no set to join.
     if (it->second->preempt_sent) return "holder " + std::to_string(hid) + " is yielding";
-    if (it->second->lease_unconfirmed) return "holder " + std::to_string(hid) + " holds by lease";
+    if (it->second->lease.unconfirmed()) return "holder " + std::to_string(hid) + " holds by lease";
     holders.push_back(MemberOf(*it->second));
   }
   if (!config_.corun.mps_control.empty() && !mps_.Running(g)) return "its MPS daemon is down";
@@ -682,7 +682,7 @@ void ArbiterImpl::PollClient(Client& c, uint64_t now_ns) {
     OnReleased(c, g, now_ns, !view->in_burst, view->burst_end_ns != 0 ? view->burst_end_ns : now_ns);
     Record(shm::EventType::kYield, &c, gpus_[g].ordinal, c.chan.grant_seq(), now_ns - c.grant_ns);
     const shm::ClientView& v = *view;
-    if (c.lease_unconfirmed) {
+    if (c.lease.unconfirmed()) {
       ReleaseUnconfirmedLease(c, v, now_ns);  // the policy has not granted it: no event
     } else if (v.in_burst && v.bursts_started == c.burst_number) {
       // (A burst counter that moved on means the client ended the held burst and already

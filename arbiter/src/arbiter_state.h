@@ -24,6 +24,7 @@
 #include "gshare/policy/policy.h"
 #include "gshare/shm/channel.h"
 #include "gshare/shm/registration.h"
+#include "lease_book.h"
 #include "registration_intake.h"
 #include "swap_orders.h"
 #include "telemetry.h"
@@ -117,13 +118,8 @@ struct Client {
   bool hinted = false;       // told it is next in line
 
   // The lease (arbiter_lease.cc). An offer outstanding is chan.lease_offered(); its GPU is in
-  // the arbiter's LeaseBook (lease_book.h). lease_unconfirmed: holding by a lease take the policy
-  // has not granted (yet); lease_done_gpu_ns: such a burst ended before the policy's grant, which
-  // is answered with its BurstEnd. lease_malformed: a revocation found a word nobody may write (the
-  // client is disconnected at its next poll).
-  bool lease_unconfirmed = false;
-  std::optional<uint64_t> lease_done_gpu_ns;
-  bool lease_malformed = false;
+  // the arbiter's LeaseBook; the rest of the client's side is `lease` (both lease_book.h).
+  ClientLease lease;
 
   uint32_t swapin_requests_seen = 0;
   // The client's count of bursts started (its channel's bursts_started) when the arbiter last

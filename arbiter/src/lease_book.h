@@ -15,11 +15,44 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gpu_ids.h"
 
 namespace gshare::arbiter {
+
+// One client's side of the lease beyond its offer: a take the policy has not granted yet, such
+// a burst that ended before the grant (answered with its BurstEnd when the grant comes), and a
+// lease word found holding a value nobody may write (the client is disconnected at its next
+// poll).
+class ClientLease {
+ public:
+  // Its take was adopted: it holds by lease until the policy grants the burst.
+  void Taken() { unconfirmed_ = true; }
+  bool unconfirmed() const { return unconfirmed_; }
+  // The policy granted (or otherwise answered) the burst it holds by lease: true when one was
+  // unconfirmed.
+  bool Confirm() { return std::exchange(unconfirmed_, false); }
+  // It released the GPU before the policy's grant while still in the taken burst (the pending
+  // grant serves it).
+  void ReleasedInBurst() { unconfirmed_ = false; }
+  // It released the GPU before the policy's grant with the taken burst over, after `gpu_ns`.
+  void EndedBeforeGrant(uint64_t gpu_ns) {
+    unconfirmed_ = false;
+    ended_gpu_ns_ = gpu_ns;
+  }
+  bool ended_before_grant() const { return ended_gpu_ns_.has_value(); }
+  // The ended burst's GPU time, once (then it is answered).
+  std::optional<uint64_t> TakeEnded() { return std::exchange(ended_gpu_ns_, std::nullopt); }
+  void Scribbled() { malformed_ = true; }
+  bool malformed() const { return malformed_; }
+
+ private:
+  bool unconfirmed_ = false;
+  std::optional<uint64_t> ended_gpu_ns_;
+  bool malformed_ = false;
+};
 
 class LeaseBook {
  public:

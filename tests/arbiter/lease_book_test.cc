@@ -1,5 +1,5 @@
 // Unit tests of LeaseBook (arbiter/src/lease_book.h): offers listed by GPU, replaced, ended,
-// and the two indices kept in agreement.
+// and the two indices kept in agreement; and of ClientLease, a client's side of the lease.
 #include "lease_book.h"
 
 #include <gtest/gtest.h>
@@ -46,6 +46,38 @@ TEST(LeaseBook, AnEndedOfferIsGoneAndEndingTwiceIsHarmless) {
   EXPECT_TRUE(book.OffersOn(kG0).empty());
   EXPECT_EQ(book.offers(), 0U);
   EXPECT_EQ(book.CheckInvariants(), "");
+}
+
+TEST(ClientLease, ATakeIsUnconfirmedUntilThePolicyGrantsIt) {
+  ClientLease lease;
+  EXPECT_FALSE(lease.Confirm());  // nothing taken: nothing to confirm
+  lease.Taken();
+  EXPECT_TRUE(lease.unconfirmed());
+  EXPECT_TRUE(lease.Confirm());
+  EXPECT_FALSE(lease.unconfirmed());
+  EXPECT_FALSE(lease.Confirm());
+}
+
+TEST(ClientLease, ABurstEndedBeforeTheGrantIsAnsweredOnce) {
+  ClientLease lease;
+  lease.Taken();
+  lease.EndedBeforeGrant(1234);
+  EXPECT_FALSE(lease.unconfirmed());
+  EXPECT_TRUE(lease.ended_before_grant());
+  EXPECT_EQ(lease.TakeEnded(), 1234U);
+  EXPECT_FALSE(lease.ended_before_grant());
+  EXPECT_FALSE(lease.TakeEnded().has_value());
+}
+
+TEST(ClientLease, AReleaseWithinTheTakenBurstLeavesNothingToAnswer) {
+  ClientLease lease;
+  lease.Taken();
+  lease.ReleasedInBurst();
+  EXPECT_FALSE(lease.unconfirmed());
+  EXPECT_FALSE(lease.ended_before_grant());
+  EXPECT_FALSE(lease.malformed());
+  lease.Scribbled();
+  EXPECT_TRUE(lease.malformed());
 }
 
 }  // namespace
