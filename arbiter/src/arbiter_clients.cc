@@ -320,6 +320,9 @@ void ArbiterImpl::FinishRegistration(Arrival a, int driver_state, uint64_t now_n
   c->last_use_ns = now_ns;
   c->registered_ns = now_ns;
   Transit(*c, c->session.AssignGpu(RegistrationGpu(req)));
+  // An MPS client's context is on its GPU already (made at its cuInit): counted before its
+  // vGPU's place is decided, for as long as its process is the server's client.
+  ReserveContext(*c);
   const bool reregister = (req.flags & shm::kFlagReRegister) != 0;
   // A late first registration (the process ran stand-alone) says what it holds like a
   // re-registration: its resident claim is checked the same way.
@@ -352,12 +355,14 @@ void ArbiterImpl::FinishRegistration(Arrival a, int driver_state, uint64_t now_n
   auto chan = shm::ArbiterChannel::Create(init);
   if (!chan.ok()) {
     spdlog::error("pid {}: cannot create a channel: {}", peer.pid, chan.status().ToString());
+    ReleaseContext(*c);
     return Refuse(a, "the arbiter could not create a channel (" + chan.status().message() + ")");
   }
   c->chan = std::move(*chan);
   PlaceAtRegistration(*c, residency, now_ns);
   if (!ConnectClient(*c, a, now_ns)) {
     Unreserve(*c);
+    ReleaseContext(*c);
     return;
   }
   Admit(std::move(c), reregister, now_ns);
@@ -466,6 +471,7 @@ void ArbiterImpl::RemoveClient(uint32_t client_id, Unregister reason, uint64_t n
     // as an orphan, until the process exits or registers again (arbiter_orphans.cc).
     Unreserve(c);
   }
+  ReleaseContext(c);  // (handed to its orphan, if one was made: then nothing is left here)
   Record(shm::EventType::kUnregister, &c, kNoOrdinal, static_cast<uint64_t>(reason));
   limits_.Removed(c.uid, c.pid, now_ns);
   if (reason == Unregister::kUnenforceable) OnUnenforceable(c, now_ns);

@@ -146,10 +146,12 @@ class ArbiterImpl final : public Arbiter {
   // Answers a share query (arbiter_share_query.cc): the share the policy would give the function
   // on the GPU it would register on, when that GPU is marked for co-running.
   void AnswerShareQuery(Arrival a, uint64_t now_ns);
-  // Why a share for `quota` bytes on GPU index g must not be answered to `pid` now: the GPU's
-  // MPS clients (registered, orphaned, promised to other processes) would pin more than it has
-  // ("" when it fits, or when mps_swaps_verified lets MPS clients be parked).
-  std::string PinnedRoomRefusal(GpuIndex g, uint64_t quota, pid_t pid, uint64_t now_ns) const;
+  // Why a share for `quota` bytes, whose MPS context takes `context` bytes, on GPU index g must
+  // not be answered to `pid` now: it would not fit beside what the GPU's MPS clients
+  // (registered, orphaned, promised to other processes) pin there — their contexts, and their
+  // quotas unless mps_swaps_verified lets MPS clients be parked. "" when it fits.
+  std::string PinnedRoomRefusal(GpuIndex g, uint64_t quota, uint64_t context, pid_t pid,
+                                uint64_t now_ns) const;
   // `driver_state`: the process's state as the driver worker found it (and thawed it), for
   // re-registrations; kNoAnswer when not asked.
   void FinishRegistration(Arrival a, int driver_state, uint64_t now_ns);
@@ -303,6 +305,10 @@ class ArbiterImpl final : public Arbiter {
   bool MakeRoom(GpuIndex g, uint64_t need, uint64_t now_ns);
   void Reserve(Client& c, GpuIndex g);
   void Unreserve(Client& c);
+  // An MPS client's context memory (MpsContextBytes at its share) on its GPU, from registration
+  // until it leaves or is handed to an orphan (docs/arbiter.md, "MPS context memory").
+  void ReserveContext(Client& c);
+  void ReleaseContext(Client& c);
   // The GPU holding c's reservation, if any (the book's word).
   std::optional<GpuIndex> ReservedOn(const Client& c) const { return book_.ClientGpu(c.id); }
   void Record(shm::EventType type, const Client* c, DeviceOrdinal gpu, uint64_t a0 = 0,

@@ -21,7 +21,14 @@ std::string ArbiterImpl::CheckInvariants() const {
   fail(book_.CheckInvariants());
   fail(leases_.CheckInvariants());
   size_t reserving = 0;
+  ByGpu<uint64_t> contexts(std::vector<uint64_t>(gpus_.size(), 0));
   for (const auto& [id, c] : clients_) {
+    // An MPS client's context is counted on its GPU, at its share, for as long as it is here.
+    const uint64_t context = MpsContextBytes(config_.corun, c->mps_share);
+    if (book_.ContextBytes(id) != context)
+      fail("client " + std::to_string(id) + " has " + std::to_string(book_.ContextBytes(id)) +
+           " context bytes reserved for an MPS share of " + std::to_string(c->mps_share) + "%");
+    if (gpus_.contains(c->session.gpu())) contexts[c->session.gpu()] += context;
     if (const auto g = book_.ClientGpu(id)) {
       ++reserving;
       if (book_.ClientBytes(id) != c->quota)
@@ -49,6 +56,11 @@ std::string ArbiterImpl::CheckInvariants() const {
     if (c->session.op() != DriverOp::kNone && client_jobs_.count(c->session.op_job()) == 0)
       fail("client " + std::to_string(id) + " waits for a driver job that is not in flight");
   }
+  for (const GpuIndex g : book_.gpus())
+    if (book_.contexts(g) != contexts[g])
+      fail("GPU index " + std::to_string(g.value()) + " counts " +
+           std::to_string(book_.contexts(g)) + " bytes of MPS contexts, its clients' shares " +
+           std::to_string(contexts[g]));
   if (reserving != book_.clients())
     fail("the reservation book holds " + std::to_string(book_.clients()) +
          " client reservations, the clients " + std::to_string(reserving));

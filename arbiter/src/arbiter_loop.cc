@@ -461,7 +461,7 @@ ArbiterStats ArbiterImpl::stats() const {
     uint32_t orphans = 0;
     for (const auto& [id, o] : orphans_) orphans += o.gpu == i ? 1 : 0;
     s.gpus.push_back({g.ordinal.value(), book_.usable(i), book_.reserved(i), book_.peak_reserved(i),
-                      book_.overshoot_events(i), book_.orphaned(i), orphans});
+                      book_.overshoot_events(i), book_.orphaned(i), orphans, book_.contexts(i)});
   }
   return s;
 }
@@ -476,7 +476,8 @@ shm::Status WriteSummary(const std::string& path, const ArbiterStats& s) {
                          {"peak_reserved_bytes", g.peak_reserved_bytes},
                          {"overshoot_events", g.overshoot_events},
                          {"orphaned_bytes", g.orphaned_bytes},
-                         {"orphans", g.orphans}});
+                         {"orphans", g.orphans},
+                         {"mps_context_bytes", g.mps_context_bytes}});
   }
   std::ofstream out(path);
   out << j.dump(2) << "\n";

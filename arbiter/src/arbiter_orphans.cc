@@ -65,18 +65,24 @@ const char* ReleaseName(OrphanRelease why) {
 
 bool ArbiterImpl::MaybeOrphan(Client& c, Unregister reason, uint64_t now_ns) {
   if (stopping_ || !DisconnectedAlive(reason)) return false;  // leaving, died, or shutdown
-  if (!ReservedOn(c)) return false;  // swapped out or checkpointed: it holds no device memory
-  const DeviceOrdinal ordinal = gpus_[*ReservedOn(c)].ordinal;
+  // Swapped out or checkpointed, it holds no device memory, unless an MPS context (which a
+  // swap-out leaves where it is).
+  const uint64_t context = book_.ContextBytes(c.id);
+  if (!ReservedOn(c) && context == 0) return false;
+  const GpuIndex g = ReservedOn(c).value_or(c.session.gpu());
+  const uint64_t held = (ReservedOn(c) ? c.quota : 0) + context;
+  const DeviceOrdinal ordinal = gpus_[g].ordinal;
   if (c.conn.pidfd() < 0) {
-    spdlog::warn("client {} '{}' (pid {}) disconnected alive; without a pidfd (kernel < 6.5) "
-                 "its reservation of {} on GPU {} is released now although it may still hold "
-                 "that memory",
-                 c.id, c.name, c.pid, FormatByteSize(c.quota), ordinal);
+    spdlog::warn(
+        "client {} '{}' (pid {}) disconnected alive; without a pidfd (kernel < 6.5) "
+        "its reservation of {} on GPU {} is released now although it may still hold "
+        "that memory",
+        c.id, c.name, c.pid, FormatByteSize(held), ordinal);
     return false;
   }
   if (Exited(c.conn.pidfd())) return false;  // it died meanwhile: its memory went with it
-  const uint32_t orphan = MakeOrphan(c.id, c.pid, c.uid, c.name, *ReservedOn(c), c.quota, reason,
-                                     c.conn.pidfd(), /*reserved=*/true, now_ns);
+  const uint32_t orphan = MakeOrphan(c.id, c.pid, c.uid, c.name, g, held, reason, c.conn.pidfd(),
+                                     /*reserved=*/true, now_ns);
   // An MPS client's process stays the MPS server's client while it lives (the share query's
   // one uid per server counts it). A thawed process is never one: MPS clients are not
   // checkpointed.

@@ -190,6 +190,20 @@ void ArbiterImpl::Unreserve(Client& c) {
   Record(shm::EventType::kReservation, &c, gpus_[*g].ordinal, book_.reserved(*g), 0);
 }
 
+void ArbiterImpl::ReserveContext(Client& c) {
+  const uint64_t bytes = MpsContextBytes(config_.corun, c.mps_share);
+  const GpuIndex g = c.session.gpu();
+  if (bytes == 0 || !book_.ReserveContext(c.id, g, bytes)) return;
+  if (book_.reserved(g) > book_.usable(g))
+    spdlog::warn(
+        "client {} '{}': its MPS context ({} at a {}% share) takes GPU {} past the {} "
+        "the arbiter manages ({} reserved)",
+        c.id, c.name, FormatByteSize(bytes), c.mps_share, gpus_[g].ordinal,
+        FormatByteSize(book_.usable(g)), FormatByteSize(book_.reserved(g)));
+}
+
+void ArbiterImpl::ReleaseContext(Client& c) { (void)book_.ReleaseContext(c.id); }
+
 void ArbiterImpl::QueueTransfer(Client& c, Transfer t, uint64_t now_ns) {
   if (c.transfers.Queue(t)) (void)TryIssue(c, now_ns);
   NoteUnissued(c);
@@ -477,7 +491,8 @@ policy::FunctionSpec ArbiterImpl::SpecOf(const Client& c) const {
   policy::FunctionSpec spec;
   spec.model = c.name;
   spec.weights_bytes = c.quota;
-  spec.context_bytes = 0;
+  // An MPS client's context stays on its GPU while its vGPU is parked (swapped out there).
+  spec.context_bytes = MpsContextBytes(config_.corun, c.mps_share);
   spec.slo = static_cast<policy::Duration>(c.slo_ms) * 1000;
   // Unknown demands (0) fill the GPU: such a function never co-runs. A process that is not an
   // MPS client cannot co-run either, whatever it declared.

@@ -5,12 +5,14 @@
 // marked for co-running and its MPS server may serve the process's uid (MPS serves one uid per
 // server at a time: a uid other than that of the GPU's MPS clients, or of a share answered
 // moments ago, is answered "not co-run"); otherwise "not co-run" and the environment stays as
-// it is. Unless mps_swaps_verified, an MPS client's memory never leaves its GPU, so a share is
-// answered only when the function's quota fits beside the GPU's MPS clients and the shares
-// promised moments ago (PinnedRoomRefusal): a co-run MPS client that started swapped out for
-// want of room could never come in (seen on the H200 demo, 2026-12-04). A query creates no
-// client and reserves nothing; only the uid and the quota a share was answered with are kept a
-// moment (CorunBook::NoteShareAnswered, NotePromise).
+// it is. What MPS clients pin on their GPU (their contexts; their quotas unless
+// mps_swaps_verified) never leaves it, so a share is answered only when the function's quota
+// and context fit beside what the GPU's MPS clients and the shares promised moments ago pin, and
+// the pins then leave room for the largest vGPU still to be swapped in there
+// (PinnedRoomRefusal): a co-run MPS client that started swapped out for want of room could
+// never come in (the H200 demo, 2026-12-04), nor could an exclusive vGPU larger than what the
+// pins leave. A query creates no client and reserves nothing; only the uid a share was answered
+// to and what the answer promises are kept a moment (CorunBook::NoteShareAnswered, NotePromise).
 #include <spdlog/spdlog.h>
 
 #include <cmath>
@@ -54,10 +56,8 @@ void ArbiterImpl::AnswerShareQuery(Arrival a, uint64_t now_ns) {
       answer.reason = "GPU " + std::to_string(answer.gpu) + " is not marked for co-running";
     } else if (!server_refusal.empty()) {
       answer.reason = "GPU " + std::to_string(answer.gpu) + ": " + server_refusal;
-    } else if (const std::string room =
-                   PinnedRoomRefusal(g, as_registration.quota_bytes, peer.pid, now_ns);
-               !room.empty()) {
-      answer.reason = "GPU " + std::to_string(answer.gpu) + ": " + room;
+      // It runs exclusively on g: a vGPU that shares answered from now on must leave room for.
+      corun_.NotePromise(g, peer.pid, 0, as_registration.quota_bytes, now_ns);
     } else {
       // The function as it would register: an MPS client declaring these demands.
       Client would_be;
@@ -70,12 +70,26 @@ void ArbiterImpl::AnswerShareQuery(Arrival a, uint64_t now_ns) {
       would_be.compute_demand_pct = q.compute_demand_pct;
       would_be.bandwidth_demand_pct = q.bandwidth_demand_pct;
       const policy::ShareClass share = policy_->ShareForSpec(SpecOf(would_be));
-      answer.corun = true;
-      answer.share_pct = static_cast<uint32_t>(
-          std::clamp<long>(std::lround(share.compute_share * 100), 1, 100));
-      answer.memory_limit_bytes = std::min<uint64_t>(share.memory_limit_bytes, shm::kMaxQuotaBytes);
-      corun_.NoteShareAnswered(g, peer.uid, now_ns);
-      corun_.NotePromise(g, peer.pid, as_registration.quota_bytes, now_ns);
+      const auto share_pct =
+          static_cast<uint32_t>(std::clamp<long>(std::lround(share.compute_share * 100), 1, 100));
+      const uint64_t context = MpsContextBytes(config_.corun, share_pct);
+      if (const std::string room =
+              PinnedRoomRefusal(g, as_registration.quota_bytes, context, peer.pid, now_ns);
+          !room.empty()) {
+        answer.reason = "GPU " + std::to_string(answer.gpu) + ": " + room;
+        corun_.NotePromise(g, peer.pid, 0, as_registration.quota_bytes, now_ns);  // as above
+      } else {
+        answer.corun = true;
+        answer.share_pct = share_pct;
+        answer.memory_limit_bytes =
+            std::min<uint64_t>(share.memory_limit_bytes, shm::kMaxQuotaBytes);
+        corun_.NoteShareAnswered(g, peer.uid, now_ns);
+        // What its process will pin on g: its context, and its quota unless MPS clients can
+        // be parked (then that quota must find room like any vGPU's).
+        const bool parkable = config_.corun.mps_swaps_verified;
+        corun_.NotePromise(g, peer.pid, context + (parkable ? 0 : as_registration.quota_bytes),
+                           parkable ? as_registration.quota_bytes : 0, now_ns);
+      }
     }
   }
   spdlog::info("pid {} uid {} ('{}'): share query answered: GPU {}, {}{}{}", peer.pid, peer.uid,
@@ -91,18 +105,38 @@ void ArbiterImpl::AnswerShareQuery(Arrival a, uint64_t now_ns) {
   reaper_.Dispose(std::move(a.conn));
 }
 
-std::string ArbiterImpl::PinnedRoomRefusal(GpuIndex g, uint64_t quota, pid_t pid,
+std::string ArbiterImpl::PinnedRoomRefusal(GpuIndex g, uint64_t quota, uint64_t context, pid_t pid,
                                            uint64_t now_ns) const {
-  if (config_.corun.mps_swaps_verified) return {};  // MPS clients can be parked to make room
+  // MPS clients' quotas are pinned unless they can be parked; their contexts always are, and
+  // so is all an orphan holds.
+  const bool quotas_pinned = !config_.corun.mps_swaps_verified;
   uint64_t pinned = corun_.PromisedBytes(g, pid, now_ns);
-  for (const auto& [id, c] : clients_)
-    if (c->mps_share != 0 && c->session.gpu() == g) pinned += c->quota;
+  // The largest vGPU on g that can be swapped must still fit beside what is pinned, or it could
+  // never come in again (the starved function waits for ever).
+  uint64_t largest_swappable = corun_.LargestPromisedSwappable(g, pid, now_ns);
+  for (const auto& [id, c] : clients_) {
+    if (c->session.gpu() != g) continue;
+    if (c->mps_share != 0) pinned += book_.ContextBytes(c->id);
+    if (c->mps_share != 0 && quotas_pinned)
+      pinned += c->quota;
+    else
+      largest_swappable = std::max(largest_swappable, c->quota);
+  }
   for (const auto& [id, o] : orphans_)
     if (o.mps_share != 0 && o.gpu == g) pinned += o.bytes;
-  if (pinned + quota <= book_.usable(g)) return {};
-  return "its " + FormatByteSize(quota) + " do not fit beside " + FormatByteSize(pinned) +
-         " of MPS clients in " + FormatByteSize(book_.usable(g)) +
-         " (not swapped: mps_swaps_verified = false): run exclusively";
+  const uint64_t mine_pinned = context + (quotas_pinned ? quota : 0);
+  const uint64_t usable = book_.usable(g);
+  const std::string what =
+      "its " + FormatByteSize(quota) + " + " + FormatByteSize(context) + " MPS context";
+  const std::string whose = FormatByteSize(pinned) + " pinned by MPS clients in " +
+                            FormatByteSize(usable) +
+                            (quotas_pinned ? " (mps_swaps_verified = false)" : "");
+  if (pinned + context + quota > usable)
+    return what + " do not fit beside " + whose + ": run exclusively";
+  if (pinned + mine_pinned + largest_swappable > usable)
+    return what + " beside " + whose + " leave no room for a swappable " +
+           FormatByteSize(largest_swappable) + " vGPU: run exclusively";
+  return {};
 }
 
 }  // namespace gshare::arbiter

@@ -77,6 +77,15 @@ Status SetList(std::vector<uint32_t>& out, const std::string& v, uint64_t max,
   return {};
 }
 
+// An MPS context size (mps_context_memory, mps_context_floor): a byte size of at most 64 GiB.
+Status SetContextSize(uint64_t& out, const std::string& v) {
+  auto b = ParseByteSize(v);
+  if (!b.ok()) return b.status();
+  if (*b > (64ull << 30)) return Invalid("must be at most 64GiB");
+  out = *b;
+  return {};
+}
+
 Status SetGpuList(std::vector<uint32_t>& out, const std::string& v) {
   return SetList(out, v, shm::kMaxGpus - 1, "GPU ordinal");
 }
@@ -526,6 +535,20 @@ const std::map<std::string, Key>& Keys() {
         "true|false",
         "the same-address swap was verified under MPS here (tests/gpu/mps-check.sh): MPS "
         "clients may be swapped out and in on their own GPU; never moved (default false)"}},
+      {"mps_context_memory",
+       {[](ArbiterConfig& c, const std::string& v) {
+           return SetContextSize(c.corun.mps_context_bytes, v);
+         },
+        "SIZE",
+        "device memory of an MPS client's context at a 100% share, counted beside its quota "
+        "(default 526MiB: an H200's)"}},
+      {"mps_context_floor",
+       {[](ArbiterConfig& c, const std::string& v) {
+           return SetContextSize(c.corun.mps_context_floor_bytes, v);
+         },
+        "SIZE",
+        "the part of an MPS client's context memory that does not shrink with its share, at "
+        "most mps_context_memory (default 24MiB)"}},
       {"log_level",
        {[](ArbiterConfig& c, const std::string& v) -> Status {
            static const char* const kLevels[] = {"trace", "debug", "info", "warn",
@@ -707,6 +730,11 @@ Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
       return Invalid(FlagName(key) + ": " + s.message());
   }
   if (auto s = CheckMetricsExposure(result.config.metrics_address); !s.ok()) return s;
+  if (result.config.corun.mps_context_floor_bytes > result.config.corun.mps_context_bytes)
+    return Invalid("mps_context_floor: " +
+                   FormatByteSize(result.config.corun.mps_context_floor_bytes) +
+                   " exceeds mps_context_memory (" +
+                   FormatByteSize(result.config.corun.mps_context_bytes) + ")");
   return result;
 }
 

@@ -12,6 +12,15 @@ uint64_t FaultDomainKey(const CorunMember& m, CorunFaultDomain domain) {
   return m.uid;
 }
 
+uint64_t MpsContextBytes(const CorunConfig& config, uint32_t share_pct) {
+  if (share_pct == 0) return 0;
+  const uint64_t floor = std::min(config.mps_context_floor_bytes, config.mps_context_bytes);
+  const uint64_t scaled = (config.mps_context_bytes - floor) * std::min(share_pct, 100u);
+  constexpr uint64_t kMiB = 1ull << 20;
+  const uint64_t bytes = floor + (scaled + 99) / 100;
+  return (bytes + kMiB - 1) / kMiB * kMiB;
+}
+
 CorunBook::CorunBook(const CorunConfig& config, const std::vector<DeviceOrdinal>& ordinals)
     : config_(config),
       gpu_backoff_(std::vector<uint64_t>(ordinals.size(), 0)),
@@ -77,17 +86,26 @@ void CorunBook::NoteShareAnswered(GpuIndex g, uid_t uid, uint64_t now_ns) {
   if (answered_.contains(g)) answered_[g] = Answered{uid, now_ns};
 }
 
-void CorunBook::NotePromise(GpuIndex g, pid_t pid, uint64_t bytes, uint64_t now_ns) {
+void CorunBook::NotePromise(GpuIndex g, pid_t pid, uint64_t pinned, uint64_t swappable,
+                            uint64_t now_ns) {
   for (auto it = promises_.begin(); it != promises_.end();)
     it = now_ns >= it->second.at_ns + kShareAnswerHoldNs ? promises_.erase(it) : std::next(it);
-  promises_[pid] = Promise{g, bytes, now_ns};
+  promises_[pid] = Promise{g, pinned, swappable, now_ns};
 }
 
 uint64_t CorunBook::PromisedBytes(GpuIndex g, pid_t except, uint64_t now_ns) const {
   uint64_t sum = 0;
   for (const auto& [pid, p] : promises_)
-    if (pid != except && p.gpu == g && now_ns < p.at_ns + kShareAnswerHoldNs) sum += p.bytes;
+    if (pid != except && p.gpu == g && now_ns < p.at_ns + kShareAnswerHoldNs) sum += p.pinned;
   return sum;
+}
+
+uint64_t CorunBook::LargestPromisedSwappable(GpuIndex g, pid_t except, uint64_t now_ns) const {
+  uint64_t largest = 0;
+  for (const auto& [pid, p] : promises_)
+    if (pid != except && p.gpu == g && now_ns < p.at_ns + kShareAnswerHoldNs)
+      largest = std::max(largest, p.swappable);
+  return largest;
 }
 
 void CorunBook::Prune(uint64_t now_ns) const {

@@ -7,7 +7,8 @@
 // the others are asked to yield, the GPU serves exclusive slices for the back-off, and the pair
 // stays apart for it. MPS serves one uid per server at a time: `ServerRefusal` keeps the share
 // query from offering a GPU's server to a second uid; the memory promised with shares answered
-// (`PromisedBytes`) keeps it from offering more pinned memory than the GPU has.
+// (`PromisedBytes`, `LargestPromisedSwappable`) keeps it from offering more pinned memory than
+// the GPU has beside the vGPUs that must still be swapped in there.
 //
 // Thread-safety: plain values, used on the arbiter's loop only.
 #pragma once
@@ -62,6 +63,11 @@ struct CorunMember {
 // The fault domain key of a member under `domain` (members of one set share it).
 uint64_t FaultDomainKey(const CorunMember& m, CorunFaultDomain domain);
 
+// Device memory the context of an MPS client at `share_pct` percent holds on its GPU outside its
+// vGPU (CorunConfig::mps_context_bytes; shares above 100 count as 100), rounded up to a MiB; 0
+// for a process that is not an MPS client (share 0).
+uint64_t MpsContextBytes(const CorunConfig& config, uint32_t share_pct);
+
 class CorunBook {
  public:
   CorunBook() = default;
@@ -110,15 +116,19 @@ class CorunBook {
   // How long an answered share stands for its process's MPS client before it registers.
   static constexpr uint64_t kShareAnswerHoldNs = 10'000'000'000;
 
-  // Memory promised with co-run shares: a process answered a share for GPU index g becomes an
-  // MPS client whose memory stays on g (unless mps_swaps_verified), so until it registers
-  // (ForgetPromise) or kShareAnswerHoldNs passes, its quota counts against g's room for further
-  // shares. One promise per process: a second query of the same pid replaces the first.
-  // Bounded by the processes that may query within the hold (registration_rate_per_uid).
-  void NotePromise(GpuIndex g, pid_t pid, uint64_t bytes, uint64_t now_ns);
+  // Memory promised with share answers for GPU index g, until the process registers
+  // (ForgetPromise) or kShareAnswerHoldNs passes: `pinned` bytes that will not leave g (an MPS
+  // client's context, and its quota unless mps_swaps_verified) and a `swappable` vGPU that must
+  // still find room beside what is pinned (a process answered "not co-run", or an MPS client's
+  // quota that can be parked). Further shares are answered only beside both. One promise per
+  // process: a second query of the same pid replaces the first. Bounded by the processes that
+  // may query within the hold (registration_rate_per_uid).
+  void NotePromise(GpuIndex g, pid_t pid, uint64_t pinned, uint64_t swappable, uint64_t now_ns);
   void ForgetPromise(pid_t pid) { promises_.erase(pid); }
-  // The bytes promised on g within the hold, leaving out `except`'s own promise.
+  // The pinned bytes promised on g within the hold, leaving out `except`'s own promise.
   uint64_t PromisedBytes(GpuIndex g, pid_t except, uint64_t now_ns) const;
+  // The largest swappable vGPU promised on g within the hold, leaving out `except`'s.
+  uint64_t LargestPromisedSwappable(GpuIndex g, pid_t except, uint64_t now_ns) const;
 
  private:
   using Pair = std::pair<std::string, std::string>;  // function names, ordered
@@ -140,7 +150,8 @@ class CorunBook {
   ByGpu<Answered> answered_;
   struct Promise {
     GpuIndex gpu;
-    uint64_t bytes = 0;
+    uint64_t pinned = 0;
+    uint64_t swappable = 0;
     uint64_t at_ns = 0;
   };
   std::map<pid_t, Promise> promises_;

@@ -113,6 +113,9 @@ std::string PrometheusText(const MetricsInput& in) {
   gpu_gauge("gpu_orphaned_bytes",
             "Part of the reserved memory held by live processes the arbiter disconnected.",
             [&](size_t i) { return s.gpus[i].orphaned_bytes; });
+  gpu_gauge("gpu_mps_context_bytes",
+            "Part of the reserved memory held by the contexts of the GPU's MPS clients.",
+            [&](size_t i) { return s.gpus[i].mps_context_bytes; });
   gpu_gauge("gpu_orphans", "Orphan reservations on the GPU.",
             [&](size_t i) { return uint64_t{s.gpus[i].orphans}; });
   gpu_gauge("gpu_resident_bytes", "Quotas of the vGPUs resident on the GPU.",

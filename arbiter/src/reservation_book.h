@@ -1,7 +1,8 @@
 // ReservationBook: the arbiter's account of device memory promised on each GPU (invariants 1, 2
 // and 6 of arbiter_impl.h). A GPU's reserved bytes are exactly the sum of its holders' bytes: the
-// quotas of clients whose memory is (or is about to be) on it, and orphans — live processes the
-// arbiter disconnected that still hold their memory. Nothing else writes these numbers, so the
+// quotas of clients whose memory is (or is about to be) on it, the contexts of MPS clients on it
+// (held while their processes live, resident or not), and orphans — live processes the arbiter
+// disconnected that still hold their memory. Nothing else writes these numbers, so the
 // sums cannot drift from the holders; CheckInvariants() says so in tests and debug builds.
 // Knows nothing of sockets, clients' channels or the policy: unit-tested on its own
 // (tests/arbiter/reservation_book_test.cc).
@@ -47,8 +48,19 @@ class ReservationBook {
   std::vector<uint32_t> ClientsOn(GpuIndex g) const;
   size_t clients() const { return clients_.size(); }
 
-  // Orphans (invariant 6). HandToOrphan moves a client's reservation to orphan `orphan_id` (the
-  // GPU's reserved bytes do not change); false when the client had none. AddOrphan reserves
+  // A client's context memory (an MPS client's: docs/arbiter.md, "MPS context memory"): `bytes`
+  // on GPU g from its registration until it leaves, whether or not its vGPU is resident. Like an
+  // orphan's bytes it is never refused, since the process holds that memory already: reserving
+  // it past usable counts an overshoot. false when the client has one already.
+  bool ReserveContext(uint32_t client_id, GpuIndex g, uint64_t bytes);
+  bool ReleaseContext(uint32_t client_id);          // false when it had none
+  uint64_t ContextBytes(uint32_t client_id) const;  // 0 when none
+  // Registered clients' context bytes on g (an orphan's are in its own bytes).
+  uint64_t contexts(GpuIndex g) const { return gpus_[g].contexts; }
+
+  // Orphans (invariant 6). HandToOrphan moves a client's reservation and its context, whichever
+  // it has, to orphan `orphan_id` (the GPU's reserved bytes do not change); false when it had
+  // neither (or, which never happens, the two on different GPUs). AddOrphan reserves
   // bytes nothing reserved (a thawed process holding its memory again), counting an overshoot
   // when they do not fit. An orphan id is used once.
   bool HandToOrphan(uint32_t client_id, uint32_t orphan_id);
@@ -67,6 +79,7 @@ class ReservationBook {
     uint64_t usable = 0;
     uint64_t reserved = 0;
     uint64_t orphaned = 0;
+    uint64_t contexts = 0;
     uint64_t peak = 0;
     uint64_t overshoot_events = 0;
   };
@@ -79,6 +92,7 @@ class ReservationBook {
 
   ByGpu<Gpu> gpus_;
   std::map<uint32_t, Entry> clients_;  // by client id
+  std::map<uint32_t, Entry> contexts_;  // by client id
   std::map<uint32_t, Entry> orphans_;  // by orphan id
 };
 

@@ -48,6 +48,7 @@ json StatusViews::Status(uint64_t now, const StatusHeader& header) const {
     j["reserved_bytes"] = book_.reserved(g);
     j["peak_reserved_bytes"] = book_.peak_reserved(g);
     j["orphaned_bytes"] = book_.orphaned(g);
+    j["mps_context_bytes"] = book_.contexts(g);
     j["drained"] = gs.drained;
     uint64_t resident = 0, swapped = 0;
     json queue = json::array();

@@ -189,6 +189,49 @@ TEST(CorunConfig, KeysParseAndBadValuesNameTheKey) {
       << cl.status().message();
 }
 
+// An MPS client's context memory (docs/arbiter.md, "MPS context memory"): floor + (at 100% -
+// floor) x share, rounded up to a MiB, 0 for a process that is no MPS client; the defaults at or
+// above every share measured on the H200; a floor above the 100% figure is an error naming both.
+TEST(CorunConfig, MpsContextMemoryModelAndItsSettings) {
+  constexpr uint64_t kMiB = 1ULL << 20;
+  const CorunConfig defaults;
+  EXPECT_EQ(MpsContextBytes(defaults, 0), 0u);
+  // H200, 2026-12-04: 144.8 / 274.8 / 390.8 / 516.8 MiB at 25 / 50 / 75 / 100%.
+  const std::pair<uint32_t, double> h200[] = {{25, 144.8}, {50, 274.8}, {75, 390.8}, {100, 516.8}};
+  for (const auto& [share, measured] : h200)
+    EXPECT_GE(static_cast<double>(MpsContextBytes(defaults, share)), measured * kMiB) << share;
+  CorunConfig c;
+  c.mps_context_bytes = 264 * kMiB;
+  c.mps_context_floor_bytes = 2 * kMiB;
+  EXPECT_EQ(MpsContextBytes(c, 50), 133 * kMiB);
+  EXPECT_EQ(MpsContextBytes(c, 100), 264 * kMiB);
+  EXPECT_EQ(MpsContextBytes(c, 250), 264 * kMiB);  // past 100% counts as 100%
+  EXPECT_EQ(MpsContextBytes(c, 1), 5 * kMiB);      // 2 + 2.62, rounded up
+  c.mps_context_bytes = c.mps_context_floor_bytes = 0;
+  EXPECT_EQ(MpsContextBytes(c, 100), 0u);  // not counted
+
+  auto r = ParseConfigToml("mps_context_memory = \"300MiB\"\nmps_context_floor = \"10MiB\"",
+                           ArbiterConfig{});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->corun.mps_context_bytes, 300 * kMiB);
+  EXPECT_EQ(r->corun.mps_context_floor_bytes, 10 * kMiB);
+  for (const auto& [text, key] :
+       {std::pair{"mps_context_memory = \"lots\"", "mps_context_memory"},
+        std::pair{"mps_context_floor = \"-1MiB\"", "mps_context_floor"},
+        std::pair{"mps_context_memory = \"65GiB\"", "mps_context_memory"}}) {
+    auto e = ParseConfigToml(text, ArbiterConfig{});
+    EXPECT_FALSE(e.ok()) << text;
+    EXPECT_NE(e.status().message().find(key), std::string::npos) << e.status().message();
+  }
+  const char* argv[] = {"gshare-arbiter", "--mps-context-memory", "100MiB", "--mps-context-floor",
+                        "200MiB"};
+  auto cl = ParseCommandLine(5, argv);
+  ASSERT_FALSE(cl.ok());
+  EXPECT_NE(cl.status().message().find("mps_context_floor: 200 MiB exceeds mps_context_memory"),
+            std::string::npos)
+      << cl.status().message();
+}
+
 // mps_swaps_verified (true|false, default false): a TOML boolean or the same words as a string,
 // the flag --mps-swaps-verified; anything else is an error naming the setting.
 TEST(CorunConfig, MpsTerminationCapParsesAndBadValuesNameTheSetting) {

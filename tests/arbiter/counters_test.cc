@@ -74,6 +74,7 @@ TEST(Counters, SummaryHasEveryCounterUnderItsKey) {
   g.overshoot_events = 4;
   g.orphaned_bytes = 2;
   g.orphans = 1;
+  g.mps_context_bytes = 8;
   s.gpus.push_back(g);
   char path[] = "/tmp/gshare-counters-test-XXXXXX";
   const int fd = ::mkstemp(path);
@@ -106,10 +107,10 @@ TEST(Counters, SummaryHasEveryCounterUnderItsKey) {
     if ((c.shown & kShownInSummary) != 0) {
       EXPECT_EQ(j.value(c.name, uint64_t{0}), s.*c.field) << c.name;
     }
-  const nlohmann::json want = {{"ordinal", 3},         {"usable_bytes", 7},
-                               {"reserved_bytes", 6},  {"peak_reserved_bytes", 5},
+  const nlohmann::json want = {{"ordinal", 3},          {"usable_bytes", 7},
+                               {"reserved_bytes", 6},   {"peak_reserved_bytes", 5},
                                {"overshoot_events", 4}, {"orphaned_bytes", 2},
-                               {"orphans", 1}};
+                               {"orphans", 1},          {"mps_context_bytes", 8}};
   ASSERT_EQ(j["gpus"].size(), 1U);
   EXPECT_EQ(j["gpus"][0], want);
 }

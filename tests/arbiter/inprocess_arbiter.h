@@ -8,10 +8,12 @@
 // thread; LogHook's callback runs on whichever thread logs (the arbiter's).
 #pragma once
 
+#include <grp.h>
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <spdlog/sinks/base_sink.h>
 #include <spdlog/spdlog.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -77,6 +79,10 @@ class InProcessArbiter {
     config_.socket_path = (dir_ / "arbiter.sock").string();
     config_.control_socket = "off";
     config_.gpu_memory_bytes = 1ULL << 30;
+    // MPS contexts are not counted unless a test says how large they are: the 1 GiB GPU would
+    // hold two of an H200's (mps_context_memory's default).
+    config_.corun.mps_context_bytes = 0;
+    config_.corun.mps_context_floor_bytes = 0;
     config_.libcuda = "/nonexistent/libcuda.so.1";
     config_.lease = false;  // the orderings tested are about plain grants
   }
@@ -163,6 +169,85 @@ inline Scripted RegisterScripted(const std::string& socket, const std::string& n
   req.mps_share = mps_share;
   return RegisterScripted(socket, req);
 }
+
+// The test's own uid asks for its share on GPU 0 (for `quota` bytes): the answer.
+inline shm::ShareAnswer OwnQuery(const std::string& socket, uint64_t quota = 0) {
+  shm::ShareQuery q;
+  q.quota_bytes = quota;
+  q.slo_ms = 100;
+  q.function_name = "own-uid";
+  auto answer = shm::QueryShare(socket, q, std::chrono::seconds(10));
+  EXPECT_TRUE(answer.ok()) << answer.status().ToString();
+  return answer.ok() ? *answer : shm::ShareAnswer{};
+}
+
+inline constexpr uid_t kOtherUid = 65534;  // nobody
+
+// A process (of kOtherUid, or of the test's uid) that asks the arbiter at `socket` for its MPS
+// share, for `quota` bytes, when told to. Forked at construction, before the arbiter's thread
+// starts (the child copies only this thread), it switches to its uid and waits; Ask() lets it
+// ask and returns its answer as "corun=<0|1> gpu=<ordinal> reason=<why>" (or "error: ..." when
+// the query failed).
+class OtherUidQuerier {
+ public:
+  explicit OtherUidQuerier(const std::string& socket, uid_t uid = kOtherUid, uint64_t quota = 0) {
+    int go[2], out[2];
+    if (::pipe(go) != 0 || ::pipe(out) != 0) return;
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::close(go[1]);
+      ::close(out[0]);
+      char byte;
+      if (uid != ::getuid() && (::setgroups(0, nullptr) != 0 || ::setresgid(uid, uid, uid) != 0 ||
+                                ::setresuid(uid, uid, uid) != 0))
+        ::_exit(2);
+      if (::read(go[0], &byte, 1) != 1) ::_exit(2);
+      shm::ShareQuery q;
+      q.quota_bytes = quota;
+      q.slo_ms = 100;
+      q.function_name = "other-uid";
+      const auto answer = shm::QueryShare(socket, q, std::chrono::seconds(10));
+      const std::string text = answer.ok() ? "corun=" + std::to_string(answer->corun ? 1 : 0) +
+                                                 " gpu=" + std::to_string(answer->gpu) +
+                                                 " reason=" + answer->reason
+                                           : "error: " + answer.status().ToString();
+      const bool written =
+          ::write(out[1], text.data(), text.size()) == static_cast<ssize_t>(text.size());
+      ::_exit(written ? 0 : 3);
+    }
+    ::close(go[0]);
+    ::close(out[1]);
+    go_ = go[1];
+    out_ = out[0];
+  }
+  ~OtherUidQuerier() {
+    if (go_ >= 0) ::close(go_);
+    if (out_ >= 0) ::close(out_);
+    if (pid_ > 0) (void)::waitpid(pid_, nullptr, 0);
+  }
+  OtherUidQuerier(const OtherUidQuerier&) = delete;
+  OtherUidQuerier& operator=(const OtherUidQuerier&) = delete;
+
+  std::string Ask() {
+    if (pid_ <= 0 || ::write(go_, "g", 1) != 1) return "error: no querier";
+    ::close(go_);
+    go_ = -1;
+    std::string text;
+    char buf[512];
+    for (ssize_t n; (n = ::read(out_, buf, sizeof buf)) > 0;)
+      text.append(buf, static_cast<size_t>(n));
+    int status = 0;
+    (void)::waitpid(pid_, &status, 0);
+    pid_ = 0;
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+      text += " (querier exited with " + std::to_string(status) + ")";
+    return text;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int go_ = -1, out_ = -1;
+};
 
 // Waits for the next swap order after `last` and acknowledges it as done.
 inline shm::SwapOrder ObeyNextOrder(Scripted& s, uint32_t last, uint64_t bytes) {

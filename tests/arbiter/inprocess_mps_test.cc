@@ -22,7 +22,10 @@ namespace gshare::arbiter {
 namespace {
 
 using inproc::InProcessArbiter;
+using inproc::kOtherUid;
 using inproc::ObeyNextOrder;
+using inproc::OtherUidQuerier;
+using inproc::OwnQuery;
 using inproc::RegisterScripted;
 using inproc::Scripted;
 using std::chrono::milliseconds;
@@ -159,84 +162,6 @@ TEST(ArbiterInProcess, EvictOfAnMpsClientFollowsMpsSwapsVerified) {
 
 // ---- One uid per MPS server (docs/arbiter.md, "Co-running") ----
 
-constexpr uid_t kOtherUid = 65534;  // nobody
-
-// A process (of kOtherUid, or of the test's uid) that asks the arbiter at `socket` for its MPS
-// share, for `quota` bytes, when told to. Forked at construction, before the arbiter's thread
-// starts (the child copies only this thread), it switches to its uid and waits; Ask() lets it
-// ask and returns its answer as "corun=<0|1> gpu=<ordinal> reason=<why>" (or "error: ..." when
-// the query failed).
-class OtherUidQuerier {
- public:
-  explicit OtherUidQuerier(const std::string& socket, uid_t uid = kOtherUid, uint64_t quota = 0) {
-    int go[2], out[2];
-    if (::pipe(go) != 0 || ::pipe(out) != 0) return;
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      ::close(go[1]);
-      ::close(out[0]);
-      char byte;
-      if (uid != ::getuid() && (::setgroups(0, nullptr) != 0 || ::setresgid(uid, uid, uid) != 0 ||
-                                ::setresuid(uid, uid, uid) != 0))
-        ::_exit(2);
-      if (::read(go[0], &byte, 1) != 1) ::_exit(2);
-      shm::ShareQuery q;
-      q.quota_bytes = quota;
-      q.slo_ms = 100;
-      q.function_name = "other-uid";
-      const auto answer = shm::QueryShare(socket, q, seconds(10));
-      const std::string text =
-          answer.ok() ? "corun=" + std::to_string(answer->corun ? 1 : 0) +
-                            " gpu=" + std::to_string(answer->gpu) + " reason=" + answer->reason
-                      : "error: " + answer.status().ToString();
-      const bool written = ::write(out[1], text.data(), text.size()) ==
-                           static_cast<ssize_t>(text.size());
-      ::_exit(written ? 0 : 3);
-    }
-    ::close(go[0]);
-    ::close(out[1]);
-    go_ = go[1];
-    out_ = out[0];
-  }
-  ~OtherUidQuerier() {
-    if (go_ >= 0) ::close(go_);
-    if (out_ >= 0) ::close(out_);
-    if (pid_ > 0) (void)::waitpid(pid_, nullptr, 0);
-  }
-  OtherUidQuerier(const OtherUidQuerier&) = delete;
-  OtherUidQuerier& operator=(const OtherUidQuerier&) = delete;
-
-  std::string Ask() {
-    if (pid_ <= 0 || ::write(go_, "g", 1) != 1) return "error: no querier";
-    ::close(go_);
-    go_ = -1;
-    std::string text;
-    char buf[512];
-    for (ssize_t n; (n = ::read(out_, buf, sizeof buf)) > 0;) text.append(buf, static_cast<size_t>(n));
-    int status = 0;
-    (void)::waitpid(pid_, &status, 0);
-    pid_ = 0;
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-      text += " (querier exited with " + std::to_string(status) + ")";
-    return text;
-  }
-
- private:
-  pid_t pid_ = -1;
-  int go_ = -1, out_ = -1;
-};
-
-// The test's own uid asks for its share on GPU 0 (for `quota` bytes): the answer.
-shm::ShareAnswer OwnQuery(const std::string& socket, uint64_t quota = 0) {
-  shm::ShareQuery q;
-  q.quota_bytes = quota;
-  q.slo_ms = 100;
-  q.function_name = "own-uid";
-  auto answer = shm::QueryShare(socket, q, seconds(10));
-  EXPECT_TRUE(answer.ok()) << answer.status().ToString();
-  return answer.ok() ? *answer : shm::ShareAnswer{};
-}
-
 // MPS serves one uid per server at a time: with an MPS client of the test's uid registered on
 // the co-run GPU 0, a process of another uid asking for its share is answered "not co-run"
 // (so its shim sets no MPS variable), the reason naming the uid served; the served uid is still
@@ -341,7 +266,9 @@ TEST(ArbiterInProcess, AShareWhoseQuotaDoesNotFitBesideTheMpsClientsIsAnsweredNo
 
 // The shares of processes that have not registered yet count too: two processes asking for
 // 600 MiB each at once (as the demo's servers start) get one share between them; the same
-// process asking again replaces its own promise and is answered a share.
+// process asking again replaces its own promise and is answered a share. (Once the second is
+// answered "not co-run", its 600 MiB vGPU is room that further shares must leave:
+// MpsContext.AVgpuAnsweredNotCorunIsRoomSharesMustLeave.)
 TEST(ArbiterInProcess, SharesAnsweredButNotYetRegisteredCountAgainstTheRoom) {
   InProcessArbiter arb;
   arb.config().corun.gpus = {0};
@@ -349,11 +276,11 @@ TEST(ArbiterInProcess, SharesAnsweredButNotYetRegisteredCountAgainstTheRoom) {
   ASSERT_TRUE(arb.Start());
   const shm::ShareAnswer first = OwnQuery(arb.socket(), kQuota);
   EXPECT_TRUE(first.corun) << first.reason;
+  const shm::ShareAnswer again = OwnQuery(arb.socket(), kQuota);
+  EXPECT_TRUE(again.corun) << again.reason;
   const std::string answer = second.Ask();
   EXPECT_EQ(answer.rfind("corun=0 gpu=0 reason=", 0), 0U) << answer;
   EXPECT_NE(answer.find("do not fit beside"), std::string::npos) << answer;
-  const shm::ShareAnswer again = OwnQuery(arb.socket(), kQuota);
-  EXPECT_TRUE(again.corun) << again.reason;
 }
 
 // ---- Revocation of a co-run set (docs/arbiter.md, "Co-running") ----

@@ -64,6 +64,51 @@ TEST(ReservationBook, HandingAReservationToAnOrphanKeepsTheBytesReserved) {
   EXPECT_EQ(book.CheckInvariants(), "");
 }
 
+// An MPS client's context is held beside its quota, whether or not its vGPU is resident: it
+// stays when the quota is released (a swap-out), goes with the client to its orphan (whichever
+// of the two it has), and may overshoot like an orphan's bytes (the process holds it already).
+TEST(ReservationBook, AContextIsHeldBesideTheQuotaAndGoesToTheOrphan) {
+  ReservationBook book({1024 * kMiB});
+  const GpuIndex g{0};
+  ASSERT_TRUE(book.ReserveClient(1, g, 300 * kMiB));
+  ASSERT_TRUE(book.ReserveContext(1, g, 100 * kMiB));
+  EXPECT_FALSE(book.ReserveContext(1, g, 100 * kMiB));  // one context per client
+  EXPECT_EQ(book.reserved(g), 400 * kMiB);
+  EXPECT_EQ(book.contexts(g), 100 * kMiB);
+  EXPECT_EQ(book.ContextBytes(1), 100 * kMiB);
+  EXPECT_TRUE(book.ReleaseClient(1));  // swapped out: the context stays
+  EXPECT_EQ(book.reserved(g), 100 * kMiB);
+  EXPECT_FALSE(book.Fits(g, 925 * kMiB));
+  EXPECT_EQ(book.CheckInvariants(), "");
+  // Disconnected alive while swapped out: its orphan holds the context alone.
+  EXPECT_TRUE(book.HandToOrphan(1, 7));
+  EXPECT_EQ(book.OrphanBytes(7), 100 * kMiB);
+  EXPECT_EQ(book.orphaned(g), 100 * kMiB);
+  EXPECT_EQ(book.contexts(g), 0u);
+  EXPECT_EQ(book.ContextBytes(1), 0u);
+  EXPECT_FALSE(book.ReleaseContext(1));  // it is the orphan's now
+  EXPECT_EQ(book.CheckInvariants(), "");
+  // Resident and disconnected: quota and context, one orphan.
+  ASSERT_TRUE(book.ReserveClient(2, g, 200 * kMiB));
+  ASSERT_TRUE(book.ReserveContext(2, g, 50 * kMiB));
+  EXPECT_TRUE(book.HandToOrphan(2, 8));
+  EXPECT_EQ(book.OrphanBytes(8), 250 * kMiB);
+  EXPECT_EQ(book.reserved(g), 350 * kMiB);
+  EXPECT_EQ(book.CheckInvariants(), "");
+  ASSERT_TRUE(book.ReleaseOrphan(7));
+  ASSERT_TRUE(book.ReleaseOrphan(8));
+  EXPECT_EQ(book.reserved(g), 0u);
+  // Never refused: past usable, an overshoot is counted.
+  ASSERT_TRUE(book.ReserveClient(3, g, 1000 * kMiB));
+  EXPECT_TRUE(book.ReserveContext(3, g, 100 * kMiB));
+  EXPECT_EQ(book.overshoot_events(g), 1u);
+  EXPECT_EQ(book.CheckInvariants(), "");
+  EXPECT_TRUE(book.ReleaseContext(3));
+  EXPECT_EQ(book.reserved(g), 1000 * kMiB);
+  EXPECT_EQ(book.contexts(g), 0u);
+  EXPECT_EQ(book.CheckInvariants(), "");
+}
+
 TEST(ReservationBook, AnOrphansNewBytesMayOvershootAndAreCounted) {
   ReservationBook book({512 * kMiB});
   ASSERT_TRUE(book.ReserveClient(1, GpuIndex{0}, 400 * kMiB));

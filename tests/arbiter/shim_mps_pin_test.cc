@@ -28,6 +28,7 @@
 #include "test_util.h"
 
 namespace gshare::arbiter::testing {
+
 namespace {
 
 using nlohmann::json;
@@ -35,6 +36,9 @@ using std::chrono::milliseconds;
 using std::chrono::seconds;
 
 constexpr uint64_t kQuotaBytes = 200ULL << 20;
+// An MPS client's context at a 50% share as CorunArbiterArgs sizes them (2 MiB + 262 MiB x 50%),
+// counted beside its quota (docs/arbiter.md, "MPS context memory").
+constexpr uint64_t kContext = 133ULL << 20;
 
 class ShimMpsPin : public ShimMpsArbiter {
  protected:
@@ -80,7 +84,11 @@ TEST_F(ShimMpsPin, EvictOfAnMpsClientFailsAndItsMemoryStaysResidentWithItsData) 
   EXPECT_EQ(c.value("gpu", -1), 0) << c.dump();
   EXPECT_EQ(c.value("swaps_out", 1), 0) << c.dump();
   const json status = Call({{"cmd", "status"}});
-  EXPECT_EQ(status["gpus"][0].value("reserved_bytes", uint64_t{0}), 2 * kQuotaBytes) << status.dump();
+  // Their quotas and their contexts.
+  EXPECT_EQ(status["gpus"][0].value("mps_context_bytes", uint64_t{0}), 2 * kContext)
+      << status.dump();
+  EXPECT_EQ(status["gpus"][0].value("reserved_bytes", uint64_t{0}), 2 * kQuotaBytes + 2 * kContext)
+      << status.dump();
   const test::Verified v1 = m1->Verify();
   EXPECT_TRUE(v1.intact()) << v1.line << ReadFile(dir / "mps-1.log");
   EXPECT_EQ(v1.pointers, m1->pointers());  // at the same addresses
@@ -126,7 +134,9 @@ TEST_F(ShimMpsPin, DrainLeavesTheMpsClientListedAndMovesTheOtherVgpuOff) {
   EXPECT_EQ(stayed.value("swaps_out", 1), 0) << stayed.dump();
   json status = Call({{"cmd", "status"}});
   EXPECT_EQ(status["gpus"][0].value("drained", false), true) << status.dump();
-  EXPECT_EQ(status["gpus"][0].value("reserved_bytes", uint64_t{0}), kQuotaBytes) << status.dump();
+  // What stays: the MPS client's quota and its context.
+  EXPECT_EQ(status["gpus"][0].value("reserved_bytes", uint64_t{0}), kQuotaBytes + kContext)
+      << status.dump();
   EXPECT_GE(status["counters"].value("mps_pins_refused", 0), 1) << status.dump();
   // The human reply says who stays.
   const ToolResult again = Ctl({"drain", "0"});

@@ -62,8 +62,21 @@ inline std::vector<std::string> ShimEnv(const Simcuda& simcuda, const std::strin
 // without MPS: an ordinary vGPU).
 #ifdef MPS_CONTROL_BIN
 inline std::vector<std::string> CorunArbiterArgs(const TempDir& dir) {
-  return {"--policy",      "aggressive",    "--slice",    "5ms", "--corun-gpus", "0",
-          "--mps-control", MPS_CONTROL_BIN, "--mps-dir", dir / "mps"};
+  // simcuda's MPS contexts: 2 MiB per SM of the share, SMs rounded up (docs/simcuda.md).
+  return {"--policy",
+          "aggressive",
+          "--slice",
+          "5ms",
+          "--corun-gpus",
+          "0",
+          "--mps-control",
+          MPS_CONTROL_BIN,
+          "--mps-dir",
+          dir / "mps",
+          "--mps-context-memory",
+          "264MiB",
+          "--mps-context-floor",
+          "2MiB"};
 }
 #endif
 inline void AddMpsEnv(std::vector<std::string>& env, const TempDir& dir, bool mps, int share) {

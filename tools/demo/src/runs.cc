@@ -282,6 +282,17 @@ workload::Result<SharedRun> RunShared(const Environment& env, const std::vector<
                               o.real_gpu ? std::string("nvidia-cuda-mps-control")
                                          : env.bin_dir + "/simcuda-mps-control",
                               "--mps-dir", mps_dir});
+    // The MPS clients' context memory the arbiter counts (docs/arbiter.md, "MPS context
+    // memory"): on simcuda its 2 MiB per SM of the share (132 SMs, rounded up to whole SMs);
+    // on a real GPU none, since the arbiter manages --gpu-memory of the GPU (1.5 GiB of an
+    // H200's 140) and the contexts lie in the rest.
+    // The same-address swap of MPS clients: checked SAFE on the H200 (tests/gpu/mps-check.sh,
+    // 2026-12-04), and simcuda's VMM works the same for them. Without it an MPS client's quota
+    // is pinned, and one large client would leave the GPU's other vGPUs too little room.
+    arbiter_spec.argv.insert(
+        arbiter_spec.argv.end(),
+        {"--mps-context-memory", o.real_gpu ? "0" : "264MiB", "--mps-context-floor",
+         o.real_gpu ? "0" : "2MiB", "--mps-swaps-verified", "true"});
     mps_pipe = fmt::format("{}/gpu{}/pipe", mps_dir, corun->gpus.front());
   }
   arbiter_spec.env = cuda_env;

@@ -36,6 +36,9 @@ struct GpuStats {
   // the process exits, registers again or is known to hold nothing (docs/arbiter.md, "Orphans").
   uint64_t orphaned_bytes = 0;
   uint32_t orphans = 0;
+  // Part of reserved_bytes: the contexts of the registered MPS clients on the GPU, counted
+  // whether or not their vGPUs are resident (docs/arbiter.md, "MPS context memory").
+  uint64_t mps_context_bytes = 0;
 };
 
 struct ArbiterStats {

@@ -99,6 +99,13 @@ struct CorunConfig {
   // gshare-ctl evict). Moves to another GPU, deep eviction (checkpoint) and drains' evacuation
   // of MPS clients stay refused either way (docs/arbiter.md, "Co-running").
   bool mps_swaps_verified = false;
+  // Device memory an MPS client's context holds on its GPU beside its vGPU, which the arbiter
+  // counts from its registration until its process exits (docs/arbiter.md, "MPS context
+  // memory"): `mps_context_floor` + (`mps_context_memory` - floor) x share / 100, rounded up to
+  // a MiB. The defaults are at or above every share measured on an H200 (2026-12-04: 145 / 275
+  // / 391 / 517 MiB at 25 / 50 / 75 / 100%); both 0: not counted.
+  uint64_t mps_context_bytes = 526ull << 20;
+  uint64_t mps_context_floor_bytes = 24ull << 20;
 };
 
 struct ArbiterConfig {
