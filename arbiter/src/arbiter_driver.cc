@@ -280,8 +280,7 @@ void ArbiterImpl::FinishEnforce(Client& c, const DriverOutcome& o, uint64_t now_
     DropHold(c);
     c.preempt_sent = false;
   }
-  Transit(c, c.session.Checkpointed());
-  Unreserve(c);
+  Carry(c, Transit(c, c.session.Checkpointed()));  // the driver holds its memory now
   // A lease holder the policy never granted gets no SliceExpired (its burst is still queued).
   if (!c.lease.Confirm()) Deliver(now_ns, policy::SliceExpired{c.fid, ToPolicy(g)});
 }
@@ -314,9 +313,8 @@ void ArbiterImpl::FinishDeepEvict(Client& c, const DriverOutcome& o, uint64_t no
                (now_ns - c.last_use_ns) / 1'000'000);
   ++stats_.deep_evictions;
   Record(shm::EventType::kCheckpoint, &c, ordinal, 0, ordinal.value());
-  Transit(c, c.session.Checkpointed());
   c.shadow = false;
-  Unreserve(c);
+  Carry(c, Transit(c, c.session.Checkpointed()));  // the driver holds its memory now
 }
 
 // ---- restore of a checkpointed client (TryIssue: its swap-in target is reserved already)
@@ -435,7 +433,7 @@ void ArbiterImpl::FinishMove(Client& c, const DriverOutcome& o, uint64_t now_ns)
     spdlog::error("client {} '{}': restore onto GPU {} failed ({}) and so did the restore on GPU "
                   "{}: it stays checkpointed",
                   c.id, c.name, to_ordinal, o.status.ToString(), from_ordinal);
-    Transit(c, c.session.Checkpointed());
+    Carry(c, Transit(c, c.session.Checkpointed()));
   } else if (o.detail == kRestoredBack) {
     spdlog::error("client {} '{}': restore onto GPU {} failed ({}); restored it on GPU {}", c.id,
                   c.name, to_ordinal, o.status.ToString(), from_ordinal);

@@ -218,8 +218,11 @@ class ArbiterImpl final : public Arbiter {
   std::string CheckInvariants() const;
   void MaybeCheckInvariants();
   // A transition of c's session (client_session.h): one it refused is a bug of the loop's,
-  // logged and counted (invariant_violations) at once, whatever check_invariants says.
-  void Transit(const Client& c, const Status& transition);
+  // logged and counted (invariant_violations) at once, whatever check_invariants says. Returns
+  // the command the transition asks for (kNone when refused), for Carry.
+  Command Transit(const Client& c, const Transition& transition);
+  // Carries out a transition's command on the reservation book.
+  void Carry(Client& c, Command command);
 
   // ---- orphan reservations (arbiter_orphans.cc; invariant 6)
   // Called by RemoveClient for c before its reservation is released: keeps it as an orphan when

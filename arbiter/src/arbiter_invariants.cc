@@ -2,7 +2,9 @@
 // arbiter's whole state (docs/arbiter.md, "State"). Run after every loop iteration when
 // `check_invariants` is on (the default in debug builds; the fault and hostile-tenant suites turn
 // it on in their daemons), a violation is logged with what is wrong and counted
-// (`invariant_violations`), never ignored silently.
+// (`invariant_violations`), never ignored silently. Also where the loop applies its sessions'
+// transitions (Transit: a refused one is such a violation) and carries out their commands
+// (Carry: client_session.h).
 #include <string>
 
 #include <spdlog/spdlog.h>
@@ -107,11 +109,22 @@ void ArbiterImpl::MaybeCheckInvariants() {
   spdlog::critical("arbiter invariant violated: {}", why);
 }
 
-void ArbiterImpl::Transit(const Client& c, const Status& transition) {
-  if (transition.ok()) return;
+Command ArbiterImpl::Transit(const Client& c, const Transition& transition) {
+  if (transition.ok()) return transition.command;
   ++stats_.invariant_violations;
   spdlog::critical("arbiter invariant violated: client {} '{}': {}", c.id, c.name,
-                   transition.message());
+                   transition.status.message());
+  return Command::kNone;
+}
+
+void ArbiterImpl::Carry(Client& c, Command command) {
+  switch (command) {
+    case Command::kNone:
+      break;
+    case Command::kUnreserve:
+      Unreserve(c);
+      break;
+  }
 }
 
 }  // namespace gshare::arbiter

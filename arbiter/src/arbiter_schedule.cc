@@ -369,7 +369,7 @@ void ArbiterImpl::CompleteTransfer(Client& c, const shm::ClientView& v, uint64_t
   const Transfer t = c.transfers.Pop();
   const bool ok = v.ack_status == shm::SwapAckStatus::kOk;
   // (A move that failed answers its swap-in, not yet issued, as a failed one: no order ended.)
-  if (t.issued) Transit(c, c.session.OrderAcknowledged(ok));
+  const Command command = t.issued ? Transit(c, c.session.OrderAcknowledged(ok)) : Command::kNone;
   const DeviceOrdinal ordinal = gpus_[t.gpu].ordinal;
   OnSwapDone(c, t.gpu, t.op, ok, v.ack_bytes_moved, v.ack_duration_ns);
   if (t.op == shm::SwapOp::kSwapOut) {
@@ -377,7 +377,7 @@ void ArbiterImpl::CompleteTransfer(Client& c, const shm::ClientView& v, uint64_t
            v.ack_duration_ns, v.resident_bytes);
     if (ok) {
       c.shadow = false;
-      Unreserve(c);
+      Carry(c, command);  // its memory left the GPU
     } else {
       spdlog::error("client {} '{}': swap-out failed; it stays resident", c.id, c.name);
       c.shadow = true;  // the policy will believe it is off the GPU
@@ -389,7 +389,8 @@ void ArbiterImpl::CompleteTransfer(Client& c, const shm::ClientView& v, uint64_t
       c.transfers.Succeeded();
       if (t.for_policy) c.shadow = false;
     } else {
-      Unreserve(c);
+      Carry(c, command);            // the target's reservation
+      if (!t.issued) Unreserve(c);  // a failed move's answer: no order ended, the same release
       const uint64_t backoff = c.transfers.Failed();
       if (c.pending_grant && c.pending_grant->first == t.gpu) {
         Transfer retry{shm::SwapOp::kSwapIn, t.gpu, false, policy::SwapKind::kIn};

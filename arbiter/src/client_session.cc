@@ -53,6 +53,16 @@ const char* PhaseName(Phase p) {
 
 bool IsWarm(Phase p) { return p == Phase::kResident || p == Phase::kHolding; }
 
+const char* CommandName(Command c) {
+  switch (c) {
+    case Command::kNone:
+      return "none";
+    case Command::kUnreserve:
+      return "unreserve";
+  }
+  return "?";
+}
+
 Where ClientSession::where() const {
   switch (phase_) {
     case Phase::kResident:
@@ -72,25 +82,26 @@ Where ClientSession::where() const {
   return Where::kOut;
 }
 
-Status ClientSession::Refuse(const char* transition) const {
-  return Status(StatusCode::kInvalidArgument,
-                std::string(transition) + " while " + PhaseName(phase_) +
-                    (op_ != DriverOp::kNone ? std::string(" (") + DriverOpName(op_) + ")" : ""));
+Transition ClientSession::Refuse(const char* transition) const {
+  return {Status(StatusCode::kInvalidArgument,
+                 std::string(transition) + " while " + PhaseName(phase_) +
+                     (op_ != DriverOp::kNone ? std::string(" (") + DriverOpName(op_) + ")" : ""))};
 }
 
-Status ClientSession::AssignGpu(GpuIndex g) {
+Transition ClientSession::AssignGpu(GpuIndex g) {
   if (phase_ != Phase::kOut) return Refuse("a GPU assigned");
   gpu_ = g;
-  return Status::Ok();
+  return {Status::Ok()};
 }
 
-Status ClientSession::ClaimResident() {
+Transition ClientSession::ClaimResident() {
   if (phase_ != Phase::kOut) return Refuse("a resident claim");
   phase_ = Phase::kResident;
-  return Status::Ok();
+  return {
+      Status::Ok()};  // (reserved by the loop only if it fits: a disbelieved claim holds nothing)
 }
 
-Status ClientSession::OrderIssued(shm::SwapOp op, GpuIndex target) {
+Transition ClientSession::OrderIssued(shm::SwapOp op, GpuIndex target) {
   if (op == shm::SwapOp::kSwapIn && phase_ == Phase::kOut) {
     phase_ = Phase::kSwappingIn;
   } else if (op == shm::SwapOp::kSwapOut && phase_ == Phase::kResident && target == gpu_) {
@@ -100,28 +111,31 @@ Status ClientSession::OrderIssued(shm::SwapOp op, GpuIndex target) {
   }
   order_ = op;
   order_target_ = target;
-  return Status::Ok();
+  return {Status::Ok()};
 }
 
-Status ClientSession::OrderAcknowledged(bool ok) {
+Transition ClientSession::OrderAcknowledged(bool ok) {
+  Command command = Command::kNone;
   if (phase_ == Phase::kSwappingIn) {
     phase_ = ok ? Phase::kResident : Phase::kOut;
     if (ok) gpu_ = order_target_;
+    if (!ok) command = Command::kUnreserve;  // its target's reservation
   } else if (phase_ == Phase::kSwappingOut) {
     phase_ = ok ? Phase::kOut : Phase::kResident;
+    if (ok) command = Command::kUnreserve;
   } else {
     return Refuse("an order's acknowledgement");
   }
   order_ = shm::SwapOp::kNone;
-  return Status::Ok();
+  return {Status::Ok(), command};
 }
 
-Status ClientSession::Granted(GpuIndex g) {
+Transition ClientSession::Granted(GpuIndex g) {
   if (phase_ != Phase::kResident || g != gpu_) return Refuse("a grant");
   phase_ = Phase::kHolding;
   holds_ = true;
   hold_gpu_ = g;
-  return Status::Ok();
+  return {Status::Ok()};
 }
 
 void ClientSession::Dropped() {
@@ -130,7 +144,7 @@ void ClientSession::Dropped() {
   if (phase_ == Phase::kHolding) phase_ = Phase::kResident;
 }
 
-Status ClientSession::OpStarted(DriverOp op, uint64_t job, GpuIndex target) {
+Transition ClientSession::OpStarted(DriverOp op, uint64_t job, GpuIndex target) {
   Phase from = Phase::kOut;
   Phase to = Phase::kOut;
   switch (op) {
@@ -159,7 +173,7 @@ Status ClientSession::OpStarted(DriverOp op, uint64_t job, GpuIndex target) {
   op_ = op;
   op_job_ = job;
   op_target_ = target;
-  return Status::Ok();
+  return {Status::Ok()};
 }
 
 DriverOp ClientSession::OpEnded() {
@@ -186,23 +200,26 @@ DriverOp ClientSession::OpEnded() {
   return op;
 }
 
-Status ClientSession::Checkpointed() {
+Transition ClientSession::Checkpointed() {
   if (phase_ != Phase::kResident && phase_ != Phase::kOut) return Refuse("a checkpoint");
+  // From kOut (a failed move left it frozen) it held no reservation of its own: the swap-in it
+  // was moved for answers for its target's.
+  const Command command = phase_ == Phase::kResident ? Command::kUnreserve : Command::kNone;
   phase_ = Phase::kCheckpointed;
-  return Status::Ok();
+  return {Status::Ok(), command};
 }
 
-Status ClientSession::Restored(GpuIndex g) {
+Transition ClientSession::Restored(GpuIndex g) {
   if (phase_ != Phase::kCheckpointed) return Refuse("a restore");
   phase_ = Phase::kResident;
   gpu_ = g;
-  return Status::Ok();
+  return {Status::Ok()};
 }
 
-Status ClientSession::MovedTo(GpuIndex g) {
+Transition ClientSession::MovedTo(GpuIndex g) {
   if (phase_ != Phase::kOut) return Refuse("a move");
   gpu_ = g;
-  return Status::Ok();
+  return {Status::Ok()};
 }
 
 }  // namespace gshare::arbiter

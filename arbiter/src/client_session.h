@@ -1,9 +1,13 @@
 // ClientSession: where one client stands in docs/arbiter.md's state diagram ("Client state
 // machine"), kept as one stored phase, and the only ways to move it: transition methods that
 // check their source phase and refuse (changing nothing) a transition the diagram does not have.
-// The loop (ArbiterImpl) carries out what a transition means — the channel's orders, the
-// reservation book, the policy's events; the session only says where the client is, so that
-// the phase is never a product of flags written in many places.
+// A transition returns a `Transition`: refused, or done with the command the loop (ArbiterImpl)
+// carries out on the reservation book — release the quota's reservation where its memory left
+// the GPU (the shape DoorbellGuard's verdicts have) — so that the book follows the phase instead
+// of a call written beside each transition.
+// The loop carries out the rest of what a transition means (the channel's orders, the policy's
+// events); the session only says where the client is, so that the phase is never a product of
+// flags written in many places.
 //
 // Phases and transitions (the intermediate phases a driver job needs included):
 //   kOut ──OrderIssued(swap-in)──> kSwappingIn ──OrderAcknowledged──> kResident | kOut (failed)
@@ -65,6 +69,25 @@ enum class Phase : uint8_t {
   kMoving,        // the driver worker moves its contexts to another GPU before a swap-in
 };
 const char* PhaseName(Phase p);
+
+// What the loop must do to the reservation book after a transition:
+//   OrderAcknowledged: a swap-out done, a swap-in failed -> kUnreserve (its memory left the GPU,
+//                                                           or never came: its target's)
+//   Checkpointed from kResident                          -> kUnreserve (the driver holds it)
+// Every other transition: kNone. Reservations are made by the loop before the memory arrives,
+// where it decides that it fits (a swap-in's or a restore's target before its order or job, a
+// registration's resident claim that fits), and stay when the transition succeeds.
+enum class Command : uint8_t { kNone, kUnreserve };
+const char* CommandName(Command c);
+
+// A transition's result: refused (`status` says why; nothing changed, no command) or done, with
+// the command to carry out.
+struct [[nodiscard]] Transition {
+  Status status;
+  Command command = Command::kNone;
+  bool ok() const { return status.ok(); }
+  operator Status() const { return status; }  // NOLINT: where only success matters
+};
 // Warm: the instance's memory is on its GPU and stays there (resident or holding): a request
 // sent to it waits for no swap-in or restore (the `instances` view, for platforms' routers).
 bool IsWarm(Phase p);
@@ -91,20 +114,20 @@ class ClientSession {
 
   // ---- registration
   // kOut: the GPU the registration assigned (nothing happened to the client yet).
-  Status AssignGpu(GpuIndex g);
+  Transition AssignGpu(GpuIndex g);
   // kOut -> kResident on gpu(): a fresh vGPU that fits, or a resident claim believed.
-  Status ClaimResident();
+  Transition ClaimResident();
 
   // ---- swap orders (one in flight: invariant 4)
   // kOut -> kSwappingIn (target: where it goes), kResident -> kSwappingOut (target: gpu()).
-  Status OrderIssued(shm::SwapOp op, GpuIndex target);
+  Transition OrderIssued(shm::SwapOp op, GpuIndex target);
   // The order in flight acknowledged: a swap-in that worked makes it resident on its target, one
   // that failed leaves it out; a swap-out that worked leaves it out, one that failed resident.
-  Status OrderAcknowledged(bool ok);
+  Transition OrderAcknowledged(bool ok);
 
   // ---- the token (invariant 3)
   // kResident on g -> kHolding.
-  Status Granted(GpuIndex g);
+  Transition Granted(GpuIndex g);
   // Its hold ends (a release, a revocation, its removal): kHolding -> kResident; while being
   // enforced on, the hold ends and the job goes on. Nothing to do when it does not hold.
   void Dropped();
@@ -112,20 +135,20 @@ class ClientSession {
   // ---- driver operations (one in flight)
   // kEnforcing and kTerminating from kHolding; kDeepEvicting from kResident; kRestoring from
   // kCheckpointed and kMoving from kOut, each with its target GPU.
-  Status OpStarted(DriverOp op, uint64_t job, GpuIndex target = GpuIndex{});
+  Transition OpStarted(DriverOp op, uint64_t job, GpuIndex target = GpuIndex{});
   // The job's completion: back to the phase it started from (kHolding only if its hold still
   // stands). Returns the operation that ended (kNone: none was in flight).
   DriverOp OpEnded();
   // kResident (a checkpoint after the hold was dropped, a deep eviction) or kOut (a failed move
   // left it frozen) -> kCheckpointed.
-  Status Checkpointed();
+  Transition Checkpointed();
   // kCheckpointed -> kResident on `g` (a restore).
-  Status Restored(GpuIndex g);
+  Transition Restored(GpuIndex g);
   // kOut: its contexts are on `g` now (a move done before its swap-in).
-  Status MovedTo(GpuIndex g);
+  Transition MovedTo(GpuIndex g);
 
  private:
-  Status Refuse(const char* transition) const;
+  Transition Refuse(const char* transition) const;
 
   Phase phase_ = Phase::kOut;
   GpuIndex gpu_;

@@ -73,6 +73,34 @@ TEST(ClientSession, FailedOrdersLeaveTheMemoryWhereItWas) {
   EXPECT_EQ(s.phase(), Phase::kResident);
 }
 
+// The commands transitions hand the loop: the reservation is released exactly where the memory
+// left the GPU (a swap-out done, a checkpoint of a resident client) or never arrived (a swap-in
+// that failed: its target's); nothing else releases or takes one, and a refused transition
+// carries no command.
+TEST(ClientSession, TransitionsSayWhenTheReservationIsReleased) {
+  ClientSession s(kG0);
+  ASSERT_TRUE(s.OrderIssued(shm::SwapOp::kSwapIn, kG1).ok());
+  EXPECT_EQ(s.OrderAcknowledged(false).command, Command::kUnreserve);
+  ASSERT_TRUE(s.OrderIssued(shm::SwapOp::kSwapIn, kG1).ok());
+  EXPECT_EQ(s.OrderAcknowledged(true).command, Command::kNone);
+  ASSERT_TRUE(s.OrderIssued(shm::SwapOp::kSwapOut, kG1).ok());
+  EXPECT_EQ(s.OrderAcknowledged(false).command, Command::kNone);  // still resident
+  ASSERT_TRUE(s.OrderIssued(shm::SwapOp::kSwapOut, kG1).ok());
+  EXPECT_EQ(s.OrderAcknowledged(true).command, Command::kUnreserve);
+  EXPECT_EQ(s.Checkpointed().command, Command::kNone);  // from out: it held nothing
+  EXPECT_EQ(s.Restored(kG1).command, Command::kNone);   // reserved before the job
+  EXPECT_EQ(s.Checkpointed().command, Command::kUnreserve);
+
+  ClientSession c(kG0);
+  const Transition claim = c.ClaimResident();
+  EXPECT_TRUE(claim.ok());
+  EXPECT_EQ(claim.command, Command::kNone);              // the loop reserves it only if it fits
+  const Transition refused = c.OrderAcknowledged(true);  // no order in flight
+  EXPECT_FALSE(refused.ok());
+  EXPECT_EQ(refused.command, Command::kNone);
+  EXPECT_STREQ(CommandName(Command::kUnreserve), "unreserve");
+}
+
 TEST(ClientSession, EnforcementCheckpointsAHolderAndARestoreBringsItBack) {
   ClientSession s(kG0);
   ASSERT_TRUE(s.ClaimResident().ok());
