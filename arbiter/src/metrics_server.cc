@@ -93,6 +93,7 @@ struct MetricsServer::Impl {
   MetricsConfig config;
   httplib::Server server;
   std::thread thread;
+  std::atomic<bool> listen_returned{false};
   std::mutex mu;
   std::string text;  // guarded by mu
   std::atomic<bool> refusal_logged{false};
@@ -159,14 +160,18 @@ shm::Result<std::unique_ptr<MetricsServer>> MetricsServer::Start(const MetricsCo
     spdlog::warn("metrics: serving {} beyond loopback to {}", config.address,
                  config.allow_any ? "every client (metrics_allow = any)" : "the metrics_allow list");
   }
-  raw->thread = std::thread([raw] { raw->server.listen_after_bind(); });
+  raw->thread = std::thread([raw] {
+    raw->server.listen_after_bind();
+    raw->listen_returned.store(true);
+  });
   return std::unique_ptr<MetricsServer>(new MetricsServer(std::move(impl)));
 }
 
 MetricsServer::~MetricsServer() {
-  // stop() does nothing before the accept loop has started (cpp-httplib 0.11): wait for it
-  // (bounded, in case listen_after_bind failed and returned).
-  for (int i = 0; i < 1000 && !impl_->server.is_running(); ++i)
+  // stop() does nothing before the accept loop has started (cpp-httplib 0.11): wait for it, or
+  // for listen_after_bind to have given up. A bounded wait would leave the join below hanging
+  // on a loaded machine where the thread starts late.
+  while (!impl_->server.is_running() && !impl_->listen_returned.load())
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   impl_->server.stop();
   if (impl_->thread.joinable()) impl_->thread.join();

@@ -4,6 +4,8 @@
 // option errors).
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -107,9 +109,15 @@ class FakeServer {
     });
     http_.Post("/v2/models/fake/infer", std::move(infer));
     port_ = http_.bind_to_any_port("127.0.0.1");
-    thread_ = std::thread([this] { http_.listen_after_bind(); });
+    thread_ = std::thread([this] {
+      http_.listen_after_bind();
+      listen_returned_.store(true);
+    });
   }
   ~FakeServer() {
+    // cpp-httplib 0.11's stop() does nothing before the accept loop has started.
+    while (!http_.is_running() && !listen_returned_.load())
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
     http_.stop();
     thread_.join();
   }
@@ -121,6 +129,7 @@ class FakeServer {
   httplib::Server http_;
   int port_ = 0;
   std::thread thread_;
+  std::atomic<bool> listen_returned_{false};
 };
 
 TEST(Loadgen, ReportsWrongAnswersAndFails) {

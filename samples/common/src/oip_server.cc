@@ -2,6 +2,7 @@
 #include "sample/oip_server.h"
 
 #include <chrono>
+#include <thread>
 
 #include <httplib.h>
 #include <nlohmann/json.hpp>
@@ -44,9 +45,20 @@ int OipServer::Bind(const std::string& host, int port) {
   return http_->bind_to_port(host, port) ? port : -1;
 }
 
-bool OipServer::Listen() { return http_->listen_after_bind(); }
+bool OipServer::Listen() {
+  const bool ok = http_->listen_after_bind();
+  listen_returned_.store(true);
+  return ok;
+}
 
-void OipServer::Stop() { http_->stop(); }
+void OipServer::Stop() {
+  // cpp-httplib 0.11's stop() does nothing before the accept loop has started, so a Stop that
+  // comes first (a model that fails to load at once) would leave Listen serving for ever: wait
+  // until the loop runs, or Listen has given up.
+  while (!http_->is_running() && !listen_returned_.load())
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  http_->stop();
+}
 
 void OipServer::Routes() {
   httplib::Server& s = *http_;

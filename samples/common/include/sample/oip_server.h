@@ -44,7 +44,7 @@ class OipServer {
   int Bind(const std::string& host, int port);
   // Serves until Stop(); call on its own thread after Bind.
   bool Listen();
-  // Thread-safe; Listen returns soon after.
+  // Thread-safe; Listen returns soon after. Listen must have been started on its thread.
   void Stop();
   // Marks the model loaded (ready endpoints turn 200).
   void SetReady() { ready_.store(true); }
@@ -58,6 +58,7 @@ class OipServer {
   uint64_t seed_;
   std::unique_ptr<httplib::Server> http_;
   std::atomic<bool> ready_{false};
+  std::atomic<bool> listen_returned_{false};
   std::mutex infer_mu_;
   std::atomic<uint64_t> inferences_{0}, errors_{0}, busy_us_{0};
 };
