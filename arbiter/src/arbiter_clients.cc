@@ -234,7 +234,7 @@ bool ArbiterImpl::ConnectClient(Client& c, Arrival& a, uint64_t now_ns) {
   }
   c.chan.CloseChannelFd();
   c.conn = std::move(a.conn);
-  if (auto s = AddFd(c.conn.fd(), kTagConn | c.id); !s.ok()) {
+  if (auto s = poller_.Add(c.conn.fd(), kTagConn | c.id, /*hangup=*/true); !s.ok()) {
     spdlog::error("{}", s.ToString());
     reaper_.Dispose(std::move(c.conn));
     return false;
@@ -242,15 +242,15 @@ bool ArbiterImpl::ConnectClient(Client& c, Arrival& a, uint64_t now_ns) {
   c.doorbell = DoorbellGuard(
       {config_.doorbell_rate, static_cast<uint64_t>(config_.doorbell_flood_disconnect.count())},
       now_ns);
-  if (auto s = AddFd(c.chan.doorbell_fd(), kTagDoorbell | c.id); !s.ok()) {
+  if (auto s = poller_.Add(c.chan.doorbell_fd(), kTagDoorbell | c.id); !s.ok()) {
     spdlog::error("{}", s.ToString());
-    DelFd(c.conn.fd());
+    poller_.Remove(c.conn.fd());
     reaper_.Dispose(std::move(c.conn));
     return false;
   }
   // The registering process's exit ends the client even if its connection lives on in another
   // process (a forked child inherits it): a pidfd polls readable once its process exited.
-  if (c.conn.pidfd() >= 0) c.pid_watched = AddFd(c.conn.pidfd(), kTagClientExit | c.id).ok();
+  if (c.conn.pidfd() >= 0) c.pid_watched = poller_.Add(c.conn.pidfd(), kTagClientExit | c.id).ok();
   return true;
 }
 
@@ -271,12 +271,11 @@ void ArbiterImpl::Admit(std::unique_ptr<Client> c, bool reregister, uint64_t now
   if (!c->transfers.empty()) RecordOrderBegin(*c, c->transfers.front(), ordinal);
 
   const policy::FunctionSpec spec = SpecOf(*c);
-  c->fid = AllocateFid(c->id);
+  c->fid = clients_.Bind(c->id);
   const policy::FunctionId fid = c->fid;
-  Client& admitted = *c;
-  clients_.emplace(c->id, std::move(c));
+  Client& admitted = clients_.Add(std::move(c));
   Deliver(now_ns, policy::FunctionRegistered{fid, spec});
-  if (ById(admitted.id) != nullptr) AdviseShare(admitted);
+  if (clients_.Find(admitted.id) != nullptr) AdviseShare(admitted);
 }
 
 void ArbiterImpl::FinishRegistration(Arrival a, int driver_state, uint64_t now_ns) {
@@ -293,7 +292,7 @@ void ArbiterImpl::FinishRegistration(Arrival a, int driver_state, uint64_t now_n
   a.had_orphan = OnRegistrationFrom(peer.pid, now_ns);
 
   auto c = std::make_unique<Client>();
-  c->id = next_client_id_++;
+  c->id = clients_.NextId();
   c->pid = peer.pid;
   c->uid = peer.uid;
   c->gid = peer.gid;
@@ -368,29 +367,15 @@ void ArbiterImpl::FinishRegistration(Arrival a, int driver_state, uint64_t now_n
   Admit(std::move(c), reregister, now_ns);
 }
 
-policy::FunctionId ArbiterImpl::AllocateFid(uint32_t client_id) {
-  if (!free_fids_.empty()) {
-    const policy::FunctionId fid = free_fids_.back();
-    free_fids_.pop_back();
-    fid_to_client_[fid] = client_id;
-    return fid;
-  }
-  fid_to_client_.push_back(client_id);
-  return static_cast<policy::FunctionId>(fid_to_client_.size() - 1);
-}
-
 void ArbiterImpl::ReleaseFid(policy::FunctionId fid) {
   // Reusable once the policy has handled its FunctionGone (the end of the Deliver in progress,
   // if any): policy.h, protocol item 5.
-  gone_fids_.push_back(fid);
-  if (!delivering_) {
-    free_fids_.insert(free_fids_.end(), gone_fids_.begin(), gone_fids_.end());
-    gone_fids_.clear();
-  }
+  clients_.Retire(fid);
+  if (!delivering_) clients_.Recycle();
 }
 
 void ArbiterImpl::OnClientExit(uint32_t client_id, uint64_t now_ns) {
-  Client* c = ById(client_id);
+  Client* c = clients_.Find(client_id);
   if (c == nullptr || !ProcessExited(c->conn.pidfd())) return;
   // Its connection would have told us too, unless another process holds a copy of it.
   ++stats_.client_deaths;
@@ -402,7 +387,7 @@ void ArbiterImpl::OnClientExit(uint32_t client_id, uint64_t now_ns) {
 }
 
 void ArbiterImpl::OnConnectionEvent(uint32_t client_id, uint64_t now_ns) {
-  Client* c = ById(client_id);
+  Client* c = clients_.Find(client_id);
   if (c == nullptr) return;
   std::vector<shm::UniqueFd> carried;  // descriptors a peer sent anyway (kernels < 6.16)
   auto packet = shm::ReceivePacket(c->conn.fd(), std::chrono::nanoseconds(0), &carried);
@@ -413,7 +398,7 @@ void ArbiterImpl::OnConnectionEvent(uint32_t client_id, uint64_t now_ns) {
     // may not have been seen yet when both wake the same loop iteration.
     spdlog::info("client {} '{}' said goodbye", c->id, c->name);
     if (c->session.op() == DriverOp::kNone) PollClient(*c, now_ns);
-    if (ById(client_id) == nullptr) return;  // the last read found it malformed
+    if (clients_.Find(client_id) == nullptr) return;  // the last read found it malformed
     RemoveClient(client_id, Unregister::kClean, now_ns);
     return;
   }
@@ -443,12 +428,12 @@ const char* UnregisterName(Unregister r) {
 }
 
 void ArbiterImpl::RemoveClient(uint32_t client_id, Unregister reason, uint64_t now_ns) {
-  auto it = clients_.find(client_id);
-  if (it == clients_.end()) return;
-  Client& c = *it->second;
-  DelFd(c.conn.fd());
-  DelFd(c.chan.doorbell_fd());
-  if (c.pid_watched) DelFd(c.conn.pidfd());
+  Client* found = clients_.Find(client_id);
+  if (found == nullptr) return;
+  Client& c = *found;
+  poller_.Remove(c.conn.fd());
+  poller_.Remove(c.chan.doorbell_fd());
+  if (c.pid_watched) poller_.Remove(c.conn.pidfd());
   c.pid_watched = false;
   if (c.session.op() != DriverOp::kNone) {
     // A driver operation on its process is in flight: what the process holds when it ends is
@@ -477,23 +462,12 @@ void ArbiterImpl::RemoveClient(uint32_t client_id, Unregister reason, uint64_t n
   if (reason == Unregister::kUnenforceable) OnUnenforceable(c, now_ns);
   reaper_.Dispose(std::move(c.conn));  // its queue may hold descriptors a peer sent
   const policy::FunctionId fid = c.fid;
-  fid_to_client_[fid] = 0;
-  clients_.erase(it);
+  clients_.Remove(client_id);
   if (!stopping_) {
     Deliver(now_ns, policy::FunctionGone{fid});
     ReleaseFid(fid);
   }
   PumpTransfers(now_ns);
-}
-
-Client* ArbiterImpl::ById(uint32_t id) {
-  auto it = clients_.find(id);
-  return it == clients_.end() ? nullptr : it->second.get();
-}
-
-Client* ArbiterImpl::ByFid(policy::FunctionId fid) {
-  if (fid >= fid_to_client_.size() || fid_to_client_[fid] == 0) return nullptr;
-  return ById(fid_to_client_[fid]);
 }
 
 }  // namespace gshare::arbiter

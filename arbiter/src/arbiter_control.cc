@@ -76,7 +76,7 @@ json ArbiterImpl::HandleControl(const json& req, ControlAccess access, const Con
   if (!req.contains("client")) return ControlError(cmd + ": \"client\" is missing");
   Client* c = nullptr;
   if (const auto id = ParseUnsigned(req["client"]); id && *id <= UINT32_MAX) {
-    c = ById(static_cast<uint32_t>(*id));
+    c = clients_.Find(static_cast<uint32_t>(*id));
   } else if (req["client"].is_string()) {
     const std::string name = req["client"].get<std::string>();
     for (auto& [cid, other] : clients_) {
@@ -153,7 +153,7 @@ void ArbiterImpl::EnforceDrains(uint64_t now) {
   for (const GpuIndex g : gpus_.indices()) {
     if (!gpus_[g].drained) continue;
     for (uint32_t hid : std::vector<uint32_t>(gpus_[g].holders.ids()))
-      if (Client* h = ById(hid); h != nullptr && !h->preempt_sent) Preempt(*h, now);
+      if (Client* h = clients_.Find(hid); h != nullptr && !h->preempt_sent) Preempt(*h, now);
     std::vector<Client*> out;
     for (auto& [id, c] : clients_) {
       if (ReservedOn(*c) != g || c->session.holding() || c->mps_share != 0) continue;  // MPS: stays
@@ -226,13 +226,13 @@ void ArbiterImpl::ApplyPendingSlos(uint64_t now) {
   }
   any_pending_slo_ = waiting;
   for (uint32_t id : ready) {
-    Client* c = ById(id);
+    Client* c = clients_.Find(id);
     if (c == nullptr) continue;
     // The policy knows a function's SLO from its registration: re-register it under another
     // policy id (the old one is reused only after its FunctionGone). Its history starts afresh.
     const policy::FunctionId old_fid = c->fid;
-    fid_to_client_[old_fid] = 0;
-    c->fid = AllocateFid(c->id);
+    clients_.Unbind(old_fid);
+    c->fid = clients_.Bind(c->id);
     c->slo_ms = *c->pending_slo;
     c->pending_slo.reset();
     if (c->session.where() == Where::kResident)

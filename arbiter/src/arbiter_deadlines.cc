@@ -83,7 +83,7 @@ void ArbiterImpl::RunDue(uint64_t now_ns) {
       UnmuteDoorbell(e, now_ns);
       continue;
     }
-    Client* c = ById(e.client_id);
+    Client* c = clients_.Find(e.client_id);
     if (c == nullptr || !DeadlineQueue::Claim(c->deadline_marks, e)) continue;  // stale
     const uint64_t due = DeadlineOf(*c, e.kind, now_ns);
     if (due > now_ns) {  // moved later since (or gone: UINT64_MAX is never scheduled)
@@ -103,7 +103,7 @@ void ArbiterImpl::RunDue(uint64_t now_ns) {
     }
   }
   for (const uint32_t id : late) {
-    Client* c = ById(id);
+    Client* c = clients_.Find(id);
     if (c == nullptr) continue;
     spdlog::error("client {} '{}' (pid {}) has not acknowledged swap order {} in {} s; it no "
                   "longer reads its channel: disconnecting it",

@@ -118,7 +118,7 @@ void ArbiterImpl::OnDriverCompletions(uint64_t now_ns) {
     if (it == client_jobs_.end()) continue;
     const uint32_t id = it->second;
     client_jobs_.erase(it);
-    Client* c = ById(id);
+    Client* c = clients_.Find(id);
     if (c == nullptr || c->session.op_job() != job) continue;
     const DriverOp op = c->session.OpEnded();
     switch (op) {
@@ -141,7 +141,7 @@ void ArbiterImpl::OnDriverCompletions(uint64_t now_ns) {
         break;
     }
     // A removal that waited for the operation happens now (unless it left already).
-    if (Client* left = ById(id);
+    if (Client* left = clients_.Find(id);
         left != nullptr && left->removal_pending && left->session.op() == DriverOp::kNone) {
       const Unregister reason = *left->removal_pending;
       left->removal_pending.reset();

@@ -1,5 +1,5 @@
 // ArbiterImpl: the state and event loop behind Arbiter (arbiter.h). Split over these files:
-//   arbiter_loop.cc      - epoll loop, timers, signals, shutdown;
+//   arbiter_loop.cc      - the loop (waiting on an EventPoller, dispatch by tag), shutdown;
 //   arbiter_clients.cc   - registration (arrivals from the intake), validation, tenants' limits,
 //                          liveness (socket EOF, the registering process's exit), removal;
 //   arbiter_driver.cc    - driver calls about processes (enforcement, deep eviction, restore,
@@ -19,7 +19,8 @@
 // client's phase and its transitions), SwapOrders (a client's swap orders, their deadline and
 // back-off), ReservationBook (the memory promised on each GPU), LeaseBook (where the lease
 // offers stand), StatusViews (what the control socket shows), DeadlineQueue (timed work),
-// CorunBook (co-run sets), TenantLimits, DoorbellGuard.
+// CorunBook (co-run sets), TenantLimits, DoorbellGuard, ClientTable (the clients by id and by
+// policy function id), EventPoller (the epoll set, timer, wake-up and signal descriptors).
 // Collaborators on threads of their own: RegistrationIntake (the registration socket's I/O),
 // DriverWorker (driver calls), FdReaper (closing what a peer may make block).
 //
@@ -67,12 +68,14 @@
 
 #include "arbiter_state.h"
 #include "client_session.h"
+#include "client_table.h"
 #include "control_server.h"
 #include "corun.h"
 #include "deadline_queue.h"
 #include "doorbell_guard.h"
 #include "driver.h"
 #include "driver_worker.h"
+#include "event_poller.h"
 #include "fd_reaper.h"
 #include "gpu_ids.h"
 #include "gshare/arbiter/arbiter.h"
@@ -104,8 +107,6 @@ class ArbiterImpl final : public Arbiter {
 
  private:
   // ---- loop (arbiter_loop.cc)
-  shm::Status AddFd(int fd, uint64_t tag);
-  void DelFd(int fd);
   void ArmTimer(uint64_t now_ns);
   void OnSignal();
   void BeginShutdown(const char* why);
@@ -354,19 +355,16 @@ class ArbiterImpl final : public Arbiter {
   // The read-only views of the state the status, clients and instances commands answer with
   // (status_views.h).
   StatusViews Views() const {
-    return StatusViews(clients_, gpus_, book_, orphans_, corun_, mps_, telemetry_);
+    return StatusViews(clients_.all(), gpus_, book_, orphans_, corun_, mps_, telemetry_);
   }
   nlohmann::json Drain(GpuIndex g, bool drain, uint64_t now_ns);
   nlohmann::json Evict(Client& c, uint64_t now_ns);
   nlohmann::json SetSlo(Client& c, uint32_t slo_ms, uint64_t now_ns);
   void EnforceDrains(uint64_t now_ns);
   void ApplyPendingSlos(uint64_t now_ns);
-  Client* ByFid(policy::FunctionId fid);
   // A policy function id for client `client_id` (a free one first), and giving one back after
   // its FunctionGone was delivered.
-  policy::FunctionId AllocateFid(uint32_t client_id);
   void ReleaseFid(policy::FunctionId fid);
-  Client* ById(uint32_t id);
 
   ArbiterConfig config_;
   // First among the members: destroyed last, after everything that hands it objects.
@@ -417,20 +415,11 @@ class ArbiterImpl final : public Arbiter {
   // reused pid is a new process), pruned of exited processes as it grows.
   std::map<pid_t, uint64_t> resident_claims_;
   IntakeStats intake_seen_;  // the intake's counters as last folded into stats_
-  shm::UniqueFd epoll_;
-  shm::UniqueFd timer_;
-  shm::UniqueFd signal_;
-  shm::UniqueFd stop_;
+  EventPoller poller_;  // epoll set, timer, Stop()'s wake-up, signals (event_poller.h)
 
-  std::map<uint32_t, std::unique_ptr<Client>> clients_;
+  ClientTable clients_;  // by client id and policy function id (client_table.h)
   std::map<uint32_t, Orphan> orphans_;  // by Orphan::id
   uint32_t next_orphan_id_ = 1;
-  std::vector<uint32_t> fid_to_client_;  // policy function id -> client id (0 = gone)
-  // Policy function ids are reused (policy.h, protocol item 5): free ones, and ones whose
-  // FunctionGone is being handled by the policy right now (freed at the end of that Deliver).
-  std::vector<policy::FunctionId> free_fids_;
-  std::vector<policy::FunctionId> gone_fids_;
-  uint32_t next_client_id_ = 1;
   std::deque<std::pair<uint64_t, policy::EventBody>> pending_events_;  // completions to deliver
   bool delivering_ = false;
   policy::Time policy_now_ = 0;

@@ -78,13 +78,12 @@ std::string ArbiterImpl::CheckInvariants() const {
     const std::string name = "GPU " + std::to_string(gpu.ordinal.value());
     std::vector<CorunMember> members;
     for (uint32_t hid : gpu.holders.ids()) {
-      const auto it = clients_.find(hid);
-      if (it == clients_.end() || !it->second->session.holding() ||
-          it->second->session.hold_gpu() != g) {
+      const Client* h = clients_.Find(hid);
+      if (h == nullptr || !h->session.holding() || h->session.hold_gpu() != g) {
         fail(name + "'s holder " + std::to_string(hid) + " does not hold it");
         continue;
       }
-      members.push_back(MemberOf(*it->second));
+      members.push_back(MemberOf(*h));
     }
     if (gpu.holders.size() <= 1) continue;
     if (!corun_.Enabled(g)) fail(name + " has " + std::to_string(gpu.holders.size()) +

@@ -110,7 +110,7 @@ bool ArbiterImpl::PollLease(Client& c, shm::Result<shm::ClientView>& view, uint6
   if (s == shm::LeaseStatus::kTaken) {
     const uint32_t id = c.id;
     AdoptLease(c, now_ns);
-    if (ById(id) == nullptr) return false;
+    if (clients_.Find(id) == nullptr) return false;
     // The view's `released` referred to the previous grant: read it again for the adopted one
     // (a client that took, ran and released before we looked is seen releasing now).
     auto again = c.chan.ReadClient(std::max(now_ns, NowNs()));
@@ -162,7 +162,7 @@ void ArbiterImpl::RevokeLease(Client& c, uint64_t now_ns) {
 void ArbiterImpl::RevokeLeasesOn(GpuIndex g, const Client* except, uint64_t now_ns) {
   // The book's offers on g only, not every client (a copy: revoking ends entries).
   for (const uint32_t id : leases_.OffersOn(g)) {
-    Client* o = ById(id);
+    Client* o = clients_.Find(id);
     if (o == nullptr) {
       leases_.Ended(id);
     } else if (o != except) {
@@ -199,7 +199,7 @@ bool ArbiterImpl::LeaseBeforeGrant(Client& c, GpuIndex g, policy::Duration slice
                                                     1, static_cast<policy::Duration>(gpu_ns / 1000))});
     // Its next burst may have begun meanwhile and asked while this one was outstanding (a
     // client waiting to be swapped in asks once): started now, or it would wait for ever.
-    if (ById(c.id) != nullptr)
+    if (clients_.Find(c.id) != nullptr)
       if (auto v = c.chan.ReadClient(std::max(now_ns, NowNs())); v.ok())
         StartBurstIfAsked(c, *v, /*wants=*/false, now_ns);
     return true;
@@ -209,7 +209,7 @@ bool ArbiterImpl::LeaseBeforeGrant(Client& c, GpuIndex g, policy::Duration slice
   // A lease holder is always alone on its GPU (leases are offered on free GPUs only).
   const uint32_t h = gpus_[g].holders.Other(c.id);
   if (h != 0) {
-    const Client* o = ById(h);
+    const Client* o = clients_.Find(h);
     if (o != nullptr && o->lease.unconfirmed()) {
       // A lease take won the race with this grant (the policy learns of it in the BurstStart
       // queued just now): the grant is answered as a slice that ended, and is asked again.

@@ -1,18 +1,12 @@
-// The arbiter's event loop: epoll over the registration socket, client connections (liveness)
-// and doorbells, a timerfd for slice ends / preemption grace / policy wakeups, a signalfd for
-// SIGTERM/SIGINT and an eventfd for Stop(); doorbell flooding (DoorbellGuard); plus creation,
-// shutdown and statistics.
+// The arbiter's event loop: waits (EventPoller) on the registration intake, client connections
+// (liveness) and doorbells, the driver worker, the control socket, a timer for slice ends /
+// preemption grace / policy wakeups, SIGTERM/SIGINT and Stop(), and dispatches each by its tag;
+// doorbell flooding (DoorbellGuard); plus creation, shutdown and statistics.
 #include <signal.h>
-#include <sys/epoll.h>
-#include <sys/eventfd.h>
-#include <sys/signalfd.h>
-#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <fstream>
 #include <random>
 
@@ -181,31 +175,15 @@ shm::Status ArbiterImpl::Init(bool handle_signals) {
     control_ = std::move(*control);
   }
 
-  epoll_.Reset(::epoll_create1(EPOLL_CLOEXEC));
-  timer_.Reset(::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC));
-  stop_.Reset(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
-  if (!epoll_ || !timer_ || !stop_) return shm::Status::FromErrno("epoll/timerfd/eventfd", errno);
-  if (handle_signals) {
-    sigset_t mask;
-    sigemptyset(&mask);
-    sigaddset(&mask, SIGTERM);
-    sigaddset(&mask, SIGINT);
-    if (::pthread_sigmask(SIG_BLOCK, &mask, nullptr) != 0)
-      return shm::Status::FromErrno("pthread_sigmask", errno);
-    signal_.Reset(::signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC));
-    if (!signal_) return shm::Status::FromErrno("signalfd", errno);
-    if (auto s = AddFd(signal_.get(), kTagSignal); !s.ok()) return s;
-  }
+  if (auto s = poller_.Open({kTagTimer, kTagStop, kTagSignal}, handle_signals); !s.ok()) return s;
   // SIGPIPE would kill the daemon when a client dies mid-send; sends use MSG_NOSIGNAL anyway.
   ::signal(SIGPIPE, SIG_IGN);
-  if (auto s = AddFd(intake_->fd(), kTagIntake); !s.ok()) return s;
+  if (auto s = poller_.Add(intake_->fd(), kTagIntake); !s.ok()) return s;
   if (worker_) {
-    if (auto s = AddFd(worker_->fd(), kTagDriver); !s.ok()) return s;
+    if (auto s = poller_.Add(worker_->fd(), kTagDriver); !s.ok()) return s;
   }
-  if (auto s = AddFd(timer_.get(), kTagTimer); !s.ok()) return s;
-  if (auto s = AddFd(stop_.get(), kTagStop); !s.ok()) return s;
   if (control_) {
-    if (auto s = AddFd(control_->fd(), kTagControl); !s.ok()) return s;
+    if (auto s = poller_.Add(control_->fd(), kTagControl); !s.ok()) return s;
   }
   if (auto s = StartMpsDaemons(); !s.ok()) return s;
 
@@ -222,37 +200,17 @@ shm::Status ArbiterImpl::Init(bool handle_signals) {
   return {};
 }
 
-shm::Status ArbiterImpl::AddFd(int fd, uint64_t tag) {
-  epoll_event ev{};
-  ev.events = EPOLLIN | ((tag & 0xFFFFFFFF00000000ULL) == kTagConn ? EPOLLRDHUP : 0U);
-  ev.data.u64 = tag;
-  if (::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, fd, &ev) != 0)
-    return shm::Status::FromErrno("epoll_ctl(ADD)", errno);
-  return {};
-}
-
-void ArbiterImpl::DelFd(int fd) { (void)::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, fd, nullptr); }
-
-void ArbiterImpl::Stop() {
-  const uint64_t one = 1;
-  (void)!::write(stop_.get(), &one, sizeof(one));
-}
+void ArbiterImpl::Stop() { poller_.Wake(); }
 
 void ArbiterImpl::ArmTimer(uint64_t now_ns) {
   uint64_t at = NextDeadlineNs();
   if (stopping_) at = std::min(at, stop_deadline_ns_);
   if (metrics_dirty_) at = std::min(at, metrics_published_ns_ + kMetricsPeriodNs);
-  itimerspec spec{};
-  if (at != UINT64_MAX) {
-    at = std::max(at, now_ns + 1);
-    spec.it_value.tv_sec = static_cast<time_t>(at / 1'000'000'000ULL);
-    spec.it_value.tv_nsec = static_cast<long>(at % 1'000'000'000ULL);
-  }
-  (void)::timerfd_settime(timer_.get(), TFD_TIMER_ABSTIME, &spec, nullptr);
+  poller_.ArmAt(at == UINT64_MAX ? at : std::max(at, now_ns + 1));
 }
 
 void ArbiterImpl::OnDoorbell(uint32_t id, uint64_t now_ns) {
-  Client* c = ById(id);
+  Client* c = clients_.Find(id);
   if (c == nullptr) return;
   // One read per wake-up, whatever the count: the work a doorbell causes is one loop iteration,
   // and every iteration reads each client's channel once (PollAll).
@@ -282,15 +240,12 @@ void ArbiterImpl::OnDoorbell(uint32_t id, uint64_t now_ns) {
 }
 
 void ArbiterImpl::WatchDoorbell(const Client& c, bool watch) {
-  epoll_event ev{};
-  ev.events = watch ? EPOLLIN : 0U;  // no events: the eventfd stays registered, unreported
-  ev.data.u64 = kTagDoorbell | c.id;
-  if (::epoll_ctl(epoll_.get(), EPOLL_CTL_MOD, c.chan.doorbell_fd(), &ev) != 0)
-    spdlog::warn("epoll_ctl(MOD) of client {}'s doorbell: {}", c.id, std::strerror(errno));
+  if (auto s = poller_.Watch(c.chan.doorbell_fd(), kTagDoorbell | c.id, watch); !s.ok())
+    spdlog::warn("client {}'s doorbell: {}", c.id, s.ToString());
 }
 
 void ArbiterImpl::UnmuteDoorbell(const DeadlineQueue::Entry& e, uint64_t now_ns) {
-  Client* c = ById(e.client_id);
+  Client* c = clients_.Find(e.client_id);
   // Stale: the client left, or its doorbell was unmuted and muted again later (that mute has
   // its own entry).
   if (c == nullptr || !c->doorbell.muted() || now_ns < c->doorbell.unmute_ns()) return;
@@ -299,10 +254,7 @@ void ArbiterImpl::UnmuteDoorbell(const DeadlineQueue::Entry& e, uint64_t now_ns)
 }
 
 void ArbiterImpl::OnSignal() {
-  signalfd_siginfo info{};
-  while (::read(signal_.get(), &info, sizeof(info)) == sizeof(info)) {
-    BeginShutdown(info.ssi_signo == SIGINT ? "SIGINT" : "SIGTERM");
-  }
+  for (const int sig : poller_.TakeSignals()) BeginShutdown(sig == SIGINT ? "SIGINT" : "SIGTERM");
 }
 
 void ArbiterImpl::BeginShutdown(const char* why) {
@@ -318,7 +270,7 @@ void ArbiterImpl::BeginShutdown(const char* why) {
   std::vector<uint32_t> ids;
   for (const auto& [id, c] : clients_) ids.push_back(id);
   for (uint32_t id : ids)
-    if (Client* c = ById(id)) RevokeLease(*c, now);
+    if (Client* c = clients_.Find(id)) RevokeLease(*c, now);
 }
 
 bool ArbiterImpl::ShutdownComplete(uint64_t now_ns) const {
@@ -337,8 +289,7 @@ void ArbiterImpl::SayGoodbyeToAll(const std::string& reason) {
 }
 
 shm::Status ArbiterImpl::Run() {
-  constexpr int kMaxEvents = 64;
-  epoll_event events[kMaxEvents];
+  std::vector<uint64_t> ready;
   for (;;) {
     uint64_t now = NowNs();
     PollAll(now);  // every channel read once; each client's deadlines brought up to date
@@ -366,15 +317,10 @@ shm::Status ArbiterImpl::Run() {
     PollAll(now);
     GrantDeferred(now);  // a release seen just now frees a GPU a refused co-run grant waits for
     ArmTimer(now);
-    const int n = ::epoll_wait(epoll_.get(), events, kMaxEvents, -1);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return shm::Status::FromErrno("epoll_wait", errno);
-    }
+    if (auto s = poller_.Wait(ready); !s.ok()) return s;
     now = NowNs();
     for (auto& [id, c] : clients_) c->chan.DisarmDoorbell();
-    for (int i = 0; i < n; ++i) {
-      const uint64_t tag = events[i].data.u64;
+    for (const uint64_t tag : ready) {
       const uint64_t kind = tag & 0xFFFFFFFF00000000ULL;
       const auto id = static_cast<uint32_t>(tag & 0xFFFFFFFFULL);
       switch (kind) {
@@ -393,18 +339,12 @@ shm::Status ArbiterImpl::Run() {
         case kTagSignal:
           OnSignal();
           break;
-        case kTagStop: {
-          uint64_t v = 0;
-          (void)!::read(stop_.get(), &v, sizeof(v));
+        case kTagStop:
           BeginShutdown("stop requested");
           break;
-        }
-        case kTagTimer: {
-          uint64_t v = 0;
-          (void)!::read(timer_.get(), &v, sizeof(v));
+        case kTagTimer:
           Deliver(now, policy::Timer{});
           break;
-        }
         case kTagConn:
           OnConnectionEvent(id, now);
           break;
@@ -452,7 +392,7 @@ shm::Status ArbiterImpl::Run() {
 
 ArbiterStats ArbiterImpl::stats() const {
   ArbiterStats s = stats_;
-  s.function_ids = fid_to_client_.size();
+  s.function_ids = clients_.function_ids();
   s.policy_entries = policy_ ? policy_->tracked_entries() : 0;
   s.tracked_uids = limits_.tracked_uids();
   s.gpus.clear();

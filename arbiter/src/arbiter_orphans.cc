@@ -105,7 +105,7 @@ uint32_t ArbiterImpl::MakeOrphan(uint32_t client_id, pid_t pid, uid_t uid, const
   o.reason = reason;
   o.since_ns = now_ns;
   o.pidfd.Reset(::fcntl(pidfd, F_DUPFD_CLOEXEC, 0));
-  if (!o.pidfd || !AddFd(o.pidfd.get(), kTagOrphan | o.id).ok()) {
+  if (!o.pidfd || !poller_.Add(o.pidfd.get(), kTagOrphan | o.id).ok()) {
     spdlog::error("client {} '{}': cannot watch its pidfd ({}); its reservation is released now",
                   client_id, name, std::strerror(errno));
     return 0;
@@ -163,7 +163,7 @@ void ArbiterImpl::ReleaseOrphan(uint32_t orphan_id, OrphanRelease why, uint64_t 
   const auto it = orphans_.find(orphan_id);
   if (it == orphans_.end()) return;
   Orphan& o = it->second;
-  DelFd(o.pidfd.get());
+  poller_.Remove(o.pidfd.get());
   const GpuState& gpu = gpus_[o.gpu];
   (void)book_.ReleaseOrphan(o.id);
   switch (why) {

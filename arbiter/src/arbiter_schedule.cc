@@ -42,7 +42,7 @@ constexpr uint32_t kNextSpinNs = 500'000;
 // Whether some client with an outstanding burst waits for GPU g's token: resident there, or
 // being made resident there (a swap-in or a grant pending on g). A client waiting for another
 // GPU is no reason to cut g's holder short.
-bool SomeoneWaitsFor(const std::map<uint32_t, std::unique_ptr<Client>>& clients, GpuIndex g) {
+bool SomeoneWaitsFor(const ClientMap& clients, GpuIndex g) {
   for (const auto& [id, c] : clients) {
     if (!c->burst_outstanding || c->session.holding()) continue;
     if (c->session.where() == Where::kResident && c->session.gpu() == g && c->transfers.empty())
@@ -59,7 +59,7 @@ bool SomeoneWaitsFor(const std::map<uint32_t, std::unique_ptr<Client>>& clients,
 
 // Whether no other vGPU the policy keeps on c's GPU (resident, not a lazily kept shadow) or
 // waiting for it could compete with c for the token.
-bool SoleTenant(const std::map<uint32_t, std::unique_ptr<Client>>& clients, const Client& c) {
+bool SoleTenant(const ClientMap& clients, const Client& c) {
   for (const auto& [id, o] : clients)
     if (o.get() != &c && o->session.where() == Where::kResident &&
         o->session.gpu() == c.session.gpu() && !o->shadow)
@@ -90,7 +90,7 @@ void ArbiterImpl::Deliver(uint64_t now_ns, policy::EventBody body) {
   // A registering client may already be resident (a shadow: the policy believes it is on the
   // host): tell the policy where, so its first placement does not move the vGPU for nothing.
   if (auto* reg = std::get_if<policy::FunctionRegistered>(&body)) {
-    const Client* c = ByFid(reg->function);
+    const Client* c = clients_.ByFunction(reg->function);
     if (c != nullptr && c->mps_share != 0) {
       reg->state_on =
           ToPolicy(c->session.gpu());  // pinned: bound to its GPU's MPS server, resident or not
@@ -113,13 +113,12 @@ void ArbiterImpl::Deliver(uint64_t now_ns, policy::EventBody body) {
   }
   delivering_ = false;
   // Function ids whose FunctionGone the policy has handled may be given out again.
-  free_fids_.insert(free_fids_.end(), gone_fids_.begin(), gone_fids_.end());
-  gone_fids_.clear();
+  clients_.Recycle();
 }
 
 void ArbiterImpl::Execute(uint64_t now_ns, const policy::ActionList& actions) {
   for (const policy::Action& a : actions) {
-    Client* c = a.function == policy::kNoFunction ? nullptr : ByFid(a.function);
+    Client* c = a.function == policy::kNoFunction ? nullptr : clients_.ByFunction(a.function);
     switch (a.kind) {
       case policy::ActionKind::kActivateGpu:
       case policy::ActionKind::kKeepResident:
@@ -212,7 +211,7 @@ void ArbiterImpl::QueueTransfer(Client& c, Transfer t, uint64_t now_ns) {
 void ArbiterImpl::PumpTransfers(uint64_t now_ns) {
   // A copy: issuing may queue orders for others (MakeRoom), which try to issue at once.
   for (const uint32_t id : std::vector<uint32_t>(unissued_.begin(), unissued_.end())) {
-    Client* c = ById(id);
+    Client* c = clients_.Find(id);
     if (c == nullptr || !c->transfers.FrontWaiting()) {
       unissued_.erase(id);
       continue;
@@ -226,7 +225,7 @@ bool ArbiterImpl::MakeRoom(GpuIndex g, uint64_t need, uint64_t now_ns) {
   uint64_t freeing = 0;
   std::vector<Client*> candidates;
   for (const uint32_t id : book_.ClientsOn(g)) {
-    Client* c = ById(id);
+    Client* c = clients_.Find(id);
     if (c == nullptr) continue;
     if (!c->transfers.empty()) {
       if (c->transfers.front().op == shm::SwapOp::kSwapOut && c->transfers.front().issued)
@@ -469,7 +468,7 @@ void ArbiterImpl::Grant(Client& c, GpuIndex g, policy::Duration slice_us, uint64
   c.last_use_ns = now_ns;
   c.corun_grant = !gpus_[g].holders.empty();
   for (uint32_t hid : gpus_[g].holders.ids())  // the set is co-running from now on
-    if (Client* h = ById(hid)) h->corun_grant = true;
+    if (Client* h = clients_.Find(hid)) h->corun_grant = true;
   gpus_[g].holders.Add(c.id);
   ++stats_.grants;
   OnGranted(c, g, now_ns);
@@ -523,13 +522,13 @@ void ArbiterImpl::AdviseShare(Client& c) {
 std::string ArbiterImpl::CorunRefusal(const Client& c, GpuIndex g, uint64_t now_ns) const {
   std::vector<CorunMember> holders;
   for (uint32_t hid : gpus_[g].holders.ids()) {
-    const auto it = clients_.find(hid);
-    if (it == clients_.end()) continue;
+    const Client* h = clients_.Find(hid);
+    if (h == nullptr) continue;
     // A holder on its way out (asked to yield, or holding by a lease the policy has not
     // granted) is no set to join.
-    if (it->second->preempt_sent) return "holder " + std::to_string(hid) + " is yielding";
-    if (it->second->lease.unconfirmed()) return "holder " + std::to_string(hid) + " holds by lease";
-    holders.push_back(MemberOf(*it->second));
+    if (h->preempt_sent) return "holder " + std::to_string(hid) + " is yielding";
+    if (h->lease.unconfirmed()) return "holder " + std::to_string(hid) + " holds by lease";
+    holders.push_back(MemberOf(*h));
   }
   if (!config_.corun.mps_control.empty() && !mps_.Running(g)) return "its MPS daemon is down";
   return corun_.JoinRefusal(g, MemberOf(c), holders, now_ns);
@@ -547,12 +546,12 @@ shm::Status ArbiterImpl::StartMpsDaemons() {
   if (auto s = mps_.Start(config_.corun.mps_control, config_.corun.mps_dir, marked); !s.ok())
     return s;
   for (const auto& m : marked)
-    if (auto s = AddFd(mps_.pidfd(m.index), kTagMps | m.index.value()); !s.ok()) return s;
+    if (auto s = poller_.Add(mps_.pidfd(m.index), kTagMps | m.index.value()); !s.ok()) return s;
   return shm::Status::Ok();
 }
 
 void ArbiterImpl::OnMpsExit(GpuIndex g, uint64_t now_ns) {
-  if (mps_.pidfd(g) >= 0) DelFd(mps_.pidfd(g));
+  if (mps_.pidfd(g) >= 0) poller_.Remove(mps_.pidfd(g));
   mps_.OnExit(g, now_ns);
   if (mps_.Running(g) || !gpus_.contains(g)) return;
   // Its clients lost MPS: back to exclusive slices (the longest holder keeps the GPU).
@@ -562,14 +561,14 @@ void ArbiterImpl::OnMpsExit(GpuIndex g, uint64_t now_ns) {
 void ArbiterImpl::RestartMpsDaemons(uint64_t now_ns) {
   if (now_ns < mps_.NextRestartNs()) return;
   for (const GpuIndex g : mps_.RestartDue(now_ns))
-    if (auto s = AddFd(mps_.pidfd(g), kTagMps | g.value()); !s.ok())
+    if (auto s = poller_.Add(mps_.pidfd(g), kTagMps | g.value()); !s.ok())
       spdlog::error("GPU {}: cannot watch its MPS daemon: {}", gpus_[g].ordinal, s.ToString());
 }
 
 void ArbiterImpl::BreakUpSet(GpuIndex g, uint64_t now_ns) {
   std::vector<Client*> set;
   for (uint32_t hid : gpus_[g].holders.ids())
-    if (Client* h = ById(hid)) set.push_back(h);
+    if (Client* h = clients_.Find(hid)) set.push_back(h);
   std::sort(set.begin(), set.end(), [](const Client* a, const Client* b) { return a->grant_ns < b->grant_ns; });
   for (size_t i = 1; i < set.size(); ++i) Preempt(*set[i], now_ns);
 }
@@ -578,7 +577,7 @@ void ArbiterImpl::CheckCorunLatency(Client& c, GpuIndex g, uint64_t latency_ns, 
   if (!corun_.Threatens(latency_ns, c.slo_ms)) return;
   std::vector<CorunMember> others;
   for (uint32_t hid : gpus_[g].holders.ids())
-    if (const Client* h = ById(hid)) others.push_back(MemberOf(*h));
+    if (const Client* h = clients_.Find(hid)) others.push_back(MemberOf(*h));
   corun_.Revoke(g, MemberOf(c), others, now_ns);
   ++stats_.corun_revocations;
   spdlog::info("GPU {}: co-running revoked: client {} '{}' took {} ms against its {} ms SLO; "
@@ -591,7 +590,7 @@ void ArbiterImpl::CheckCorunLatency(Client& c, GpuIndex g, uint64_t latency_ns, 
 
 void ArbiterImpl::GrantDeferred(uint64_t now_ns) {
   for (const uint32_t id : std::vector<uint32_t>(deferred_.begin(), deferred_.end())) {
-    Client* c = ById(id);
+    Client* c = clients_.Find(id);
     if (c == nullptr || !c->deferred_grant) {
       deferred_.erase(id);
       continue;
@@ -670,7 +669,7 @@ void ArbiterImpl::PollClient(Client& c, uint64_t now_ns) {
   const uint32_t read_under = c.chan.grant_seq();
   if (const Transfer* t = c.transfers.InFlight(); t != nullptr && view->ack_seq == t->order_seq) {
     CompleteTransfer(c, *view, now_ns);
-    if (ById(c.id) == nullptr) return;
+    if (clients_.Find(c.id) == nullptr) return;
   }
   if (!PollLease(c, view, now_ns)) return;  // a lease take is adopted here (arbiter_lease.cc)
   if (c.chan.grant_seq() != read_under) {
@@ -718,13 +717,13 @@ void ArbiterImpl::PollClient(Client& c, uint64_t now_ns) {
       end.corun = corun_grant;
       Deliver(now_ns, end);
     }
-    if (ById(c.id) == nullptr) return;
+    if (clients_.Find(c.id) == nullptr) return;
     // The sole tenant of its GPU is granted again as soon as it asks: its next acquisition
     // spins for the grant (bounded) instead of sleeping in the futex, one wake-up less on the
     // round trip through the arbiter after every idle gap.
     // Better still, it is offered its next grant in advance (a lease, arbiter_lease.cc).
     if (!c.session.holding() && !c.hinted && c.session.where() == Where::kResident &&
-        c.session.gpu() == g && SoleTenant(clients_, c) && !MaybeOfferLease(c, g, *view, now_ns)) {
+        c.session.gpu() == g && SoleTenant(clients_.all(), c) && !MaybeOfferLease(c, g, *view, now_ns)) {
       c.chan.SetNextHint(true, kNextSpinNs);
       c.hinted = true;
     }
@@ -762,8 +761,8 @@ void ArbiterImpl::PollAll(uint64_t now_ns) {
   ids.reserve(clients_.size());
   for (const auto& [id, c] : clients_) ids.push_back(id);
   for (uint32_t id : ids) {
-    if (Client* c = ById(id)) PollClient(*c, now_ns);
-    if (Client* c = ById(id)) ScheduleDeadlines(*c, now_ns);
+    if (Client* c = clients_.Find(id)) PollClient(*c, now_ns);
+    if (Client* c = clients_.Find(id)) ScheduleDeadlines(*c, now_ns);
   }
 }
 
@@ -771,12 +770,12 @@ void ArbiterImpl::CheckSlices(uint64_t now_ns) {
   for (const GpuIndex g : gpus_.indices()) {
     // A copy: enforcement may take a holder off the set.
     for (uint32_t hid : std::vector<uint32_t>(gpus_[g].holders.ids())) {
-      Client* c = ById(hid);
+      Client* c = clients_.Find(hid);
       if (c == nullptr) {
         gpus_[g].holders.Remove(hid);
         continue;
       }
-      if (!c->preempt_sent && now_ns >= c->slice_deadline_ns && (stopping_ || SomeoneWaitsFor(clients_, g)))
+      if (!c->preempt_sent && now_ns >= c->slice_deadline_ns && (stopping_ || SomeoneWaitsFor(clients_.all(), g)))
         Preempt(*c, now_ns);
       if (c->preempt_sent && now_ns >= c->preempt_ns + static_cast<uint64_t>(config_.preempt_grace.count()))
         Enforce(*c, now_ns);
