@@ -62,9 +62,8 @@ void LogThaw(const DriverOutcome& o, pid_t pid, const std::string& name) {
 
 }  // namespace
 
-uint64_t ArbiterImpl::SubmitJob(const Client* c, pid_t pid, int pidfd, DriverWorker::Job job) {
-  const uint64_t id = next_job_++;
-  if (c != nullptr) client_jobs_[id] = c->id;
+uint64_t ArbiterImpl::SubmitJob(JobPurpose purpose, pid_t pid, int pidfd, DriverWorker::Job job) {
+  const uint64_t id = jobs_.Add(std::move(purpose));
   worker_->Submit(id, RefTo(pid, pidfd), std::move(job));
   return id;
 }
@@ -74,9 +73,10 @@ void ArbiterImpl::OnDriverCompletions(uint64_t now_ns) {
   for (DriverWorker::Completion& done : worker_->TakeCompletions()) {
     const uint64_t job = done.tag;
     const DriverOutcome& o = done.outcome;
-    if (auto it = awaiting_driver_.find(job); it != awaiting_driver_.end()) {
-      Arrival a = std::move(it->second.arrival);
-      awaiting_driver_.erase(it);
+    std::optional<JobPurpose> purpose = jobs_.Take(job);
+    if (!purpose) continue;
+    if (auto* r = std::get_if<RegistrationJob>(&*purpose)) {
+      Arrival a = std::move(r->arrival);
       LogThaw(o, a.conn.peer().pid, a.request.function_name);
       if (o.detail == kRestored) ++stats_.restores;
       if (o.status.code() == shm::StatusCode::kClosed) {  // exited meanwhile
@@ -88,23 +88,21 @@ void ArbiterImpl::OnDriverCompletions(uint64_t now_ns) {
       FinishRegistration(std::move(a), state, now_ns);
       continue;
     }
-    if (auto it = leaving_thaws_.find(job); it != leaving_thaws_.end()) {
-      LeavingThaw t = std::move(it->second);
-      leaving_thaws_.erase(it);
-      LogThaw(o, t.pid, t.name);
+    if (auto* t = std::get_if<LeavingThaw>(&*purpose)) {
+      LogThaw(o, t->pid, t->name);
       if (o.detail == kRestored) {
         ++stats_.restores;
         // It holds its memory on its GPU again: a live process the arbiter disconnected keeps
         // it reserved (an orphan), unless it is leaving anyway or the arbiter is stopping.
-        if (!stopping_ && DisconnectedAlive(t.reason) && !ProcessExited(t.pidfd.get()) && t.pidfd)
-          (void)MakeOrphan(t.client_id, t.pid, t.uid, t.name, t.gpu, t.bytes, t.reason,
-                           t.pidfd.get(), /*reserved=*/false, now_ns);
+        if (!stopping_ && DisconnectedAlive(t->reason) && !ProcessExited(t->pidfd.get()) &&
+            t->pidfd)
+          (void)MakeOrphan(t->client_id, t->pid, t->uid, t->name, t->gpu, t->bytes, t->reason,
+                           t->pidfd.get(), /*reserved=*/false, now_ns);
       }
       continue;
     }
-    if (auto it = orphan_queries_.find(job); it != orphan_queries_.end()) {
-      const uint32_t orphan = it->second;
-      orphan_queries_.erase(it);
+    if (const auto* q = std::get_if<OrphanQuery>(&*purpose)) {
+      const uint32_t orphan = q->orphan_id;
       if (orphans_.count(orphan) != 0 && o.state == DriverLib::kNoCudaState &&
           o.status.ok()) {
         spdlog::info("orphan {}: the driver knows no CUDA state of pid {}: it holds no device "
@@ -114,10 +112,7 @@ void ArbiterImpl::OnDriverCompletions(uint64_t now_ns) {
       }
       continue;
     }
-    const auto it = client_jobs_.find(job);
-    if (it == client_jobs_.end()) continue;
-    const uint32_t id = it->second;
-    client_jobs_.erase(it);
+    const uint32_t id = std::get<ClientJob>(*purpose).client_id;
     Client* c = clients_.Find(id);
     if (c == nullptr || c->session.op_job() != job) continue;
     const DriverOp op = c->session.OpEnded();
@@ -199,7 +194,7 @@ void ArbiterImpl::StartEnforce(Client& c, uint64_t now_ns) {
       std::chrono::duration_cast<std::chrono::milliseconds>(config_.preempt_grace).count());
   const DriverLib driver = *driver_;
   const uint64_t job =
-      SubmitJob(&c, c.pid, c.conn.pidfd(), [driver, grace_ms](const ProcessRef& p) {
+      SubmitJob(ClientJob{c.id}, c.pid, c.conn.pidfd(), [driver, grace_ms](const ProcessRef& p) {
         DriverOutcome o;
         if (Alive(p, &o)) o.status = driver.LockAndCheckpoint(p.pid, std::max(1U, grace_ms));
         return o;
@@ -213,7 +208,7 @@ void ArbiterImpl::StartTerminate(Client& c, const MpsDaemons::Control& control, 
       "client {} '{}' (pid {}, an MPS client) ignored preemption on GPU {}: terminating "
       "its CUDA work through the MPS daemon (terminate_client)",
       c.id, c.name, c.pid, gpus_[c.session.hold_gpu()].ordinal);
-  const uint64_t job = SubmitJob(&c, c.pid, c.conn.pidfd(), [control](const ProcessRef& p) {
+  const uint64_t job = SubmitJob(ClientJob{c.id}, c.pid, c.conn.pidfd(), [control](const ProcessRef& p) {
     DriverOutcome o;
     if (Alive(p, &o)) o.status = control.TerminateClient(p.pid, kMpsControlWaitMs);
     return o;
@@ -289,7 +284,7 @@ void ArbiterImpl::FinishEnforce(Client& c, const DriverOutcome& o, uint64_t now_
 
 void ArbiterImpl::StartDeepEvict(Client& c, uint64_t now_ns) {
   const DriverLib driver = *driver_;
-  const uint64_t job = SubmitJob(&c, c.pid, c.conn.pidfd(), [driver](const ProcessRef& p) {
+  const uint64_t job = SubmitJob(ClientJob{c.id}, c.pid, c.conn.pidfd(), [driver](const ProcessRef& p) {
     DriverOutcome o;
     if (Alive(p, &o)) o.status = driver.LockAndCheckpoint(p.pid, 1000);
     return o;
@@ -325,7 +320,7 @@ void ArbiterImpl::StartRestore(Client& c, GpuIndex to, uint64_t now_ns) {
   if (!driver_) return;
   const DriverLib driver = *driver_;
   const uint64_t job =
-      SubmitJob(&c, c.pid, c.conn.pidfd(), [driver, from, target](const ProcessRef& p) {
+      SubmitJob(ClientJob{c.id}, c.pid, c.conn.pidfd(), [driver, from, target](const ProcessRef& p) {
         DriverOutcome o;
         if (Alive(p, &o)) o.status = driver.RestoreAndUnlock(p.pid, from, target);
         return o;
@@ -374,7 +369,7 @@ void ArbiterImpl::StartMove(Client& c, GpuIndex to, uint64_t now_ns) {
       std::chrono::duration_cast<std::chrono::milliseconds>(config_.preempt_grace).count());
   const DriverLib driver = *driver_;
   const uint64_t job =
-      SubmitJob(&c, c.pid, c.conn.pidfd(), [driver, from, target, grace_ms](const ProcessRef& p) {
+      SubmitJob(ClientJob{c.id}, c.pid, c.conn.pidfd(), [driver, from, target, grace_ms](const ProcessRef& p) {
         DriverOutcome o;
         if (!Alive(p, &o)) return o;
         o.state = driver.ProcessState(p.pid);
@@ -460,8 +455,8 @@ void ArbiterImpl::StartRegistrationQuery(Arrival a, uint64_t now_ns) {
   // One registration of a process (two of a uid) waits for the driver at a time: a stopped
   // registrant holds a worker only as long as its one query's timeout.
   uint32_t same_uid = 0;
-  for (const auto& [job, w] : awaiting_driver_) {
-    const shm::PeerCredentials& other = w.arrival.conn.peer();
+  for (const Arrival* waiting : jobs_.Registrations()) {
+    const shm::PeerCredentials& other = waiting->conn.peer();
     if (other.pid == peer.pid)
       return Refuse(a, "a registration of pid " + std::to_string(peer.pid) +
                            " is being decided already", &stats_.refusals_limit);
@@ -472,9 +467,9 @@ void ArbiterImpl::StartRegistrationQuery(Arrival a, uint64_t now_ns) {
                   &stats_.refusals_limit);
   const DriverLib driver = *driver_;
   const int pidfd = a.conn.pidfd();
-  const uint64_t job = SubmitJob(nullptr, peer.pid, pidfd,
-                                 [driver](const ProcessRef& p) { return Thaw(driver, p); });
-  awaiting_driver_.emplace(job, AwaitingDriver{std::move(a), job});
+  // The arrival (its connection owns `pidfd`) waits in the job's purpose until the completion.
+  SubmitJob(RegistrationJob{std::move(a)}, peer.pid, pidfd,
+            [driver](const ProcessRef& p) { return Thaw(driver, p); });
   (void)now_ns;
 }
 
@@ -490,20 +485,18 @@ void ArbiterImpl::StartThawOfLeaving(const Client& c, Unregister reason, uint64_
   t.reason = reason;
   if (c.conn.pidfd() >= 0) t.pidfd.Reset(::fcntl(c.conn.pidfd(), F_DUPFD_CLOEXEC, 0));
   const DriverLib driver = *driver_;
-  const uint64_t job = SubmitJob(nullptr, c.pid, c.conn.pidfd(),
-                                 [driver](const ProcessRef& p) { return Thaw(driver, p); });
-  leaving_thaws_.emplace(job, std::move(t));
+  SubmitJob(std::move(t), c.pid, c.conn.pidfd(),
+            [driver](const ProcessRef& p) { return Thaw(driver, p); });
   (void)now_ns;
 }
 
 void ArbiterImpl::StartOrphanQuery(uint32_t orphan_id, pid_t pid, int pidfd) {
   const DriverLib driver = *driver_;
-  const uint64_t job = SubmitJob(nullptr, pid, pidfd, [driver](const ProcessRef& p) {
+  SubmitJob(OrphanQuery{orphan_id}, pid, pidfd, [driver](const ProcessRef& p) {
     DriverOutcome o;
     if (Alive(p, &o)) o.state = driver.ProcessState(p.pid);
     return o;
   });
-  orphan_queries_.emplace(job, orphan_id);
 }
 
 }  // namespace gshare::arbiter

@@ -20,7 +20,8 @@
 // back-off), ReservationBook (the memory promised on each GPU), LeaseBook (where the lease
 // offers stand), StatusViews (what the control socket shows), DeadlineQueue (timed work),
 // CorunBook (co-run sets), TenantLimits, DoorbellGuard, ClientTable (the clients by id and by
-// policy function id), EventPoller (the epoll set, timer, wake-up and signal descriptors).
+// policy function id), EventPoller (the epoll set, timer, wake-up and signal descriptors),
+// DriverJobs (what each driver job in flight is for).
 // Collaborators on threads of their own: RegistrationIntake (the registration socket's I/O),
 // DriverWorker (driver calls), FdReaper (closing what a peer may make block).
 //
@@ -74,6 +75,7 @@
 #include "deadline_queue.h"
 #include "doorbell_guard.h"
 #include "driver.h"
+#include "driver_jobs.h"
 #include "driver_worker.h"
 #include "event_poller.h"
 #include "fd_reaper.h"
@@ -109,7 +111,9 @@ class ArbiterImpl final : public Arbiter {
   // ---- loop (arbiter_loop.cc)
   void ArmTimer(uint64_t now_ns);
   void OnSignal();
+  void Dispatch(uint64_t tag, uint64_t now_ns);  // one ready descriptor, by its tag
   void BeginShutdown(const char* why);
+  void FinishShutdown();
   bool ShutdownComplete(uint64_t now_ns) const;
   void SayGoodbyeToAll(const std::string& reason);
   // Doorbell flooding (DoorbellGuard): a wake-up by client `id`'s doorbell; watching a muted
@@ -186,7 +190,7 @@ class ArbiterImpl final : public Arbiter {
 
   // ---- driver calls off the loop (arbiter_driver.cc)
   bool CanCheckpoint() const { return driver_ && driver_->can_checkpoint() && worker_; }
-  uint64_t SubmitJob(const Client* c, pid_t pid, int pidfd, DriverWorker::Job job);
+  uint64_t SubmitJob(JobPurpose purpose, pid_t pid, int pidfd, DriverWorker::Job job);
   void OnDriverCompletions(uint64_t now_ns);
   // Starts enforcement on holder c (lock + checkpoint), deep eviction of idle c, a restore of
   // checkpointed c onto GPU index `to`, or a move of swapped-out c's contexts to `to`.
@@ -393,23 +397,7 @@ class ArbiterImpl final : public Arbiter {
   bool metrics_dirty_ = false;  // something may have changed since the last snapshot
   std::unique_ptr<RegistrationIntake> intake_;
   std::unique_ptr<DriverWorker> worker_;
-  std::map<uint64_t, AwaitingDriver> awaiting_driver_;  // by job
-  // Jobs in flight not bound to a client's `op`: thaws of leaving clients (job -> what to keep
-  // if the thaw restored memory) and orphan queries (job -> orphan id).
-  struct LeavingThaw {
-    uint32_t client_id = 0;
-    pid_t pid = 0;
-    uid_t uid = 0;
-    std::string name;
-    GpuIndex gpu;
-    uint64_t bytes = 0;
-    Unregister reason = Unregister::kClean;
-    shm::UniqueFd pidfd;
-  };
-  std::map<uint64_t, LeavingThaw> leaving_thaws_;
-  std::map<uint64_t, uint32_t> orphan_queries_;
-  std::map<uint64_t, uint32_t> client_jobs_;  // job -> client id (its `op`)
-  uint64_t next_job_ = 1;
+  DriverJobs jobs_;  // what each driver job in flight is for (driver_jobs.h)
   TenantLimits limits_;  // clients per uid and pid, registration rate, back-off
   // Processes that made a resident claim in this epoch (pid -> start time in clock ticks, so a
   // reused pid is a new process), pruned of exited processes as it grows.

@@ -55,7 +55,7 @@ std::string ArbiterImpl::CheckInvariants() const {
         t != nullptr && t->op == shm::SwapOp::kSwapIn && book_.ClientGpu(id) != t->gpu)
       fail("client " + std::to_string(id) + " has a swap-in in flight without its reservation");
     // One driver operation at most, and it is the job the loop waits for.
-    if (c->session.op() != DriverOp::kNone && client_jobs_.count(c->session.op_job()) == 0)
+    if (c->session.op() != DriverOp::kNone && !jobs_.IsClientJob(c->session.op_job(), id))
       fail("client " + std::to_string(id) + " waits for a driver job that is not in flight");
   }
   for (const GpuIndex g : book_.gpus())

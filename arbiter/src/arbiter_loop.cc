@@ -91,6 +91,63 @@ ArbiterImpl::ArbiterImpl(ArbiterConfig config, std::vector<GpuInfo> gpus)
                           static_cast<uint64_t>(config_.mps_termination_window.count())});
 }
 
+namespace {
+
+// The policy the config names, over the GPUs' usable memory and co-run marks.
+shm::Result<std::unique_ptr<policy::Policy>> MakeArbiterPolicy(const ArbiterConfig& config,
+                                                               const ReservationBook& book,
+                                                               const CorunBook& corun) {
+  policy::PolicyConfig pc;
+  for (const GpuIndex g : book.gpus()) {
+    policy::GpuSpec spec;
+    spec.memory_bytes = book.usable(g);
+    spec.corun = corun.Enabled(g);
+    spec.max_clients = config.corun.max_members;
+    pc.gpus.push_back(spec);
+  }
+  pc.slice = std::chrono::duration_cast<std::chrono::microseconds>(config.slice).count();
+  pc.swap_out_copies = true;  // a swap-out copies the vGPU to the host before its memory is free
+  pc.corun_across_domains = config.corun.fault_domain == CorunFaultDomain::kAny;
+  auto made = policy::Make(config.policy, pc);
+  if (!made.ok()) return shm::Status(made.status().code(), "policy: " + made.status().message());
+  return std::move(*made);
+}
+
+// The registration socket, served by the intake's thread.
+shm::Result<std::unique_ptr<RegistrationIntake>> StartIntake(const ArbiterConfig& config,
+                                                             uint64_t epoch, FdReaper* reaper) {
+  auto listener = shm::RegistrationListener::Listen(config.socket_path, config.socket_mode);
+  if (!listener.ok())
+    return shm::Status(listener.status().code(), "socket: " + listener.status().message());
+  if (!listener->refuses_descriptors())
+    spdlog::warn("socket: this kernel cannot refuse descriptors sent to the arbiter (SO_PASSRIGHTS "
+                 "needs Linux 6.16); they are received and closed off the loop");
+  IntakeLimits limits;
+  limits.max_pending_per_uid = config.max_pending_registrations_per_uid;
+  limits.max_pending = config.max_pending_registrations;
+  limits.request_timeout_ns = static_cast<uint64_t>(config.registration_timeout.count());
+  limits.arbiter_epoch = epoch;
+  return RegistrationIntake::Start(std::move(*listener), limits, reaper);
+}
+
+// The control socket with its access lists, or null when it is off.
+shm::Result<std::unique_ptr<ControlServer>> OpenControl(const ArbiterConfig& config) {
+  const std::string path = ControlSocketPath(config);
+  if (path.empty()) return std::unique_ptr<ControlServer>();
+  ControlAcl acl;
+  acl.self = ::geteuid();
+  acl.read_uids = config.control_read_uids;
+  acl.read_gids = config.control_read_gids;
+  acl.admin_uids = config.control_admin_uids;
+  acl.admin_gids = config.control_admin_gids;
+  auto control = ControlServer::Listen(path, config.control_socket_mode, std::move(acl));
+  if (!control.ok())
+    return shm::Status(control.status().code(), "control_socket: " + control.status().message());
+  return std::move(*control);
+}
+
+}  // namespace
+
 shm::Status ArbiterImpl::Init(bool handle_signals) {
   started_ns_ = NowNs();
   std::random_device rd;
@@ -100,19 +157,8 @@ shm::Status ArbiterImpl::Init(bool handle_signals) {
     if (!IndexOf(DeviceOrdinal{ordinal}))
       return shm::Status(shm::StatusCode::kInvalidArgument,
                          "corun_gpus: GPU " + std::to_string(ordinal) + " is not managed (gpus)");
-  policy::PolicyConfig pc;
-  for (const GpuIndex g : book_.gpus()) {
-    policy::GpuSpec spec;
-    spec.memory_bytes = book_.usable(g);
-    spec.corun = corun_.Enabled(g);
-    spec.max_clients = config_.corun.max_members;
-    pc.gpus.push_back(spec);
-  }
-  pc.slice = std::chrono::duration_cast<std::chrono::microseconds>(config_.slice).count();
-  pc.swap_out_copies = true;
-  pc.corun_across_domains = config_.corun.fault_domain == CorunFaultDomain::kAny;  // a swap-out copies the vGPU to the host before its memory is free
-  auto made = policy::Make(config_.policy, pc);
-  if (!made.ok()) return shm::Status(made.status().code(), "policy: " + made.status().message());
+  auto made = MakeArbiterPolicy(config_, book_, corun_);
+  if (!made.ok()) return made.status();
   policy_ = std::move(*made);
 
   // The driver is optional: without it (or without its checkpoint API) the arbiter schedules
@@ -142,18 +188,7 @@ shm::Status ArbiterImpl::Init(bool handle_signals) {
   telemetry_.recent.resize(gpus_.size());
   if (metrics_) metrics_->Publish(MetricsText(NowNs()));
 
-  auto listener = shm::RegistrationListener::Listen(config_.socket_path, config_.socket_mode);
-  if (!listener.ok())
-    return shm::Status(listener.status().code(), "socket: " + listener.status().message());
-  if (!listener->refuses_descriptors())
-    spdlog::warn("socket: this kernel cannot refuse descriptors sent to the arbiter (SO_PASSRIGHTS "
-                 "needs Linux 6.16); they are received and closed off the loop");
-  IntakeLimits limits;
-  limits.max_pending_per_uid = config_.max_pending_registrations_per_uid;
-  limits.max_pending = config_.max_pending_registrations;
-  limits.request_timeout_ns = static_cast<uint64_t>(config_.registration_timeout.count());
-  limits.arbiter_epoch = epoch_;
-  auto intake = RegistrationIntake::Start(std::move(*listener), limits, &reaper_);
+  auto intake = StartIntake(config_, epoch_, &reaper_);
   if (!intake.ok()) return intake.status();
   intake_ = std::move(*intake);
   // Driver calls about processes run on the worker (arbiter_driver.cc), never on the loop.
@@ -162,18 +197,9 @@ shm::Status ArbiterImpl::Init(bool handle_signals) {
     if (!worker.ok()) return worker.status();
     worker_ = std::move(*worker);
   }
-  if (const std::string path = ControlSocketPath(config_); !path.empty()) {
-    ControlAcl acl;
-    acl.self = ::geteuid();
-    acl.read_uids = config_.control_read_uids;
-    acl.read_gids = config_.control_read_gids;
-    acl.admin_uids = config_.control_admin_uids;
-    acl.admin_gids = config_.control_admin_gids;
-    auto control = ControlServer::Listen(path, config_.control_socket_mode, std::move(acl));
-    if (!control.ok())
-      return shm::Status(control.status().code(), "control_socket: " + control.status().message());
-    control_ = std::move(*control);
-  }
+  auto control = OpenControl(config_);
+  if (!control.ok()) return control.status();
+  control_ = std::move(*control);
 
   if (auto s = poller_.Open({kTagTimer, kTagStop, kTagSignal}, handle_signals); !s.ok()) return s;
   // SIGPIPE would kill the daemon when a client dies mid-send; sends use MSG_NOSIGNAL anyway.
@@ -320,49 +346,56 @@ shm::Status ArbiterImpl::Run() {
     if (auto s = poller_.Wait(ready); !s.ok()) return s;
     now = NowNs();
     for (auto& [id, c] : clients_) c->chan.DisarmDoorbell();
-    for (const uint64_t tag : ready) {
-      const uint64_t kind = tag & 0xFFFFFFFF00000000ULL;
-      const auto id = static_cast<uint32_t>(tag & 0xFFFFFFFFULL);
-      switch (kind) {
-        case kTagIntake:
-          OnArrivals(now);
-          break;
-        case kTagDriver:
-          OnDriverCompletions(now);
-          break;
-        case kTagClientExit:
-          OnClientExit(id, now);
-          break;
-        case kTagMps:
-          OnMpsExit(GpuIndex{id}, now);
-          break;
-        case kTagSignal:
-          OnSignal();
-          break;
-        case kTagStop:
-          BeginShutdown("stop requested");
-          break;
-        case kTagTimer:
-          Deliver(now, policy::Timer{});
-          break;
-        case kTagConn:
-          OnConnectionEvent(id, now);
-          break;
-        case kTagControl:
-          control_->Serve([this](const nlohmann::json& req, ControlAccess access,
-                                 const ControlPeer& peer) { return HandleControl(req, access, peer); });
-          break;
-        case kTagDoorbell:
-          OnDoorbell(id, now);
-          break;
-        case kTagOrphan:
-          OnOrphanEvent(id, now);
-          break;
-        default:
-          break;
-      }
-    }
+    for (const uint64_t tag : ready) Dispatch(tag, now);
   }
+  FinishShutdown();
+  return {};
+}
+
+void ArbiterImpl::Dispatch(uint64_t tag, uint64_t now) {
+  const uint64_t kind = tag & 0xFFFFFFFF00000000ULL;
+  const auto id = static_cast<uint32_t>(tag & 0xFFFFFFFFULL);
+  switch (kind) {
+    case kTagIntake:
+      OnArrivals(now);
+      break;
+    case kTagDriver:
+      OnDriverCompletions(now);
+      break;
+    case kTagClientExit:
+      OnClientExit(id, now);
+      break;
+    case kTagMps:
+      OnMpsExit(GpuIndex{id}, now);
+      break;
+    case kTagSignal:
+      OnSignal();
+      break;
+    case kTagStop:
+      BeginShutdown("stop requested");
+      break;
+    case kTagTimer:
+      Deliver(now, policy::Timer{});
+      break;
+    case kTagConn:
+      OnConnectionEvent(id, now);
+      break;
+    case kTagControl:
+      control_->Serve([this](const nlohmann::json& req, ControlAccess access,
+                             const ControlPeer& peer) { return HandleControl(req, access, peer); });
+      break;
+    case kTagDoorbell:
+      OnDoorbell(id, now);
+      break;
+    case kTagOrphan:
+      OnOrphanEvent(id, now);
+      break;
+    default:
+      break;
+  }
+}
+
+void ArbiterImpl::FinishShutdown() {
   SayGoodbyeToAll("arbiter shutting down");
   // Every client leaves; one whose driver operation is in flight leaves at its completion, and
   // a checkpointed one is thawed by the worker, which must be done before the arbiter exits
@@ -380,14 +413,12 @@ shm::Status ArbiterImpl::Run() {
   }
   if (worker_) OnDriverCompletions(NowNs());
   mps_.Stop();  // after every client left: no co-runner has work in flight any more
-  for (auto& [job, w] : awaiting_driver_) reaper_.Dispose(std::move(w.arrival.conn));
-  awaiting_driver_.clear();
+  for (Arrival& a : jobs_.TakeRegistrations()) reaper_.Dispose(std::move(a.conn));
   spdlog::info("arbiter stopped: {} registrations, {} grants, {} swap-ins, {} swap-outs",
                stats_.registrations, stats_.grants, stats_.swap_ins, stats_.swap_outs);
   for (const auto& [id, o] : orphans_)  // still alive and holding memory: the summary says so
     spdlog::warn("orphan {} of client {} '{}' (pid {}) still holds {} on GPU {}", o.id,
                  o.client_id, o.name, o.pid, FormatByteSize(o.bytes), gpus_[o.gpu].ordinal);
-  return {};
 }
 
 ArbiterStats ArbiterImpl::stats() const {

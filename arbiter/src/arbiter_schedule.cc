@@ -28,6 +28,7 @@
 #include "arbiter_impl.h"
 #include "gshare/common/units.h"
 #include "gshare/shm/spin.h"
+#include "room_choice.h"
 
 namespace gshare::arbiter {
 namespace {
@@ -221,11 +222,10 @@ void ArbiterImpl::PumpTransfers(uint64_t now_ns) {
 }
 
 bool ArbiterImpl::MakeRoom(GpuIndex g, uint64_t need, uint64_t now_ns) {
-  const GpuState& gpu = gpus_[g];
   uint64_t freeing = 0;
-  std::vector<Client*> candidates;
+  std::vector<RoomCandidate> candidates;
   for (const uint32_t id : book_.ClientsOn(g)) {
-    Client* c = clients_.Find(id);
+    const Client* c = clients_.Find(id);
     if (c == nullptr) continue;
     if (!c->transfers.empty()) {
       if (c->transfers.front().op == shm::SwapOp::kSwapOut && c->transfers.front().issued)
@@ -234,28 +234,22 @@ bool ArbiterImpl::MakeRoom(GpuIndex g, uint64_t need, uint64_t now_ns) {
     }
     if (c->shadow && !c->session.holding() && c->session.where() == Where::kResident &&
         SwappableInPlace(*c))
-      candidates.push_back(c);  // (an MPS client's memory stays unless mps_swaps_verified)
+      candidates.push_back({c->id, c->quota, c->last_use_ns});  // (an MPS client's memory
+                                                                // stays unless verified)
   }
-  const uint64_t free_now = book_.unreserved(g);
-  if (free_now + freeing >= need) return false;  // room is on its way
-  // Cheapest first: the fewest bytes per second of idleness (a small vGPU idle for a while
-  // before a large one used recently: both the copy now and the copy back later scale with the
-  // bytes, and the longer idle is the less likely to be wanted back soon).
-  auto cost = [now_ns](const Client* c) {
-    const double idle_s = static_cast<double>(now_ns - std::min(now_ns, c->last_use_ns)) / 1e9;
-    return static_cast<double>(c->quota) / (idle_s + 0.1);
-  };
-  std::sort(candidates.begin(), candidates.end(),
-            [&](const Client* a, const Client* b) { return cost(a) < cost(b); });
-  bool issued = false;
-  for (Client* v : candidates) {
-    if (free_now + freeing >= need) break;
-    spdlog::debug("evicting idle client {} from GPU {} to make room", v->id, gpu.ordinal);
+  const uint64_t available = book_.unreserved(g) + freeing;
+  const std::vector<uint32_t> chosen = ChooseRoom(candidates, available, need, now_ns);
+  if (chosen.empty() && available < need)
+    spdlog::debug("GPU {}: no room for {} even with every idle vGPU swapped out ({} free or "
+                  "freeing); nothing evicted, the swap-in waits",
+                  gpus_[g].ordinal, FormatByteSize(need), FormatByteSize(available));
+  for (const uint32_t id : chosen) {
+    Client* v = clients_.Find(id);  // (issuing an order can remove a client it finds malformed)
+    if (v == nullptr) continue;
+    spdlog::debug("evicting idle client {} from GPU {} to make room", id, gpus_[g].ordinal);
     QueueTransfer(*v, {shm::SwapOp::kSwapOut, g, false, policy::SwapKind::kOut}, now_ns);
-    freeing += v->quota;
-    issued = true;
   }
-  return issued;
+  return !chosen.empty();
 }
 
 bool ArbiterImpl::TryIssue(Client& c, uint64_t now_ns) {

@@ -1,8 +1,8 @@
 // The arbiter's state as plain types, shared by ArbiterImpl (arbiter_impl.h) and the read-only
 // views of it (status_views.h): a client (Client, with its ClientSession and SwapOrders), an
-// orphan reservation (Orphan), a GPU's token holders and drain mark (GpuState), a registration
-// waiting for the driver (AwaitingDriver), why a client left (Unregister), and the conversions
-// between the arbiter's GPU indices and the policy's and wire's numbers.
+// orphan reservation (Orphan), a GPU's token holders and drain mark (GpuState), why a client
+// left (Unregister), and the conversions between the arbiter's GPU indices and the policy's and
+// wire's numbers.
 //
 // Thread-safety: plain values, owned and used by the arbiter's loop thread only.
 #pragma once
@@ -25,7 +25,6 @@
 #include "gshare/shm/channel.h"
 #include "gshare/shm/registration.h"
 #include "lease_book.h"
-#include "registration_intake.h"
 #include "swap_orders.h"
 #include "telemetry.h"
 
@@ -174,13 +173,6 @@ struct GpuState {
   uint64_t memory_bytes = 0;  // total device memory
   GpuHolders holders;  // who holds the token (invariant 3)
   bool drained = false;  // gshare-ctl drain: everyone swapped out, no new residency
-};
-
-// A registration waiting for a driver job (the state of a re-registering process: thawed if a
-// previous arbiter left it frozen, and whether its resident claim can be true).
-struct AwaitingDriver {
-  Arrival arrival;
-  uint64_t job = 0;
 };
 
 }  // namespace gshare::arbiter

@@ -88,11 +88,12 @@ TEST(DemoCorun, QuickDemoReportsTimeOnlyAndCorunRunsSideBySide) {
   if (co["arbiter_summary"].value("corun_joins", 0) == 0 && on_gpu0 < 2)
     GTEST_SKIP() << "the policy placed " << on_gpu0 << " server(s) on the marked GPU 0: nothing to co-run";
   // Counted by the co-run run's arbiter (its --summary), not by the demo.
-  EXPECT_GE(co["arbiter_summary"]["corun_joins"].get<uint64_t>(), 1u) << co["arbiter_summary"].dump(2);
+  EXPECT_GE(co["arbiter_summary"]["corun_joins"].get<uint64_t>(), 1u)
+      << co["arbiter_summary"].dump(2) << "\nthe co-run arbiter's log:\n" << arbiter_log;
   EXPECT_EQ(co["corun_joins"], co["arbiter_summary"]["corun_joins"]);
   EXPECT_EQ(j["arbiter_summary"].value("corun_joins", 0), 0) << "the time-only run co-ran";
   EXPECT_EQ(co["arbiter_summary"]["registrations"], 6);
-  std::filesystem::remove_all(dir);
+  if (!HasFailure()) std::filesystem::remove_all(dir);  // kept for a look when it failed
 }
 
 }  // namespace
