@@ -271,7 +271,7 @@ void ArbiterImpl::FinishEnforce(Client& c, const DriverOutcome& o, uint64_t now_
   Record(shm::EventType::kRevoke, &c, ordinal, c.chan.grant_seq(), 1);
   c.chan.Revoke();
   if (c.session.holding()) {
-    OnReleased(c, g, now_ns, false, now_ns);
+    telemetry_.Released(c.tel, HoldEnded(c, g, ordinal, now_ns, false, now_ns));
     DropHold(c);
     c.preempt_sent = false;
   }

@@ -21,7 +21,8 @@
 // offers stand), StatusViews (what the control socket shows), DeadlineQueue (timed work),
 // CorunBook (co-run sets), TenantLimits, DoorbellGuard, ClientTable (the clients by id and by
 // policy function id), EventPoller (the epoll set, timer, wake-up and signal descriptors),
-// DriverJobs (what each driver job in flight is for).
+// DriverJobs (what each driver job in flight is for), ChooseRoom (which idle vGPUs make room),
+// Telemetry (its hooks count waits, holds, SLO verdicts and swaps).
 // Collaborators on threads of their own: RegistrationIntake (the registration socket's I/O),
 // DriverWorker (driver calls), FdReaper (closing what a peer may make block).
 //
@@ -345,12 +346,7 @@ class ArbiterImpl final : public Arbiter {
   void ReleaseUnconfirmedLease(Client& c, const shm::ClientView& v, uint64_t now_ns);
   void AdoptLease(Client& c, uint64_t now_ns);
 
-  // ---- telemetry hooks (arbiter_telemetry.cc), called where the events happen
-  void OnBurstStart(Client& c, uint64_t start_ns);
-  void OnGranted(Client& c, GpuIndex g, uint64_t now_ns);
-  void OnReleased(Client& c, GpuIndex g, uint64_t now_ns, bool burst_ended, uint64_t end_ns);
-  void OnSwapDone(Client& c, GpuIndex g, shm::SwapOp op, bool ok, uint64_t bytes,
-                  uint64_t duration_ns);
+  // ---- /metrics (arbiter_telemetry.cc); the telemetry it shows is counted by Telemetry's hooks
   std::string MetricsText(uint64_t now_ns);
 
   // ---- control interface (arbiter_control.cc)

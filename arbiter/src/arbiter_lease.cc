@@ -88,9 +88,9 @@ void ArbiterImpl::AdoptLease(Client& c, uint64_t now_ns) {
     c.burst_outstanding = true;
     c.deadline_ns = taken_ns + uint64_t{c.slo_ms} * 1'000'000;
     Record(shm::EventType::kBurstStart, &c, kNoOrdinal, taken_ns);
-    OnBurstStart(c, taken_ns);
+    Telemetry::BurstStarted(c.tel, taken_ns);
   }
-  OnGranted(c, g, taken_ns);
+  telemetry_.Granted(c.tel, g, taken_ns);
   Record(shm::EventType::kGrant, &c, ordinal, seq, deadline, /*by lease*/ 1);
   Record(shm::EventType::kLease, &c, ordinal, kLeaseTaken, seq);
   spdlog::debug("client {}: took its lease (grant {}) on GPU {}", c.id, seq, ordinal);

@@ -364,7 +364,10 @@ void ArbiterImpl::CompleteTransfer(Client& c, const shm::ClientView& v, uint64_t
   // (A move that failed answers its swap-in, not yet issued, as a failed one: no order ended.)
   const Command command = t.issued ? Transit(c, c.session.OrderAcknowledged(ok)) : Command::kNone;
   const DeviceOrdinal ordinal = gpus_[t.gpu].ordinal;
-  OnSwapDone(c, t.gpu, t.op, ok, v.ack_bytes_moved, v.ack_duration_ns);
+  if (ok)
+    telemetry_.SwapDone(c.tel, t.gpu,
+                        t.op == shm::SwapOp::kSwapIn ? SwapDirection::kIn : SwapDirection::kOut,
+                        v.ack_bytes_moved, v.ack_duration_ns);
   if (t.op == shm::SwapOp::kSwapOut) {
     Record(shm::EventType::kSwapOutEnd, &c, ordinal, t.order_seq, v.ack_bytes_moved,
            v.ack_duration_ns, v.resident_bytes);
@@ -465,7 +468,7 @@ void ArbiterImpl::Grant(Client& c, GpuIndex g, policy::Duration slice_us, uint64
     if (Client* h = clients_.Find(hid)) h->corun_grant = true;
   gpus_[g].holders.Add(c.id);
   ++stats_.grants;
-  OnGranted(c, g, now_ns);
+  telemetry_.Granted(c.tel, g, now_ns);
   Record(shm::EventType::kGrant, &c, gpus_[g].ordinal, seq, deadline);
   ScheduleDeadlines(c, now_ns);  // its slice end (a grant may come after its last poll)
 }
@@ -688,7 +691,8 @@ void ArbiterImpl::PollClient(Client& c, uint64_t now_ns) {
     DropHold(c);
     c.last_use_ns = now_ns;
     ++stats_.yields;
-    OnReleased(c, g, now_ns, !view->in_burst, view->burst_end_ns != 0 ? view->burst_end_ns : now_ns);
+    telemetry_.Released(c.tel, HoldEnded(c, g, gpus_[g].ordinal, now_ns, !view->in_burst,
+                                         view->burst_end_ns != 0 ? view->burst_end_ns : now_ns));
     Record(shm::EventType::kYield, &c, gpus_[g].ordinal, c.chan.grant_seq(), now_ns - c.grant_ns);
     const shm::ClientView& v = *view;
     if (c.lease.unconfirmed()) {
@@ -746,7 +750,7 @@ void ArbiterImpl::StartBurstIfAsked(Client& c, const shm::ClientView& v, bool wa
   c.deadline_ns = now_ns + uint64_t{c.slo_ms} * 1'000'000;
   c.burst_start_ns = v.burst_start_ns != 0 ? std::min(v.burst_start_ns, now_ns) : now_ns;
   Record(shm::EventType::kBurstStart, &c, kNoOrdinal, v.burst_start_ns);
-  OnBurstStart(c, v.burst_start_ns != 0 ? v.burst_start_ns : now_ns);
+  Telemetry::BurstStarted(c.tel, v.burst_start_ns != 0 ? v.burst_start_ns : now_ns);
   Deliver(now_ns, policy::BurstStart{c.fid});
 }
 

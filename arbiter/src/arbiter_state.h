@@ -137,10 +137,27 @@ struct Client {
   std::optional<Unregister> removal_pending;
   bool pid_watched = false;  // its pidfd is in the epoll set (kTagClientExit)
 
-  ClientTelemetry tel;                  // arbiter_telemetry.cc
+  ClientTelemetry tel;                  // counted by Telemetry's hooks (telemetry.h)
   std::optional<uint32_t> pending_slo;  // set-slo waiting for the client to be idle
   uint64_t registered_ns = 0;
 };
+
+// c's hold of GPU g (its CUDA ordinal `ordinal`) ended at now_ns, as Telemetry::Released counts
+// it; `burst_ended`: its burst ended at burst_end_ns (else only its slice did).
+inline Release HoldEnded(const Client& c, GpuIndex g, DeviceOrdinal ordinal, uint64_t now_ns,
+                         bool burst_ended, uint64_t burst_end_ns) {
+  Release r;
+  r.client = c.id;
+  r.series = SeriesKey(c.name, c.pod_namespace, c.pod_name);
+  r.gpu = g;
+  r.ordinal = ordinal;
+  r.slo_ms = c.slo_ms;
+  r.grant_ns = c.grant_ns;
+  r.now_ns = now_ns;
+  r.burst_ended = burst_ended;
+  r.burst_end_ns = burst_end_ns;
+  return r;
+}
 
 // "" when c's session agrees with the rest of its state (its swap orders, its GPU's holders),
 // else what is wrong (invariant 7; client_phase.cc).

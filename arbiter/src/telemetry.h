@@ -110,6 +110,19 @@ struct SloMiss {
   uint32_t slo_ms = 0;
 };
 
+// A token hold that ended, as Telemetry::Released counts it.
+struct Release {
+  uint32_t client = 0;
+  SeriesKey series;  // the client's function (and pod)
+  GpuIndex gpu;
+  DeviceOrdinal ordinal;
+  uint32_t slo_ms = 0;       // 0: none
+  uint64_t grant_ns = 0;     // when the hold began
+  uint64_t now_ns = 0;       // when it ended
+  bool burst_ended = false;  // the burst ended (else its slice did, and it waits again)
+  uint64_t burst_end_ns = 0;
+};
+
 struct Telemetry {
   static constexpr uint64_t kHoldWindowNs = 5'000'000'000;  // utilisation window
   static constexpr size_t kRecentMisses = 32;
@@ -127,6 +140,18 @@ struct Telemetry {
   FunctionTelemetry& Function(const SeriesKey& key);
   // Drops holds that ended before now - kHoldWindowNs.
   void Prune(uint64_t now_ns);
+
+  // The hooks the loop calls, each on the client's own counters and the node's:
+  // a burst began at `start_ns` (it waits for its first grant from then);
+  static void BurstStarted(ClientTelemetry& tel, uint64_t start_ns);
+  // a grant on `g` (the burst's first-grant wait ends; above 1 ms it counts as a wait);
+  void Granted(ClientTelemetry& tel, GpuIndex g, uint64_t now_ns);
+  // a hold ended: held time, the recent holds, and for a burst that ended its latency against
+  // its SLO (a miss is kept among the recent misses);
+  void Released(ClientTelemetry& tel, const Release& r);
+  // a swap acknowledged as done.
+  void SwapDone(ClientTelemetry& tel, GpuIndex g, SwapDirection dir, uint64_t bytes,
+                uint64_t duration_ns);
 };
 
 }  // namespace gshare::arbiter
