@@ -188,7 +188,7 @@ GpuIndex ArbiterImpl::RegistrationGpu(const shm::RegisterRequest& req) const {
   return g;
 }
 
-void ArbiterImpl::PlaceAtRegistration(Client& c, Residency r, uint64_t now_ns) {
+void ArbiterImpl::PlaceAtRegistration(Client& c, RegistrationClaim r, uint64_t now_ns) {
   // A vGPU that is (or may become) resident holds a reservation of its whole quota, because
   // the shim allocates within its quota without asking. A fresh client whose quota fits starts
   // resident (shadow: the policy believes it is on the host and will ask for a swap-in, which
@@ -196,9 +196,9 @@ void ArbiterImpl::PlaceAtRegistration(Client& c, Residency r, uint64_t now_ns) {
   // starts swapped out: the order is in the channel before the client ever sees it, and nothing
   // is reserved for it until it acknowledges.
   const bool fits = book_.Fits(c.session.gpu(), c.quota);
-  if (r == Residency::kSwappedOut) {
+  if (r == RegistrationClaim::kSwappedOut) {
     // Out, as its session starts: the policy, too, believes it is on the host.
-  } else if (r == Residency::kBelievedResident || (r == Residency::kFresh && fits)) {
+  } else if (r == RegistrationClaim::kBelievedResident || (r == RegistrationClaim::kFresh && fits)) {
     Transit(c, c.session.ClaimResident());
     c.shadow = true;
     Reserve(c, c.session.gpu());
@@ -329,13 +329,13 @@ void ArbiterImpl::FinishRegistration(Arrival a, int driver_state, uint64_t now_n
   const bool claims_resident = describes_holdings && (req.flags & shm::kFlagResident) != 0;
   // A re-registration that is not resident is swapped out: it holds nothing on any GPU (its
   // reservation, if any, went with the arbiter that had it) and is swapped in on demand.
-  Residency residency = !describes_holdings ? Residency::kFresh : Residency::kSwappedOut;
+  RegistrationClaim residency = !describes_holdings ? RegistrationClaim::kFresh : RegistrationClaim::kSwappedOut;
   if (claims_resident) {
     std::string why;
     residency = BelieveResidentClaim(a, c->session.gpu(), driver_state, now_ns, &why)
-                    ? Residency::kBelievedResident
-                    : Residency::kDisbelievedResident;
-    if (residency == Residency::kDisbelievedResident) {
+                    ? RegistrationClaim::kBelievedResident
+                    : RegistrationClaim::kDisbelievedResident;
+    if (residency == RegistrationClaim::kDisbelievedResident) {
       ++stats_.resident_claims_refused;
       spdlog::warn(
           "client '{}' pid {} uid {} claims to be resident on GPU {}, which cannot be "

@@ -165,9 +165,16 @@ class ArbiterImpl final : public Arbiter {
   // (reserved, out, or ordered off the GPU first); the reply and the client's descriptors in the
   // epoll set (false: the connection failed, nothing of it is kept); the client in the arbiter's
   // tables, the event ring and the policy.
-  enum class Residency : uint8_t { kFresh, kSwappedOut, kBelievedResident, kDisbelievedResident };
+  // What a registering process claims about its memory, once checked (docs/architecture.md,
+  // "Residency across the layers").
+  enum class RegistrationClaim : uint8_t {
+    kFresh,
+    kSwappedOut,
+    kBelievedResident,
+    kDisbelievedResident
+  };
   GpuIndex RegistrationGpu(const shm::RegisterRequest& req) const;
-  void PlaceAtRegistration(Client& c, Residency r, uint64_t now_ns);
+  void PlaceAtRegistration(Client& c, RegistrationClaim r, uint64_t now_ns);
   bool ConnectClient(Client& c, Arrival& a, uint64_t now_ns);
   void Admit(std::unique_ptr<Client> c, bool reregister, uint64_t now_ns);
   void Refuse(Arrival& a, const std::string& why, uint64_t* counter = nullptr);
