@@ -369,8 +369,8 @@ class ArbiterImpl final : public Arbiter {
   nlohmann::json SetSlo(Client& c, uint32_t slo_ms, uint64_t now_ns);
   void EnforceDrains(uint64_t now_ns);
   void ApplyPendingSlos(uint64_t now_ns);
-  // A policy function id for client `client_id` (a free one first), and giving one back after
-  // its FunctionGone was delivered.
+  // Gives a gone client's policy function id back to the ClientTable: reusable once its
+  // FunctionGone has been handled (at once, or at the end of the delivery in progress).
   void ReleaseFid(policy::FunctionId fid);
 
   ArbiterConfig config_;

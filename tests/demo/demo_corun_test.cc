@@ -17,6 +17,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <regex>
+#include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -81,12 +83,22 @@ TEST(DemoCorun, QuickDemoReportsTimeOnlyAndCorunRunsSideBySide) {
   EXPECT_EQ(co["setup"]["kinds"]["cnn"]["share"], 50);   // resnet50: compute 0.30
   EXPECT_EQ(co["setup"]["kinds"]["bert"]["share"], 25);  // bert_base: 0.25
   EXPECT_EQ(co["setup"]["kinds"]["llm"]["share"], 25);   // llm_1b: 0.20
-  // Placement: the co-run arbiter's log names each client's GPU ("..., GPU 0").
+  // Placement: MPS clients registered on the marked GPU 0. A share query's answer names its
+  // process ("pid P uid U ('name'): share query answered: GPU 0, co-run at N%") and the
+  // registration its GPU ("client I 'name' pid P uid U: ..., GPU 0"); only processes in both can
+  // co-run there (a server answered for GPU 0 may still register elsewhere: docs/arbiter.md).
   const std::string arbiter_log = ReadFile(dir + "/run/gshare-corun/logs/arbiter.log");
-  int on_gpu0 = 0;
-  for (size_t p = 0; (p = arbiter_log.find(" ms, GPU 0\n", p)) != std::string::npos; ++p) ++on_gpu0;
-  if (co["arbiter_summary"].value("corun_joins", 0) == 0 && on_gpu0 < 2)
-    GTEST_SKIP() << "the policy placed " << on_gpu0 << " server(s) on the marked GPU 0: nothing to co-run";
+  std::set<std::string> answered, registered;
+  static const std::regex kAnswer(R"(pid (\d+) uid \d+ \('[^']*'\): share query answered: GPU 0, co-run at)");
+  static const std::regex kRegistered(R"(client \d+ '[^']*' pid (\d+) uid \d+: .*, GPU 0\n)");
+  for (std::sregex_iterator it(arbiter_log.begin(), arbiter_log.end(), kAnswer), end; it != end; ++it)
+    answered.insert((*it)[1]);
+  for (std::sregex_iterator it(arbiter_log.begin(), arbiter_log.end(), kRegistered), end; it != end; ++it)
+    registered.insert((*it)[1]);
+  int mps_on_gpu0 = 0;
+  for (const std::string& pid : answered) mps_on_gpu0 += registered.count(pid) != 0 ? 1 : 0;
+  if (co["arbiter_summary"].value("corun_joins", 0) == 0 && mps_on_gpu0 < 2)
+    GTEST_SKIP() << mps_on_gpu0 << " MPS client(s) registered on the marked GPU 0: nothing to co-run";
   // Counted by the co-run run's arbiter (its --summary), not by the demo.
   EXPECT_GE(co["arbiter_summary"]["corun_joins"].get<uint64_t>(), 1u)
       << co["arbiter_summary"].dump(2) << "\nthe co-run arbiter's log:\n" << arbiter_log;
