@@ -176,10 +176,19 @@ void ArbiterImpl::Register(Arrival a, uint64_t now_ns) {
   FinishRegistration(std::move(a), DriverLib::kNoAnswer, now_ns);
 }
 
-GpuIndex ArbiterImpl::RegistrationGpu(const shm::RegisterRequest& req) const {
-  // Where it already is (re-registration: its memory, or its process when swapped out), else
-  // the undrained GPU with the most memory left to promise.
+GpuIndex ArbiterImpl::RegistrationGpu(const shm::RegisterRequest& req, pid_t pid,
+                                      uint64_t now_ns) const {
+  // Where it already is (re-registration: its memory, or its process when swapped out).
   if (req.current_gpu != shm::kNoGpu) return *IndexOf(DeviceOrdinal{req.current_gpu});
+  // An MPS client: the GPU whose server its process joined at cuInit, the one its share was
+  // answered for (chosen then; memory reserved since may make another GPU the emptiest now).
+  if (req.mps_share != 0 && pid != 0) {
+    if (const auto answered = corun_.CorunGpuOf(pid, now_ns)) return *answered;
+    spdlog::warn("pid {}: registers as an MPS client at {}% without a co-run share answered to "
+                 "it: placed as any new vGPU, which may not be the GPU of its MPS server",
+                 pid, req.mps_share);
+  }
+  // Else the undrained GPU with the most memory left to promise.
   GpuIndex g{0};
   for (const GpuIndex i : gpus_.indices())
     if ((gpus_[g].drained && !gpus_[i].drained) ||  // gshare-ctl drain
@@ -297,6 +306,7 @@ void ArbiterImpl::FinishRegistration(Arrival a, int driver_state, uint64_t now_n
   c->uid = peer.uid;
   c->gid = peer.gid;
   c->mps_share = req.mps_share;
+  const GpuIndex gpu = RegistrationGpu(req, peer.pid, now_ns);
   corun_.ForgetPromise(peer.pid);  // its share's memory is the client's own quota from now on
   c->compute_demand_pct = req.compute_demand_pct;
   c->bandwidth_demand_pct = req.bandwidth_demand_pct;
@@ -318,7 +328,7 @@ void ArbiterImpl::FinishRegistration(Arrival a, int driver_state, uint64_t now_n
   }
   c->last_use_ns = now_ns;
   c->registered_ns = now_ns;
-  Transit(*c, c->session.AssignGpu(RegistrationGpu(req)));
+  Transit(*c, c->session.AssignGpu(gpu));
   // An MPS client's context is on its GPU already (made at its cuInit): counted before its
   // vGPU's place is decided, for as long as its process is the server's client.
   ReserveContext(*c);

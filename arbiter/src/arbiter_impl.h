@@ -173,7 +173,10 @@ class ArbiterImpl final : public Arbiter {
     kBelievedResident,
     kDisbelievedResident
   };
-  GpuIndex RegistrationGpu(const shm::RegisterRequest& req) const;
+  // pid, now_ns: an MPS client's registration goes to the GPU its share was answered for
+  // (pid 0: a share query, which is answered for the GPU chosen as for any new vGPU).
+  GpuIndex RegistrationGpu(const shm::RegisterRequest& req, pid_t pid = 0,
+                           uint64_t now_ns = 0) const;
   void PlaceAtRegistration(Client& c, RegistrationClaim r, uint64_t now_ns);
   bool ConnectClient(Client& c, Arrival& a, uint64_t now_ns);
   void Admit(std::unique_ptr<Client> c, bool reregister, uint64_t now_ns);
@@ -284,7 +287,10 @@ class ArbiterImpl final : public Arbiter {
   policy::FunctionSpec SpecOf(const Client& c) const;
   void AdviseShare(Client& c);
   std::string CorunRefusal(const Client& c, GpuIndex g, uint64_t now_ns) const;
-  void CheckCorunLatency(Client& c, GpuIndex g, uint64_t latency_ns, uint64_t now_ns);
+  // A co-run burst of c on g ended: revokes the set when co-running threatened its SLO
+  // (corun_judge.h).
+  void JudgeCorunBurst(Client& c, GpuIndex g, uint64_t latency_ns, uint64_t gpu_time_ns,
+                       uint64_t now_ns);
   // Back to exclusive slices on g: the holder that has held longest keeps it, the others are
   // asked to yield.
   void BreakUpSet(GpuIndex g, uint64_t now_ns);

@@ -481,7 +481,7 @@ void ArbiterImpl::DropHold(Client& c) {
 }
 
 CorunMember ArbiterImpl::MemberOf(const Client& c) const {
-  return CorunMember{c.id, c.uid, c.gid, c.name, c.mps_share};
+  return CorunMember{c.id, c.uid, c.gid, c.name, c.mps_share, c.solo.needs_solo()};
 }
 
 policy::FunctionSpec ArbiterImpl::SpecOf(const Client& c) const {
@@ -570,16 +570,34 @@ void ArbiterImpl::BreakUpSet(GpuIndex g, uint64_t now_ns) {
   for (size_t i = 1; i < set.size(); ++i) Preempt(*set[i], now_ns);
 }
 
-void ArbiterImpl::CheckCorunLatency(Client& c, GpuIndex g, uint64_t latency_ns, uint64_t now_ns) {
-  if (!corun_.Threatens(latency_ns, c.slo_ms)) return;
+void ArbiterImpl::JudgeCorunBurst(Client& c, GpuIndex g, uint64_t latency_ns, uint64_t gpu_time_ns,
+                                  uint64_t now_ns) {
+  const std::optional<uint64_t> typical = c.solo.Typical();
+  // The set it ran in: the holders left, and c (its hold is dropped already).
+  const uint64_t members = gpus_[g].holders.size() + (gpus_[g].holders.Holds(c.id) ? 0 : 1);
+  const CorunVerdict verdict = arbiter::JudgeCorunBurst(
+      latency_ns, gpu_time_ns, typical, c.slo_ms, config_.corun.threat_percent, members);
+  c.solo.AddCorun();
+  // (kNoReference cannot come here: a member without a solo burst neither joins nor is joined.)
+  if (verdict == CorunVerdict::kUnlike) {
+    c.solo.Refresh();
+    spdlog::info("GPU {}: client {} '{}' held the GPU {} ms co-running where it holds it {} ms "
+                 "alone, more than co-running with {} members explains: other work (a load), "
+                 "not held against the set; its next burst runs alone",
+                 gpus_[g].ordinal, c.id, c.name, gpu_time_ns / 1'000'000, *typical / 1'000'000,
+                 members);
+    return;
+  }
+  if (verdict != CorunVerdict::kThreatened) return;
   std::vector<CorunMember> others;
   for (uint32_t hid : gpus_[g].holders.ids())
     if (const Client* h = clients_.Find(hid)) others.push_back(MemberOf(*h));
   corun_.Revoke(g, MemberOf(c), others, now_ns);
   ++stats_.corun_revocations;
-  spdlog::info("GPU {}: co-running revoked: client {} '{}' took {} ms against its {} ms SLO; "
-               "exclusive slices for {} ms",
+  spdlog::info("GPU {}: co-running revoked: client {} '{}' took {} ms against its {} ms SLO, "
+               "holding the GPU {} ms where it holds it {} ms alone; exclusive slices for {} ms",
                gpus_[g].ordinal, c.id, c.name, latency_ns / 1'000'000, c.slo_ms,
+               gpu_time_ns / 1'000'000, *typical / 1'000'000,
                corun_.config().backoff.count() / 1'000'000);
   // Back to exclusive slices: the one that has held longest keeps the GPU, the others yield.
   BreakUpSet(g, now_ns);
@@ -664,6 +682,9 @@ void ArbiterImpl::PollClient(Client& c, uint64_t now_ns) {
   // under ASan). So the whole view is read again after a grant; a failed read is retried at the
   // next poll (the doorbell is armed before the loop sleeps).
   const uint32_t read_under = c.chan.grant_seq();
+  // In a burst as this poll began: a swap-in request first seen now was made for that burst
+  // (below).
+  const bool in_burst_before = c.burst_outstanding || c.session.holding();
   if (const Transfer* t = c.transfers.InFlight(); t != nullptr && view->ack_seq == t->order_seq) {
     CompleteTransfer(c, *view, now_ns);
     if (clients_.Find(c.id) == nullptr) return;
@@ -709,7 +730,10 @@ void ArbiterImpl::PollClient(Client& c, uint64_t now_ns) {
       c.burst_outstanding = false;
       if (corun_grant) {
         const uint64_t end = v.burst_end_ns != 0 ? v.burst_end_ns : now_ns;
-        CheckCorunLatency(c, g, end > c.burst_start_ns ? end - c.burst_start_ns : 0, now_ns);
+        JudgeCorunBurst(c, g, end > c.burst_start_ns ? end - c.burst_start_ns : 0, gpu_time,
+                        now_ns);
+      } else {
+        c.solo.AddSolo(gpu_time);
       }
       policy::BurstEnd end{c.fid, ToPolicy(g), std::max<policy::Duration>(1, ToUs(gpu_time))};
       end.corun = corun_grant;
@@ -727,8 +751,14 @@ void ArbiterImpl::PollClient(Client& c, uint64_t now_ns) {
     }
   }
   const shm::ClientView& v = *view;
+  // A swap-in request counts as asking for a burst unless it was made for the one the client
+  // was in when this poll began: a client that reports its burst's start, asks for its swap-in,
+  // runs and releases between two polls would otherwise be started on a second burst nobody
+  // asked for, granted, and hold the GPU until its slice ran out (found by
+  // ArbiterInProcess.ACoRunSetWhoseMemberThreatensItsSloIsBrokenUpAndBacksOff under load). A
+  // new burst reports its start (`unstarted` in StartBurstIfAsked) or waits (kWaiting).
   const bool wants = v.state == shm::ClientTokenState::kWaiting ||
-                     v.swapin_requests != c.swapin_requests_seen;
+                     (v.swapin_requests != c.swapin_requests_seen && !in_burst_before);
   c.swapin_requests_seen = v.swapin_requests;
   StartBurstIfAsked(c, v, wants, now_ns);
 }

@@ -88,7 +88,7 @@ void ArbiterImpl::AnswerShareQuery(Arrival a, uint64_t now_ns) {
         // be parked (then that quota must find room like any vGPU's).
         const bool parkable = config_.corun.mps_swaps_verified;
         corun_.NotePromise(g, peer.pid, context + (parkable ? 0 : as_registration.quota_bytes),
-                           parkable ? as_registration.quota_bytes : 0, now_ns);
+                           parkable ? as_registration.quota_bytes : 0, now_ns, /*corun=*/true);
       }
     }
   }

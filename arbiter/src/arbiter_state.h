@@ -18,6 +18,7 @@
 
 #include "client_session.h"
 #include "corun.h"
+#include "corun_judge.h"
 #include "deadline_queue.h"
 #include "doorbell_guard.h"
 #include "gpu_ids.h"
@@ -111,6 +112,7 @@ struct Client {
   uint64_t deadline_ns = 0;  // current burst: start + SLO (for the next-in-line hint)
   uint64_t burst_start_ns = 0;  // current burst's start as the client reported it
   bool corun_grant = false;  // its current grant joined (or formed) a co-run set
+  SoloReference solo;  // its solo bursts, the reference its co-run bursts are judged by
   // A co-run grant the co-run rules refused: it runs exclusively once its GPU is free
   // (GrantDeferred), unless the policy preempts it first. (GPU, slice.)
   std::optional<std::pair<GpuIndex, policy::Duration>> deferred_grant;

@@ -40,8 +40,12 @@ std::string CorunBook::JoinRefusal(GpuIndex g, const CorunMember& joiner,
     return "the set has corun_max_members (" + std::to_string(config_.max_members) + ") members";
   Prune(now_ns);
   const uint64_t domain = FaultDomainKey(joiner, config_.fault_domain);
+  if (joiner.needs_solo)
+    return "it runs a burst alone first, the reference its co-run bursts are judged by";
   for (const CorunMember& h : holders) {
     if (h.id == joiner.id) return "it holds the GPU already";
+    if (h.needs_solo)
+      return "holder " + std::to_string(h.id) + " runs a burst alone (its solo reference)";
     if (h.mps_share == 0) return "holder " + std::to_string(h.id) + " is not an MPS client";
     if (FaultDomainKey(h, config_.fault_domain) != domain)
       return "holder " + std::to_string(h.id) + " is of another fault domain (corun_fault_domain)";
@@ -50,11 +54,6 @@ std::string CorunBook::JoinRefusal(GpuIndex g, const CorunMember& joiner,
       return "the pair with '" + h.name + "' backs off after a revocation";
   }
   return {};
-}
-
-bool CorunBook::Threatens(uint64_t latency_ns, uint32_t slo_ms) const {
-  // latency > slo * threat / 100, in integers.
-  return latency_ns * 100 > uint64_t{slo_ms} * 1'000'000 * config_.threat_percent;
 }
 
 void CorunBook::Revoke(GpuIndex g, const CorunMember& victim,
@@ -87,10 +86,18 @@ void CorunBook::NoteShareAnswered(GpuIndex g, uid_t uid, uint64_t now_ns) {
 }
 
 void CorunBook::NotePromise(GpuIndex g, pid_t pid, uint64_t pinned, uint64_t swappable,
-                            uint64_t now_ns) {
+                            uint64_t now_ns, bool corun) {
+  // Bounded by the queries within kAnsweredGpuKeepNs (each takes a registration token).
   for (auto it = promises_.begin(); it != promises_.end();)
-    it = now_ns >= it->second.at_ns + kShareAnswerHoldNs ? promises_.erase(it) : std::next(it);
-  promises_[pid] = Promise{g, pinned, swappable, now_ns};
+    it = now_ns >= it->second.at_ns + kAnsweredGpuKeepNs ? promises_.erase(it) : std::next(it);
+  promises_[pid] = Promise{g, pinned, swappable, now_ns, corun};
+}
+
+std::optional<GpuIndex> CorunBook::CorunGpuOf(pid_t pid, uint64_t now_ns) const {
+  const auto it = promises_.find(pid);
+  if (it == promises_.end() || !it->second.corun || now_ns >= it->second.at_ns + kAnsweredGpuKeepNs)
+    return std::nullopt;
+  return it->second.gpu;
 }
 
 uint64_t CorunBook::PromisedBytes(GpuIndex g, pid_t except, uint64_t now_ns) const {

@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -58,6 +59,8 @@ struct CorunMember {
   gid_t gid = 0;
   std::string name;      // the function's name (back-offs are per pair of functions)
   uint32_t mps_share = 0;  // its process's MPS compute share in percent; 0: not an MPS client
+  // It must run its next burst alone, to give its co-run bursts a reference (corun_judge.h).
+  bool needs_solo = false;
 };
 
 // The fault domain key of a member under `domain` (members of one set share it).
@@ -81,10 +84,6 @@ class CorunBook {
   // "" when `joiner` may run on GPU index g beside every one of `holders` now, else why not.
   std::string JoinRefusal(GpuIndex g, const CorunMember& joiner,
                           const std::vector<CorunMember>& holders, uint64_t now_ns) const;
-
-  // A member's burst ended after `latency_ns` against its SLO: true when that threatens the
-  // SLO (latency above the threat fraction of it), i.e. the set must be revoked.
-  bool Threatens(uint64_t latency_ns, uint32_t slo_ms) const;
 
   // Revokes co-running on g: the GPU serves exclusive slices until now + back-off, and each
   // pair of `victim` with the others stays apart that long.
@@ -123,8 +122,18 @@ class CorunBook {
   // quota that can be parked). Further shares are answered only beside both. One promise per
   // process: a second query of the same pid replaces the first. Bounded by the processes that
   // may query within the hold (registration_rate_per_uid).
-  void NotePromise(GpuIndex g, pid_t pid, uint64_t pinned, uint64_t swappable, uint64_t now_ns);
+  // `corun`: the answer was a co-run share for g (its process becomes an MPS client of g's
+  // server at its cuInit, and registers on g: CorunGpuOf).
+  void NotePromise(GpuIndex g, pid_t pid, uint64_t pinned, uint64_t swappable, uint64_t now_ns,
+                   bool corun = false);
   void ForgetPromise(pid_t pid) { promises_.erase(pid); }
+  // The GPU a co-run share was last answered for to process `pid`, if within kAnsweredGpuKeepNs
+  // and it has not registered since: an MPS client's registration goes there, whichever GPU
+  // would be chosen for it now (its process is that GPU's server's client from its cuInit on).
+  std::optional<GpuIndex> CorunGpuOf(pid_t pid, uint64_t now_ns) const;
+  // How long the GPU of a co-run answer is kept for its process's registration: longer than the
+  // memory hold, for a process whose cuInit is slow (a real driver's, with many modules).
+  static constexpr uint64_t kAnsweredGpuKeepNs = 300'000'000'000;
   // The pinned bytes promised on g within the hold, leaving out `except`'s own promise.
   uint64_t PromisedBytes(GpuIndex g, pid_t except, uint64_t now_ns) const;
   // The largest swappable vGPU promised on g within the hold, leaving out `except`'s.
@@ -153,6 +162,7 @@ class CorunBook {
     uint64_t pinned = 0;
     uint64_t swappable = 0;
     uint64_t at_ns = 0;
+    bool corun = false;
   };
   std::map<pid_t, Promise> promises_;
   uint64_t revocations_ = 0;

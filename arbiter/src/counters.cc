@@ -54,7 +54,8 @@ constexpr std::array kCounters{
     CounterInfo{"corun_refusals", &S::corun_refusals, kC, kAll,
                 "Co-run grants the rules refused (fault domain, back-off, not MPS, set full)."},
     CounterInfo{"corun_revocations", &S::corun_revocations, kC, kAll,
-                "Co-run sets revoked because a member's latency threatened its SLO."},
+                "Co-run sets revoked because co-running threatened a member's SLO (its latency "
+                "over corun_threat, its burst longer than its solo bursts by 5% of the SLO)."},
     CounterInfo{"mps_terminations", &S::mps_terminations, kC, kAll,
                 "MPS clients that ignored preemption, terminated through MPS (terminate_client)."},
     CounterInfo{"mps_terminations_capped", &S::mps_terminations_capped, kC, kAll,

@@ -425,11 +425,11 @@ void PolicyBase::HandleAvailable(Time now, GpuId g) {
 void PolicyBase::HandleBurstEnd(Time now, const BurstEnd& e) {
   Fn& fn = fns_[e.function];
   Gpu& gpu = gpus_[e.gpu];
-  if (fn.corun || e.corun) {
-    OnCorunBurstEnd(now, e.function, e.gpu, e);
-  } else {
-    fn.exec.Observe(e.gpu_time);
-  }
+  // A co-run grant may still have run alone (the live arbiter's join rules deferred it until
+  // the GPU was free): e.corun says how it ran, and only then is it a co-run burst to learn from
+  // or to judge. The co-run bookkeeping of a grant believed co-run ends either way.
+  if (fn.corun || e.corun) OnCorunBurstEnd(now, e.function, e.gpu, e);
+  if (!e.corun) fn.exec.Observe(e.gpu_time);
   if (!fn.pending.empty()) fn.pending.pop_front();
   fn.running = false;
   fn.yielded = false;

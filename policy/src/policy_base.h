@@ -141,8 +141,9 @@ class PolicyBase : public Policy {
   // g's set of holders changed (`joined` was just granted co-run, or kNoFunction: one left)
   // while co-running; called after the base's bookkeeping.
   virtual void OnCorunChange(Time /*now*/, GpuId /*g*/, FunctionId /*joined*/) {}
-  // A burst that ran co-run ended (before the base forgets its co-run state; f still counts
-  // among g's holders).
+  // A burst granted or joined co-run ended (before the base forgets its co-run state; f still
+  // counts among g's holders). e.corun false: it ran alone after all (the live arbiter deferred
+  // the co-run grant until the GPU was free): nothing to learn from or judge.
   virtual void OnCorunBurstEnd(Time /*now*/, FunctionId /*f*/, GpuId /*g*/, const BurstEnd& /*e*/) {}
   // Which entry of g's ready queue runs next (default 0: FIFO). REQUIRES: ready non-empty.
   virtual size_t PickReady(Time now, GpuId g) const;

@@ -219,6 +219,7 @@ class SlackScheduler final : public PolicyBase {
 
   void OnCorunBurstEnd(Time now, FunctionId f, GpuId g, const BurstEnd& e) override {
     corun_.Advance(f, now);
+    if (!e.corun) return corun_.EndBurst(f);  // it ran alone after all (policy_base.cc)
     const Fn& fn = fns_[f];
     const double observed = static_cast<double>(e.gpu_time) / static_cast<double>(std::max<Duration>(1, Typical(f)));
     if (corun_.clean(f)) corun_.predictor().Observe(corun_.query(f), observed);

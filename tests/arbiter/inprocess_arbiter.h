@@ -25,6 +25,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "gshare/arbiter/arbiter.h"
 #include "gshare/arbiter/config.h"
@@ -183,70 +184,83 @@ inline shm::ShareAnswer OwnQuery(const std::string& socket, uint64_t quota = 0) 
 
 inline constexpr uid_t kOtherUid = 65534;  // nobody
 
-// A process (of kOtherUid, or of the test's uid) that asks the arbiter at `socket` for its MPS
-// share, for `quota` bytes, when told to. Forked at construction, before the arbiter's thread
-// starts (the child copies only this thread), it switches to its uid and waits; Ask() lets it
-// ask and returns its answer as "corun=<0|1> gpu=<ordinal> reason=<why>" (or "error: ..." when
-// the query failed).
-class OtherUidQuerier {
+// A child process that takes one step each time it is told to and sends back that step's line
+// of text. Forked at construction, before the arbiter's thread starts (the child copies only this
+// thread), it switches to `uid` (when not the test's) and waits; Step() lets it take its next
+// step and returns the line ("error: ..." when there is none). The steps run in the child: they
+// may use what the parent had before the fork (the socket's path), nothing the parent does after.
+class ForkedSteps {
  public:
-  explicit OtherUidQuerier(const std::string& socket, uid_t uid = kOtherUid, uint64_t quota = 0) {
+  ForkedSteps(uid_t uid, std::vector<std::function<std::string()>> steps) {
     int go[2], out[2];
     if (::pipe(go) != 0 || ::pipe(out) != 0) return;
     pid_ = ::fork();
     if (pid_ == 0) {
       ::close(go[1]);
       ::close(out[0]);
-      char byte;
       if (uid != ::getuid() && (::setgroups(0, nullptr) != 0 || ::setresgid(uid, uid, uid) != 0 ||
                                 ::setresuid(uid, uid, uid) != 0))
         ::_exit(2);
-      if (::read(go[0], &byte, 1) != 1) ::_exit(2);
-      shm::ShareQuery q;
-      q.quota_bytes = quota;
-      q.slo_ms = 100;
-      q.function_name = "other-uid";
-      const auto answer = shm::QueryShare(socket, q, std::chrono::seconds(10));
-      const std::string text = answer.ok() ? "corun=" + std::to_string(answer->corun ? 1 : 0) +
-                                                 " gpu=" + std::to_string(answer->gpu) +
-                                                 " reason=" + answer->reason
-                                           : "error: " + answer.status().ToString();
-      const bool written =
-          ::write(out[1], text.data(), text.size()) == static_cast<ssize_t>(text.size());
-      ::_exit(written ? 0 : 3);
+      char byte;
+      for (const auto& step : steps) {
+        if (::read(go[0], &byte, 1) != 1) ::_exit(0);  // the parent is done with it
+        const std::string line = step() + "\n";
+        if (::write(out[1], line.data(), line.size()) != static_cast<ssize_t>(line.size()))
+          ::_exit(3);
+      }
+      (void)::read(go[0], &byte, 1);  // alive (its connections open) until the parent is done
+      ::_exit(0);
     }
     ::close(go[0]);
     ::close(out[1]);
     go_ = go[1];
     out_ = out[0];
   }
-  ~OtherUidQuerier() {
+  ~ForkedSteps() {
     if (go_ >= 0) ::close(go_);
     if (out_ >= 0) ::close(out_);
     if (pid_ > 0) (void)::waitpid(pid_, nullptr, 0);
   }
-  OtherUidQuerier(const OtherUidQuerier&) = delete;
-  OtherUidQuerier& operator=(const OtherUidQuerier&) = delete;
+  ForkedSteps(const ForkedSteps&) = delete;
+  ForkedSteps& operator=(const ForkedSteps&) = delete;
 
-  std::string Ask() {
-    if (pid_ <= 0 || ::write(go_, "g", 1) != 1) return "error: no querier";
-    ::close(go_);
-    go_ = -1;
-    std::string text;
-    char buf[512];
-    for (ssize_t n; (n = ::read(out_, buf, sizeof buf)) > 0;)
-      text.append(buf, static_cast<size_t>(n));
-    int status = 0;
-    (void)::waitpid(pid_, &status, 0);
-    pid_ = 0;
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-      text += " (querier exited with " + std::to_string(status) + ")";
-    return text;
+  std::string Step() {
+    if (pid_ <= 0 || ::write(go_, "g", 1) != 1) return "error: no child";
+    std::string line;
+    char c;
+    while (::read(out_, &c, 1) == 1 && c != '\n') line += c;
+    return line.empty() ? "error: the child took no step" : line;
   }
 
  private:
   pid_t pid_ = -1;
   int go_ = -1, out_ = -1;
+};
+
+// A share answer as text: "corun=<0|1> gpu=<ordinal> reason=<why>", or "error: ...".
+inline std::string AnswerText(const shm::Result<shm::ShareAnswer>& answer) {
+  return answer.ok() ? "corun=" + std::to_string(answer->corun ? 1 : 0) +
+                           " gpu=" + std::to_string(answer->gpu) + " reason=" + answer->reason
+                     : "error: " + answer.status().ToString();
+}
+
+// A process (of kOtherUid, or of the test's uid) that asks the arbiter at `socket` for its MPS
+// share, for `quota` bytes, when told to (Ask(): its answer as AnswerText). Forked at
+// construction, before the arbiter's thread starts.
+class OtherUidQuerier {
+ public:
+  explicit OtherUidQuerier(const std::string& socket, uid_t uid = kOtherUid, uint64_t quota = 0)
+      : child_(uid, {[socket, quota] {
+                 shm::ShareQuery q;
+                 q.quota_bytes = quota;
+                 q.slo_ms = 100;
+                 q.function_name = "other-uid";
+                 return AnswerText(shm::QueryShare(socket, q, std::chrono::seconds(10)));
+               }}) {}
+  std::string Ask() { return child_.Step(); }
+
+ private:
+  ForkedSteps child_;
 };
 
 // Waits for the next swap order after `last` and acknowledges it as done.

@@ -4,11 +4,13 @@
 // model's share and GSHARE_CORUN_DEMAND). Checks the printed side-by-side table has both
 // columns and the JSON report both runs, every request answered correctly in both, and that
 // the co-run run's arbiter made at least one co-run grant (corun_joins) while the time-only
-// one made none (counted by the arbiters, not the demo). No baseline and 20 s of trace at 2x
-// (10 s of load per run) keep it short: about 40 s when it passes. Grants come from the servers
-// the policy places on GPU 0 (the marked one) overlapping, mostly while they load their weights;
-// a run where the placement put fewer than two servers there cannot co-run and is skipped
-// (measured: 4 of 5 completed runs made 3-9 grants, the fifth had only the llm on GPU 0).
+// one made none (counted by the arbiters, not the demo). No baseline and 60 s of trace at 8x
+// (7.5 s of load per run, 191 requests) keep it short: about 40 s when it passes. Grants come
+// from requests to the servers on GPU 0 (the marked one) that arrive while another runs; the
+// servers' loads run alone (a member's first burst does, docs/arbiter.md "Solo first"), so the
+// load must be dense enough for requests to overlap: at 20 s of trace at 2x (31 requests) 2 of 3
+// runs made no grant; at 60 s at 8x, 3 of 3 runs made 7-22 (2026-12-05). A run where the
+// placement put fewer than two MPS clients there cannot co-run and is skipped.
 // With --gpus 1 every server would be on the marked GPU, but there the arbiter hung in each
 // try (below), so the test keeps the quick demo's two GPUs.
 #include <gtest/gtest.h>
@@ -40,7 +42,8 @@ TEST(DemoCorun, QuickDemoReportsTimeOnlyAndCorunRunsSideBySide) {
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   const std::string json = dir + "/out.json";
-  auto demo = ChildProcess::Spawn({{DEMO_BIN, "--quick", "--corun", "--no-baseline", "--trace-seconds", "20",
+  auto demo = ChildProcess::Spawn({{DEMO_BIN, "--quick", "--corun", "--no-baseline", "--trace-seconds", "60",
+                                    "--time-compression", "8",
                                     "--run-dir", dir + "/run", "--json", json},
                                    CurrentEnvironment(), dir + "/stdout", dir + "/stderr"});
   ASSERT_TRUE(demo.ok()) << demo.status().message();

@@ -122,6 +122,20 @@ TEST(Corun, RevokesAndBacksOffAfterAnObservedThreat) {
   EXPECT_FALSE(HasCorunGrant(after, 1));
 }
 
+// The live arbiter may run a co-run grant alone (its join rules deferred it until the GPU was
+// free: a member without a solo burst to judge it by). Its BurstEnd then says corun = false:
+// the same 19 ms burst is no threat to revoke for, and it is learned as a solo burst. Before,
+// the policy judged it as co-run and backed the pair off for a burst that ran alone.
+TEST(Corun, ACoRunGrantThatRanAloneIsNeitherJudgedNorLearnedAsCoRun) {
+  Scenario s("aggressive", Config(true), Demanding(0.2, 0.1), Demanding(0.2, 0.1));
+  ASSERT_TRUE(HasCorunGrant(s.LandF1(), 1));
+  s.d.Send(21'000, BurstEnd{1, 0, 16'900, /*corun=*/false});
+  EXPECT_EQ(s.d.policy->corun_stats().revocations, 0u);
+  // f1 may co-run again beside f0 (no back-off of the pair).
+  const ActionList again = s.d.Send(21'100, BurstStart{1});
+  EXPECT_TRUE(HasCorunGrant(again, 1)) << Describe(again);
+}
+
 TEST(Corun, OffAndUnmarkedGpusBehaveExactlyAsBefore) {
   const FunctionSpec a = Demanding(0.2, 0.1), b = Demanding(0.2, 0.1);
   Scenario unmarked("aggressive", Config(false), a, b);
