@@ -150,12 +150,19 @@ class ArbiterImpl final : public Arbiter {
   // worker for the process's state (StartRegistrationQuery) and decided at its completion.
   void Register(Arrival a, uint64_t now_ns);
   // Answers a share query (arbiter_share_query.cc): the share the policy would give the function
-  // on the GPU it would register on, when that GPU is marked for co-running.
+  // on the GPU it would register on (a function that could co-run: a marked GPU where it fits,
+  // if any), when that GPU is marked for co-running.
   void AnswerShareQuery(Arrival a, uint64_t now_ns);
   // Why a share for `quota` bytes, whose MPS context takes `context` bytes, on GPU index g must
   // not be answered to `pid` now: it would not fit beside what the GPU's MPS clients
   // (registered, orphaned, promised to other processes) pin there — their contexts, and their
   // quotas unless mps_swaps_verified lets MPS clients be parked. "" when it fits.
+  // The uids of GPU g's MPS clients, orphans included (one user per MPS server).
+  std::vector<uid_t> MpsUids(GpuIndex g) const;
+  // A GPU marked for co-running, undrained, whose server may serve peer's uid and where its
+  // quota and MPS context fit beside the pins (the one with most memory left to promise), if any.
+  std::optional<GpuIndex> CorunGpuWithRoom(const shm::PeerCredentials& peer, uint64_t quota,
+                                           uint64_t context, uint64_t now_ns) const;
   std::string PinnedRoomRefusal(GpuIndex g, uint64_t quota, uint64_t context, pid_t pid,
                                 uint64_t now_ns) const;
   // `driver_state`: the process's state as the driver worker found it (and thawed it), for

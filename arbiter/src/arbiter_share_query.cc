@@ -1,7 +1,9 @@
 // The share query (docs/protocol.md, "Share query"): before its process's real cuInit, a shim
 // asks which MPS share its function would get, so that CUDA_MPS_ACTIVE_THREAD_PERCENTAGE is set
 // before the driver reads it. The answer is the policy's share class for the function as it
-// would register now (Policy::ShareForSpec), on the GPU it would register on, when that GPU is
+// would register now (Policy::ShareForSpec), on the GPU it would register on (for a function
+// declaring demands short of the whole GPU, a GPU marked for co-running where it may be served
+// and fits, if there is one: CorunGpuWithRoom), when that GPU is
 // marked for co-running and its MPS server may serve the process's uid (MPS serves one uid per
 // server at a time: a uid other than that of the GPU's MPS clients, or of a share answered
 // moments ago, is answered "not co-run"); otherwise "not co-run" and the environment stays as
@@ -16,6 +18,7 @@
 #include <spdlog/spdlog.h>
 
 #include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,56 +43,55 @@ void ArbiterImpl::AnswerShareQuery(Arrival a, uint64_t now_ns) {
   if (!why.empty()) {
     answer.reason = why.substr(0, shm::kReasonSize - 1);
   } else {
-    const GpuIndex g = RegistrationGpu(as_registration);
+    // The function as it would register: an MPS client declaring these demands.
+    Client would_be;
+    would_be.uid = peer.uid;
+    would_be.gid = peer.gid;
+    would_be.name = q.function_name.empty() ? "pid" + std::to_string(peer.pid) : q.function_name;
+    would_be.quota = as_registration.quota_bytes;
+    would_be.slo_ms = q.slo_ms;
+    would_be.mps_share = 100;
+    would_be.compute_demand_pct = q.compute_demand_pct;
+    would_be.bandwidth_demand_pct = q.bandwidth_demand_pct;
+    const policy::ShareClass share = policy_->ShareForSpec(SpecOf(would_be));
+    const auto share_pct =
+        static_cast<uint32_t>(std::clamp<long>(std::lround(share.compute_share * 100), 1, 100));
+    const uint64_t context = MpsContextBytes(config_.corun, share_pct);
+    // The GPU a registration would get; but a function that declares demands short of the whole
+    // GPU (one the policy could co-run) goes to a GPU marked for co-running where it may be the
+    // server's client and its memory fits beside the pins, if there is one: otherwise it would
+    // co-run only if it happened to land there (the demo's servers, alternating between two
+    // GPUs, left the marked one with fewer than two MPS clients in some runs).
+    GpuIndex g = RegistrationGpu(as_registration);
+    const bool could_corun = q.compute_demand_pct > 0 && q.compute_demand_pct < 100;
+    if (could_corun && !corun_.Enabled(g)) {
+      if (const auto marked = CorunGpuWithRoom(peer, as_registration.quota_bytes, context, now_ns))
+        g = *marked;
+    }
     answer.gpu = gpus_[g].ordinal.value();
-    // One user per MPS server: the uids of g's MPS clients (their processes are the server's
-    // clients; an MPS client never leaves its GPU), orphaned ones included (alive, still the
-    // server's clients though disconnected from the arbiter).
-    std::vector<uid_t> served;
-    for (const auto& [id, c] : clients_)
-      if (c->mps_share != 0 && c->session.gpu() == g) served.push_back(c->uid);
-    for (const auto& [id, o] : orphans_)
-      if (o.mps_share != 0 && o.gpu == g) served.push_back(o.uid);
     const std::string server_refusal =
-        corun_.Enabled(g) ? corun_.ServerRefusal(g, peer.uid, served, now_ns) : std::string();
+        corun_.Enabled(g) ? corun_.ServerRefusal(g, peer.uid, MpsUids(g), now_ns) : std::string();
     if (!corun_.Enabled(g)) {
       answer.reason = "GPU " + std::to_string(answer.gpu) + " is not marked for co-running";
     } else if (!server_refusal.empty()) {
       answer.reason = "GPU " + std::to_string(answer.gpu) + ": " + server_refusal;
       // It runs exclusively on g: a vGPU that shares answered from now on must leave room for.
       corun_.NotePromise(g, peer.pid, 0, as_registration.quota_bytes, now_ns);
+    } else if (const std::string room =
+                   PinnedRoomRefusal(g, as_registration.quota_bytes, context, peer.pid, now_ns);
+               !room.empty()) {
+      answer.reason = "GPU " + std::to_string(answer.gpu) + ": " + room;
+      corun_.NotePromise(g, peer.pid, 0, as_registration.quota_bytes, now_ns);  // as above
     } else {
-      // The function as it would register: an MPS client declaring these demands.
-      Client would_be;
-      would_be.uid = peer.uid;
-      would_be.gid = peer.gid;
-      would_be.name = q.function_name.empty() ? "pid" + std::to_string(peer.pid) : q.function_name;
-      would_be.quota = as_registration.quota_bytes;
-      would_be.slo_ms = q.slo_ms;
-      would_be.mps_share = 100;
-      would_be.compute_demand_pct = q.compute_demand_pct;
-      would_be.bandwidth_demand_pct = q.bandwidth_demand_pct;
-      const policy::ShareClass share = policy_->ShareForSpec(SpecOf(would_be));
-      const auto share_pct =
-          static_cast<uint32_t>(std::clamp<long>(std::lround(share.compute_share * 100), 1, 100));
-      const uint64_t context = MpsContextBytes(config_.corun, share_pct);
-      if (const std::string room =
-              PinnedRoomRefusal(g, as_registration.quota_bytes, context, peer.pid, now_ns);
-          !room.empty()) {
-        answer.reason = "GPU " + std::to_string(answer.gpu) + ": " + room;
-        corun_.NotePromise(g, peer.pid, 0, as_registration.quota_bytes, now_ns);  // as above
-      } else {
-        answer.corun = true;
-        answer.share_pct = share_pct;
-        answer.memory_limit_bytes =
-            std::min<uint64_t>(share.memory_limit_bytes, shm::kMaxQuotaBytes);
-        corun_.NoteShareAnswered(g, peer.uid, now_ns);
-        // What its process will pin on g: its context, and its quota unless MPS clients can
-        // be parked (then that quota must find room like any vGPU's).
-        const bool parkable = config_.corun.mps_swaps_verified;
-        corun_.NotePromise(g, peer.pid, context + (parkable ? 0 : as_registration.quota_bytes),
-                           parkable ? as_registration.quota_bytes : 0, now_ns, /*corun=*/true);
-      }
+      answer.corun = true;
+      answer.share_pct = share_pct;
+      answer.memory_limit_bytes = std::min<uint64_t>(share.memory_limit_bytes, shm::kMaxQuotaBytes);
+      corun_.NoteShareAnswered(g, peer.uid, now_ns);
+      // What its process will pin on g: its context, and its quota unless MPS clients can be
+      // parked (then that quota must find room like any vGPU's).
+      const bool parkable = config_.corun.mps_swaps_verified;
+      corun_.NotePromise(g, peer.pid, context + (parkable ? 0 : as_registration.quota_bytes),
+                         parkable ? as_registration.quota_bytes : 0, now_ns, /*corun=*/true);
     }
   }
   spdlog::info("pid {} uid {} ('{}'): share query answered: GPU {}, {}{}{}", peer.pid, peer.uid,
@@ -103,6 +105,31 @@ void ArbiterImpl::AnswerShareQuery(Arrival a, uint64_t now_ns) {
   if (auto s = a.conn.Answer(answer, std::chrono::nanoseconds(0)); !s.ok())
     spdlog::debug("pid {}: share answer not sent: {}", peer.pid, s.ToString());
   reaper_.Dispose(std::move(a.conn));
+}
+
+std::vector<uid_t> ArbiterImpl::MpsUids(GpuIndex g) const {
+  // One user per MPS server: the uids of g's MPS clients (their processes are the server's
+  // clients; an MPS client never leaves its GPU), orphaned ones included (alive, still the
+  // server's clients though disconnected from the arbiter).
+  std::vector<uid_t> served;
+  for (const auto& [id, c] : clients_)
+    if (c->mps_share != 0 && c->session.gpu() == g) served.push_back(c->uid);
+  for (const auto& [id, o] : orphans_)
+    if (o.mps_share != 0 && o.gpu == g) served.push_back(o.uid);
+  return served;
+}
+
+std::optional<GpuIndex> ArbiterImpl::CorunGpuWithRoom(const shm::PeerCredentials& peer,
+                                                      uint64_t quota, uint64_t context,
+                                                      uint64_t now_ns) const {
+  std::optional<GpuIndex> best;
+  for (const GpuIndex g : gpus_.indices()) {
+    if (!corun_.Enabled(g) || gpus_[g].drained) continue;
+    if (!corun_.ServerRefusal(g, peer.uid, MpsUids(g), now_ns).empty()) continue;
+    if (!PinnedRoomRefusal(g, quota, context, peer.pid, now_ns).empty()) continue;
+    if (!best || book_.unreserved(g) > book_.unreserved(*best)) best = g;
+  }
+  return best;
 }
 
 std::string ArbiterImpl::PinnedRoomRefusal(GpuIndex g, uint64_t quota, uint64_t context, pid_t pid,

@@ -289,6 +289,37 @@ TEST(ArbiterInProcess, AnMpsClientRegistersOnTheGpuItsShareWasAnsweredFor) {
   EXPECT_EQ(y.reg.reply.gpu, 1U);
 }
 
+// A function declaring demands short of the whole GPU (one the policy could co-run) is answered
+// the GPU marked for co-running, although the unmarked one would be chosen for a new vGPU (a tie
+// goes to GPU 0); one of unknown demand (it never co-runs) is not. Once the marked GPU's pins
+// leave no room for its quota, it goes where a new vGPU would, not co-run. Before, a co-runnable
+// function landed on the marked GPU only by chance: the demo's servers alternated between two
+// GPUs, and some runs left the marked one with fewer than two MPS clients.
+TEST(ArbiterInProcess, AFunctionThatCouldCoRunIsAnsweredTheMarkedGpu) {
+  InProcessArbiter arb;
+  arb.config().gpu_count = 2;
+  arb.config().corun.gpus = {1};
+  ASSERT_TRUE(arb.Start());
+  const auto ask = [&](uint64_t quota, uint8_t demand) {
+    shm::ShareQuery q;
+    q.quota_bytes = quota;
+    q.slo_ms = 100;
+    q.function_name = "f";
+    q.compute_demand_pct = demand;
+    q.bandwidth_demand_pct = demand;
+    return inproc::AnswerText(shm::QueryShare(arb.socket(), q, std::chrono::seconds(10)));
+  };
+  EXPECT_EQ(ask(64ULL << 20, 10), "corun=1 gpu=1 reason=");
+  EXPECT_EQ(ask(64ULL << 20, 0), "corun=0 gpu=0 reason=GPU 0 is not marked for co-running");
+  // An MPS client of 600 MiB registers (on GPU 1, where its share was answered): another
+  // 600 MiB no longer fits beside it there.
+  Scripted m = RegisterScripted(arb.socket(), "m", kQuota, 0, shm::kNoGpu, 0, /*mps_share=*/25);
+  ASSERT_NE(m.chan, nullptr);
+  EXPECT_EQ(m.reg.reply.gpu, 1U);
+  EXPECT_EQ(ask(kQuota, 10), "corun=0 gpu=0 reason=GPU 0 is not marked for co-running");
+  EXPECT_EQ(ask(64ULL << 20, 10), "corun=1 gpu=1 reason=");
+}
+
 // ---- Room for pinned memory (docs/arbiter.md, "Co-running") ----
 
 // Unless mps_swaps_verified, an MPS client's memory never leaves its GPU: with m (an MPS client
