@@ -53,6 +53,10 @@ constexpr double kCorunCost = 0.05;
 // corun: a function's load stretched by its predicted slowdown (utilisation x mean) must stay
 // below this, or its own queue would grow (an instance at 0.5 load slowed 2x never catches up).
 constexpr double kCorunMaxLoad = 0.7;
+// corun_pack: a set whose members all keep a predicted mean slowdown <= kHarmless running at
+// once "slows none of them" (SlackScheduler::Harmless): placement may pack it beyond the typical
+// rule, and dispatch co-runs it through back-offs (docs/scheduling.md, "the harmless waiver").
+constexpr double kHarmless = 1.02;
 
 class SlackScheduler final : public PolicyBase {
  public:
@@ -95,7 +99,13 @@ class SlackScheduler final : public PolicyBase {
   // their deadlines (a holder that cannot make its deadline even alone is not held against f).
   bool CorunFits(Time now, FunctionId f, GpuId g, const std::vector<FunctionId>& holders,
                  Time start) const {
-    if (holders.empty() || fns_[f].pending.empty() || corun_.GpuBackedOff(g, now)) return false;
+    if (holders.empty() || fns_[f].pending.empty()) return false;
+    // Back-offs follow revocations, which a set that slows none of its members never causes
+    // (OnCorunBurstEnd): such a set co-runs regardless (corun_pack only).
+    std::vector<FunctionId> everyone = holders;
+    everyone.push_back(f);
+    const bool harmless = opt_.corun_pack && Harmless(everyone);
+    if (!harmless && corun_.GpuBackedOff(g, now)) return false;
     // A function whose demand is unknown fills the GPU (FunctionSpec's default): it never
     // co-runs, neither joining nor as the holder others would join (beside one, a small joiner
     // looked as if it paid, and the arbiter, which refuses holders that are not MPS clients,
@@ -106,7 +116,7 @@ class SlackScheduler final : public PolicyBase {
     if (holders.size() + 1 > gpus_[g].spec.max_clients) return false;
     std::vector<Corunner> set{corun_.Of(f, fns_[f].spec)};
     for (FunctionId h : holders) {
-      if (h == f || !SameDomain(f, h) || corun_.BackedOff(f, h, now)) return false;
+      if (h == f || !SameDomain(f, h) || (!harmless && corun_.BackedOff(f, h, now))) return false;
       set.push_back(corun_.Of(h, fns_[h].spec));
     }
     double rates = 0;
@@ -122,8 +132,15 @@ class SlackScheduler final : public PolicyBase {
     const Fn& fn = fns_[f];
     // f's whole backlog, each burst slowed at the bound, meets the last one's deadline.
     const double f_work = static_cast<double>(Predict(f)) * static_cast<double>(fn.pending.size());
+    // Under corun_pack, unless it would miss that deadline waiting for the GPU too, and
+    // co-running (at the mean) ends its backlog no later than waiting would: refusing then
+    // only makes it later, and its queue grows behind the holder's burst.
     if (start + static_cast<Time>(f_work * bound[0]) > fn.pending.back() + fn.spec.slo - kMargin) {
-      return false;
+      const Time waited = TenantEnd(now, g) + static_cast<Time>(f_work);
+      if (!opt_.corun_pack || waited <= fn.pending.back() + fn.spec.slo - kMargin ||
+          start + static_cast<Time>(f_work * means[0]) > waited) {
+        return false;
+      }
     }
     for (size_t i = 0; i < holders.size(); ++i) {
       const Fn& h = fns_[holders[i]];
@@ -145,9 +162,11 @@ class SlackScheduler final : public PolicyBase {
   // + kCorunSd sd, all of them running at once). Never with a function whose compute demand or
   // arrival rate is unknown, across fault domains, past the client limit, or for a pair or GPU
   // in back-off: dispatch would then time-slice the set it was packed for. And only where the
-  // typical rule holds (TypicalFits): dispatch may still refuse a co-run grant (a back-off after
-  // a revocation, a backlog), and the request then waits for the holder's burst; without this
-  // rule, seed 3 lost 0.8-3.3 points of SLO attainment to such waits (docs/scheduling.md).
+  // typical rule holds (TypicalFits), or the set is harmless (Harmless: dispatch then co-runs it
+  // through back-offs, and its time-sliced load stays within kMaxUtil): dispatch may refuse a
+  // co-run grant (a back-off after a revocation, a backlog), and the request then waits for the
+  // holder's burst; without either rule, seed 3 lost 0.8-3.3 points of SLO attainment to such
+  // waits (docs/scheduling.md).
   bool CorunPacks(Time now, FunctionId f, GpuId g) const {
     if (!opt_.corun_pack || !CorunGpu(g) || corun_.GpuBackedOff(g, now)) return false;
     const Gpu& gpu = gpus_[g];
@@ -157,25 +176,37 @@ class SlackScheduler final : public PolicyBase {
     };
     if (!known(f)) return false;
     std::vector<FunctionId> set{f};
+    bool untypical = false;  // some member's typical burst does not fit in the other's slack
     for (FunctionId m : gpu.members) {
       if (m == f) continue;
-      if (!known(m) || !SameDomain(f, m) || !TypicalFits(f, m)) return false;
+      if (!known(m) || !SameDomain(f, m)) return false;
+      untypical = untypical || !TypicalFits(f, m);
       for (FunctionId o : set) {
         if (corun_.BackedOff(o, m, now)) return false;
       }
       set.push_back(m);
     }
-    if (set.size() < 2) return false;
+    if (set.size() < 2 || (untypical && !Harmless(set))) return false;
     // And the set's mean load (mean burst / mean gap), were dispatch to time-slice it, stays
     // below saturation: without this bound, held-out seed 5 ran one queue away (SLO 48.4%).
     double load = 0;
     for (FunctionId m : set) load += fns_[m].exec.ExpectedExcess(0) / fns_[m].arrivals.MeanGap();
-    if (load > 1.0) return false;
+    if (load > (untypical ? kMaxUtil : 1.0)) return false;
     std::vector<PackMember> pack;
     for (FunctionId m : set) {
       pack.push_back({corun_.Of(m, fns_[m].spec), Utilisation(m), Predict(m), fns_[m].spec.slo});
     }
     return corun_.Packs(pack, kCorunSd, kMaxUtil, kMargin);
+  }
+  // Whether the functions of `set`, all running at once, slow none of them (predicted mean
+  // slowdown <= kHarmless each).
+  bool Harmless(const std::vector<FunctionId>& set) const {
+    std::vector<Corunner> all;
+    for (FunctionId m : set) all.push_back(corun_.Of(m, fns_[m].spec));
+    for (size_t i = 0; i < all.size(); ++i) {
+      if (corun_.predictor().Predict(QueryAmong(all, i)).mean > kHarmless) return false;
+    }
+    return true;
   }
   bool MayCorun(Time now, FunctionId f, GpuId g) override {
     if (!CorunGpu(g) || !Usable(g)) return false;
@@ -228,13 +259,25 @@ class SlackScheduler final : public PolicyBase {
       // What co-running added to the burst: its time held beyond a typical solo burst.
       const double stretch = static_cast<double>(e.gpu_time - Typical(f));
       if (static_cast<double>(latency) > kCorunThreat * static_cast<double>(fn.spec.slo) &&
-          stretch > kCorunCost * static_cast<double>(fn.spec.slo)) {
+          stretch > kCorunCost * static_cast<double>(fn.spec.slo) && ModelBlames(f)) {
         corun_.Revoke(f, g, now, /*gpu_too=*/latency > fn.spec.slo);
       }
     }
     corun_.EndBurst(f);
   }
 
+  // Whether a late co-run burst of f may be blamed on co-running: always, except under
+  // corun_pack, where the predictor must expect its partners to add more than half of
+  // kCorunCost x SLO to a typical burst. A function with bursts of high variance (an LLM: cv
+  // 0.5) is otherwise revoked for its own long bursts, and the back-off then time-slices the
+  // set placement packed (short bursts waiting for whole long ones).
+  bool ModelBlames(FunctionId f) const {
+    if (!opt_.corun_pack) return true;
+    std::vector<Corunner> set{corun_.Of(f, fns_[f].spec)};
+    for (FunctionId p : corun_.partners(f)) set.push_back(corun_.Of(p, fns_[p].spec));
+    const double added = static_cast<double>(Typical(f)) * (corun_.predictor().Predict(QueryAmong(set, 0)).mean - 1.0);
+    return added > 0.5 * kCorunCost * static_cast<double>(fns_[f].spec.slo);
+  }
   Evict evict_mode() const override { return opt_.deep_evict ? Evict::kParkFirst : Evict::kDeep; }
 
   // Predicted swap-in from the host on the link of the GPU f was last on (else the first), at

@@ -4,7 +4,8 @@
 // co-running them pays and keeps both SLOs, instead of powering a second GPU on
 // (aggressive-corun-pack); it does not when the predicted slowdown would miss an SLO, when
 // time-slicing the set would saturate the GPU, when a typical burst would not fit the other's
-// slack, when a demand is unknown, on unmarked GPUs, or with aggressive / aggressive-no-corun.
+// slack (unless the set slows none of its members), when a demand is unknown, on unmarked
+// GPUs, or with aggressive / aggressive-no-corun.
 #include <gtest/gtest.h>
 
 #include "driver.h"
@@ -109,17 +110,32 @@ TEST(CorunPlacement, NotWhereTimeSlicingTheSetWouldSaturateTheGpu) {
   EXPECT_FALSE(under.activated_again);
 }
 
-TEST(CorunPlacement, NotWhereATypicalBurstWouldNotFitTheOthersSlack) {
+TEST(CorunPlacement, NotWhereATypicalBurstWouldNotFitTheOthersSlackAndTheSetSlowsAMember) {
   // Dispatch may refuse a co-run grant and the request then waits for the holder's burst: the
-  // typical rule still holds. f0's 2 ms burst (every 4.4 ms: 0.45) does not fit f1's slack
-  // (SLO 2.4 ms - 1 ms), although f1's co-run burst would meet its SLO (1.3 + 1 ms margin) ...
-  const FunctionSpec f0 = Demanding(0.2, 0.1, 20'000, 2'000);
-  const Placed tight = EvictAndReturn("aggressive-corun-pack", true, f0, Demanding(0.2, 0.1, 2'400), 4'400, 3'000, 4);
+  // typical rule still holds for a set that slows its members (bandwidth 0.52 each: 1.04x,
+  // more than kHarmless). f0's 2 ms burst (every 4.4 ms: 0.45) does not fit f1's slack (SLO
+  // 2.4 ms - 1 ms), although f1's co-run burst would meet its SLO (1.04 x 1.3 + 1 ms margin) ...
+  const FunctionSpec f0 = Demanding(0.2, 0.52, 20'000, 2'000);
+  const Placed tight = EvictAndReturn("aggressive-corun-pack", true, f0, Demanding(0.2, 0.52, 2'400), 4'400, 3'000, 4);
   EXPECT_NE(tight.f1_back, tight.f0_gpu);
   EXPECT_TRUE(tight.activated_again);
   // ... and fits a 3.1 ms SLO's.
-  const Placed fits = EvictAndReturn("aggressive-corun-pack", true, f0, Demanding(0.2, 0.1, 3'100), 4'400, 3'000, 4);
+  const Placed fits = EvictAndReturn("aggressive-corun-pack", true, f0, Demanding(0.2, 0.52, 3'100), 4'400, 3'000, 4);
   EXPECT_EQ(fits.f1_back, fits.f0_gpu);
+}
+
+TEST(CorunPlacement, AHarmlessSetIsPackedThoughATypicalBurstWouldNotFitTheOthersSlack) {
+  // The same pair at bandwidth 0.1 each slows neither (the model: 1.0x): dispatch co-runs it
+  // whatever the back-offs, so the typical rule is waived, if time-slicing the set would stay
+  // within the utilisation cap (0.25 + 0.33 <= 0.6).
+  const FunctionSpec f0 = Demanding(0.2, 0.1, 20'000, 2'000);
+  const Placed harmless = EvictAndReturn("aggressive-corun-pack", true, f0, Demanding(0.2, 0.1, 2'400), 8'000, 3'000, 3);
+  EXPECT_EQ(harmless.f1_back, harmless.f0_gpu);
+  EXPECT_FALSE(harmless.activated_again);
+  // Over the cap (f0 every 4.4 ms: 0.45 + 0.33) it is not packed.
+  const Placed loaded = EvictAndReturn("aggressive-corun-pack", true, f0, Demanding(0.2, 0.1, 2'400), 4'400, 3'000, 4);
+  EXPECT_NE(loaded.f1_back, loaded.f0_gpu);
+  EXPECT_TRUE(loaded.activated_again);
 }
 
 TEST(CorunPlacement, NotWhenADemandIsUnknown) {

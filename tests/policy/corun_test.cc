@@ -1,7 +1,8 @@
 // The `corun` idea of aggressive on hand-built scenarios: a ready function is granted beside
 // the GPU's running holder when that pays and keeps both within their SLOs, never when it
 // would miss, never across fault domains (unless the config says so), never where it does not
-// pay; an observed threat revokes the pair and backs off; GPUs not marked corun and
+// pay; an observed threat revokes the pair and backs off (under aggressive-corun-pack only
+// where the model expects the pair to slow); GPUs not marked corun and
 // aggressive-no-corun behave exactly as before; share classes.
 #include <gtest/gtest.h>
 
@@ -120,6 +121,57 @@ TEST(Corun, RevokesAndBacksOffAfterAnObservedThreat) {
   const ActionList after = s.d.Send(22'000, BurstEnd{0, 0, 20'000, /*corun=*/true});
   EXPECT_TRUE(Has(after, ActionKind::kGrant, 1)) << Describe(after);
   EXPECT_FALSE(HasCorunGrant(after, 1));
+}
+
+// Under aggressive-corun-pack a late co-run burst is blamed on co-running only where the
+// predictor expects the partners to add more than half of 5% of the SLO to a typical burst: a
+// pair that slows neither (compute 0.4, bandwidth 0.2 in all) is not revoked for f1's long
+// burst (its own variance), and f1 co-runs again; a pair that does slow (bandwidth 1.4: 1.4x,
+// 0.4 ms added to a 1 ms burst against 0.25 ms for a 10 ms SLO) is revoked as under aggressive.
+TEST(Corun, UnderCorunPackALateBurstOfAPairThatSlowsNeitherRevokesNothing) {
+  Scenario s("aggressive-corun-pack", Config(true), Demanding(0.2, 0.1), Demanding(0.2, 0.1));
+  ASSERT_TRUE(HasCorunGrant(s.LandF1(), 1));
+  s.d.Send(21'000, BurstEnd{1, 0, 16'900, /*corun=*/true});
+  EXPECT_EQ(s.d.policy->corun_stats().revocations, 0u);
+  const ActionList again = s.d.Send(21'100, BurstStart{1});
+  EXPECT_TRUE(HasCorunGrant(again, 1)) << Describe(again);
+
+  Scenario slows("aggressive-corun-pack", Config(true), Demanding(0.2, 0.7, 10'000),
+                 Demanding(0.2, 0.7, 10'000));
+  ASSERT_TRUE(HasCorunGrant(slows.LandF1(), 1)) << Describe(slows.all);
+  slows.d.Send(21'000, BurstEnd{1, 0, 16'900, /*corun=*/true});
+  EXPECT_EQ(slows.d.policy->corun_stats().revocations, 1u);
+}
+
+// Under aggressive-corun-pack a joiner whose burst at the predicted bound (mean + 2 sd) would
+// miss its deadline still co-runs when waiting for the holder would miss it too and co-running
+// at the mean ends no later: f0 has overrun its 1 ms prediction (its end is estimated as far
+// again), f1 (SLO 4.05 ms) lands at 4.1 ms and would end at 5.4 ms at the bound against a
+// 5.15 ms latest end; waiting ends at 7.2 ms, co-running at the mean at 5.1 ms. Under
+// aggressive (placement not packed for co-running) it waits, as before.
+TEST(Corun, UnderCorunPackAJoinerThatWouldMissWaitingTooCoRuns) {
+  Scenario pack("aggressive-corun-pack", Config(true), Demanding(0.2, 0.1), Demanding(0.2, 0.1, 4'050));
+  EXPECT_TRUE(HasCorunGrant(pack.LandF1(), 1)) << Describe(pack.all);
+  Scenario plain("aggressive", Config(true), Demanding(0.2, 0.1), Demanding(0.2, 0.1, 4'050));
+  plain.LandF1();
+  EXPECT_FALSE(HasCorunGrant(plain.all, 1)) << Describe(plain.all);
+}
+
+// Under aggressive-corun-pack a set that slows none of its members co-runs through the GPU's
+// back-off (back-offs follow revocations, which such a set never causes): f1's late burst
+// beside f0 (bandwidth 1.4 together) revokes and backs the GPU off; f2 (bandwidth 0.1: 1.0x
+// beside f0) then joins f0 at once under aggressive-corun-pack, and waits under aggressive.
+TEST(Corun, UnderCorunPackASetThatSlowsNoneCoRunsThroughTheGpusBackOff) {
+  for (const std::string policy : {"aggressive-corun-pack", "aggressive"}) {
+    Scenario s(policy, Config(true), Demanding(0.2, 0.7, 10'000), Demanding(0.2, 0.7, 10'000));
+    ASSERT_TRUE(HasCorunGrant(s.LandF1(), 1)) << Describe(s.all);
+    s.d.Send(21'000, BurstEnd{1, 0, 16'900, /*corun=*/true});  // 18.9 ms past a 10 ms SLO
+    ASSERT_EQ(s.d.policy->corun_stats().revocations, 1u) << policy;
+    s.d.Send(21'100, FunctionRegistered{2, Demanding(0.2, 0.1)});
+    ActionList out = s.d.Send(21'200, BurstStart{2});
+    if (Has(out, ActionKind::kSwapIn, 2)) out = s.d.Send(23'200, SwapDone{2, 0, SwapKind::kIn, 1'000'000, 2'000});
+    EXPECT_EQ(HasCorunGrant(out, 2), policy == "aggressive-corun-pack") << policy << ": " << Describe(out);
+  }
 }
 
 // The live arbiter may run a co-run grant alone (its join rules deferred it until the GPU was
