@@ -52,6 +52,8 @@ constexpr double kLambda = 0.05;   // ridge regularisation (fixed: no leave-one-
 // Basis vectors of the empirical kernel map: 32 refits in ~0.5 ms and predicts in ~0.2 us
 // (96, the whole window, took ~120 ms per refit).
 constexpr unsigned long kMaxBasis = 32;
+// Observations are floored here only to keep their logarithm finite.
+constexpr double kMinObserved = 0.01;
 
 // The query's features, each of order 1: its share, compute and bandwidth demands, the others'
 // summed effective compute and bandwidth, and their count / 8.
@@ -101,7 +103,7 @@ Slowdown InterferencePredictor::Predict(const CorunQuery& query) const {
 }
 
 void InterferencePredictor::Observe(const CorunQuery& query, double observed) {
-  observed = std::max(1.0, observed);
+  observed = std::max(kMinObserved, observed);
   const Sample x = Features(query);
   const double prior = query.Prior();
   // Prequential error: the current model's miss on this observation, before learning from it.
@@ -130,6 +132,17 @@ void InterferencePredictor::Refit() {
   trainer.set_max_basis_size(kMaxBasis);
   model_->df = trainer.train(model_->samples, model_->targets);
   model_->fitted = true;
+}
+
+bool SlowsNone(const InterferencePredictor& predictor, std::span<const Corunner> set, double limit) {
+  for (size_t i = 0; i < set.size(); ++i) {
+    CorunQuery q{set[i], {}};
+    for (size_t j = 0; j < set.size(); ++j) {
+      if (j != i) q.others.push_back(set[j]);
+    }
+    if (q.Prior() > limit || predictor.Predict(q).mean > limit) return false;
+  }
+  return true;
 }
 
 }  // namespace gshare::policy

@@ -53,8 +53,9 @@ constexpr double kCorunCost = 0.05;
 // corun: a function's load stretched by its predicted slowdown (utilisation x mean) must stay
 // below this, or its own queue would grow (an instance at 0.5 load slowed 2x never catches up).
 constexpr double kCorunMaxLoad = 0.7;
-// corun_pack: a set whose members all keep a predicted mean slowdown <= kHarmless running at
-// once "slows none of them" (SlackScheduler::Harmless): placement may pack it beyond the typical
+// corun_pack: a set whose members all keep a slowdown <= kHarmless running at once, by the
+// contention model and the learned prediction both, "slows none of them" (SlackScheduler::
+// Harmless, SlowsNone in interference.h): placement may pack it beyond the typical
 // rule, and dispatch co-runs it through back-offs (docs/scheduling.md, "the harmless waiver").
 constexpr double kHarmless = 1.02;
 
@@ -198,15 +199,12 @@ class SlackScheduler final : public PolicyBase {
     }
     return corun_.Packs(pack, kCorunSd, kMaxUtil, kMargin);
   }
-  // Whether the functions of `set`, all running at once, slow none of them (predicted mean
-  // slowdown <= kHarmless each).
+  // Whether the functions of `set`, all running at once, slow none of them (slowdown <=
+  // kHarmless each, by the model and the predictor).
   bool Harmless(const std::vector<FunctionId>& set) const {
     std::vector<Corunner> all;
     for (FunctionId m : set) all.push_back(corun_.Of(m, fns_[m].spec));
-    for (size_t i = 0; i < all.size(); ++i) {
-      if (corun_.predictor().Predict(QueryAmong(all, i)).mean > kHarmless) return false;
-    }
-    return true;
+    return SlowsNone(corun_.predictor(), all, kHarmless);
   }
   bool MayCorun(Time now, FunctionId f, GpuId g) override {
     if (!CorunGpu(g) || !Usable(g)) return false;
