@@ -64,9 +64,13 @@ TEST(ClientTable, AnUnboundFunctionIdNamesNobodyWhileItsClientStays) {
   a.fid = table.Bind(a.id);
   EXPECT_EQ(table.ByFunction(old_fid), nullptr);
   EXPECT_EQ(table.ByFunction(a.fid), &a);
-  // Removing the client unbinds its current id, and the old one stays free of it.
+  // Removing the client unbinds its current id, and the old one stays free of it. (The ids
+  // are read before: Remove destroys the client; TSan's whole-suite run of 2026-12-05 caught
+  // this test reading a.fid after it.)
+  const policy::FunctionId new_fid = a.fid;
   table.Remove(a.id);
-  EXPECT_EQ(table.ByFunction(a.fid), nullptr);
+  EXPECT_EQ(table.ByFunction(new_fid), nullptr);
+  EXPECT_EQ(table.ByFunction(old_fid), nullptr);
   EXPECT_TRUE(table.empty());
 }
 
