@@ -25,17 +25,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "demo_test_util.h"
 #include "gshare/demo/child_process.h"
 
 namespace gshare::demo {
 namespace {
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using test_util::ReadFile;
+using test_util::Scaled;
 
 TEST(DemoCorun, QuickDemoReportsTimeOnlyAndCorunRunsSideBySide) {
   const std::string dir = "/tmp/gshare-demo-corun-" + std::to_string(getpid());
@@ -47,7 +44,7 @@ TEST(DemoCorun, QuickDemoReportsTimeOnlyAndCorunRunsSideBySide) {
                                     "--run-dir", dir + "/run", "--json", json},
                                    CurrentEnvironment(), dir + "/stdout", dir + "/stderr"});
   ASSERT_TRUE(demo.ok()) << demo.status().message();
-  const auto status = demo->Wait(std::chrono::seconds(75));
+  const auto status = demo->Wait(Scaled(std::chrono::seconds(75)));
   if (!status) demo->Stop(std::chrono::seconds(20));
   const std::string printed = ReadFile(dir + "/stdout");
   const std::string log = ReadFile(dir + "/stderr");

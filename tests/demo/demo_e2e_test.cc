@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "demo_test_util.h"
 #include "gshare/demo/child_process.h"
 
 // An ASan or TSan build (GCC's macros; clang's __has_feature).
@@ -27,12 +28,8 @@
 namespace gshare::demo {
 namespace {
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using test_util::ReadFile;
+using test_util::Scaled;
 
 TEST(DemoEndToEnd, QuickDemoAnswersEveryRequestAndReportsBothRuns) {
   const std::string dir = "/tmp/gshare-demo-e2e-" + std::to_string(getpid());
@@ -42,7 +39,7 @@ TEST(DemoEndToEnd, QuickDemoAnswersEveryRequestAndReportsBothRuns) {
   auto demo = ChildProcess::Spawn({{DEMO_BIN, "--quick", "--run-dir", dir + "/run", "--json", json},
                                    CurrentEnvironment(), dir + "/stdout", dir + "/stderr"});
   ASSERT_TRUE(demo.ok()) << demo.status().message();
-  const auto status = demo->Wait(std::chrono::seconds(280));
+  const auto status = demo->Wait(Scaled(std::chrono::seconds(280)));
   if (!status) demo->Stop(std::chrono::seconds(10));
   const std::string printed = ReadFile(dir + "/stdout");
   const std::string log = ReadFile(dir + "/stderr");
