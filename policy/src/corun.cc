@@ -86,15 +86,6 @@ void CorunBook::Revoke(FunctionId f, GpuId g, Time now, bool gpu_too) {
   ++stats_.revocations;
 }
 
-CorunQuery QueryAmong(const std::vector<Corunner>& set, size_t i) {
-  CorunQuery q;
-  q.self = set[i];
-  for (size_t j = 0; j < set.size(); ++j) {
-    if (j != i) q.others.push_back(set[j]);
-  }
-  return q;
-}
-
 bool CorunBook::Packs(std::span<const PackMember> set, double k, double max_load,
                       Duration margin) const {
   std::vector<Corunner> all;

@@ -14,9 +14,6 @@
 
 namespace gshare::policy::internal {
 
-// The predictor's query for set[i] while every member of `set` runs.
-CorunQuery QueryAmong(const std::vector<Corunner>& set, size_t i);
-
 // One function of a GPU as placement sees it when it counts on co-running (CorunBook::Packs).
 struct PackMember {
   Corunner corunner;

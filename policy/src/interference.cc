@@ -134,12 +134,18 @@ void InterferencePredictor::Refit() {
   model_->fitted = true;
 }
 
+CorunQuery QueryAmong(std::span<const Corunner> set, size_t i) {
+  CorunQuery q;
+  q.self = set[i];
+  for (size_t j = 0; j < set.size(); ++j) {
+    if (j != i) q.others.push_back(set[j]);
+  }
+  return q;
+}
+
 bool SlowsNone(const InterferencePredictor& predictor, std::span<const Corunner> set, double limit) {
   for (size_t i = 0; i < set.size(); ++i) {
-    CorunQuery q{set[i], {}};
-    for (size_t j = 0; j < set.size(); ++j) {
-      if (j != i) q.others.push_back(set[j]);
-    }
+    const CorunQuery q = QueryAmong(set, i);
     if (q.Prior() > limit || predictor.Predict(q).mean > limit) return false;
   }
   return true;

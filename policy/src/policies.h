@@ -40,9 +40,9 @@ struct SlackOptions {
   // Placement and scale-down count on co-running (issue 20, item 5; opt-in, `aggressive-corun-
   // pack`, off in `aggressive`: with the harmless waiver it saves 3-25% GPU time on seeds 1-5,
   // 7 and 8 but loses 0.11-0.60 points of SLO attainment on seeds 1, 3 and 5 and costs 1.8% on
-  // held-out seed 6 and 2.2% on the trace, docs/scheduling.md): a function may join a corun GPU's functions beyond time
-  // slicing's utilisation and collision rules when all of them would co-run within their SLOs
-  // (slack_scheduler.cc, CorunPacks), and sets that slow none of their members are co-run
+  // held-out seed 6 and 2.2% on the trace, docs/scheduling.md): a function may join a corun
+  // GPU's functions beyond time slicing's utilisation and collision rules when all of them
+  // would co-run within their SLOs (slack_scheduler.cc, CorunPacks), and sets that slow none of their members are co-run
   // through back-offs and not revoked for their own variance. Needs `corun`.
   bool corun_pack = false;
 };

@@ -57,6 +57,9 @@ struct CorunQuery {
   double Prior() const;
 };
 
+// The predictor's query for set[i] while every member of `set` runs.
+CorunQuery QueryAmong(std::span<const Corunner> set, size_t i);
+
 struct Slowdown {
   double mean = 1.0;    // predicted slowdown (>= 1)
   double stddev = 0.0;  // its uncertainty (one standard deviation, in slowdown units)
