@@ -153,16 +153,19 @@ class ArbiterImpl final : public Arbiter {
   // on the GPU it would register on (a function that could co-run: a marked GPU where it fits,
   // if any), when that GPU is marked for co-running.
   void AnswerShareQuery(Arrival a, uint64_t now_ns);
-  // Why a share for `quota` bytes, whose MPS context takes `context` bytes, on GPU index g must
-  // not be answered to `pid` now: it would not fit beside what the GPU's MPS clients
-  // (registered, orphaned, promised to other processes) pin there — their contexts, and their
-  // quotas unless mps_swaps_verified lets MPS clients be parked. "" when it fits.
+  // The pipe directory of GPU g's MPS daemon that a share answer names: "" when the arbiter runs
+  // no daemon for g, or (with a warning) when the directory cannot travel in the answer.
+  std::string AnswerablePipeDir(GpuIndex g) const;
   // The uids of GPU g's MPS clients, orphans included (one user per MPS server).
   std::vector<uid_t> MpsUids(GpuIndex g) const;
   // A GPU marked for co-running, undrained, whose server may serve peer's uid and where its
   // quota and MPS context fit beside the pins (the one with most memory left to promise), if any.
   std::optional<GpuIndex> CorunGpuWithRoom(const shm::PeerCredentials& peer, uint64_t quota,
                                            uint64_t context, uint64_t now_ns) const;
+  // Why a share for `quota` bytes, whose MPS context takes `context` bytes, on GPU index g must
+  // not be answered to `pid` now: it would not fit beside what the GPU's MPS clients
+  // (registered, orphaned, promised to other processes) pin there — their contexts, and their
+  // quotas unless mps_swaps_verified lets MPS clients be parked. "" when it fits.
   std::string PinnedRoomRefusal(GpuIndex g, uint64_t quota, uint64_t context, pid_t pid,
                                 uint64_t now_ns) const;
   // `driver_state`: the process's state as the driver worker found it (and thawed it), for

@@ -27,6 +27,7 @@ uint64_t NowNs() {
 
 shm::Result<std::vector<GpuInfo>> ResolveGpus(const ArbiterConfig& config) {
   std::vector<uint64_t> memory;
+  std::vector<std::array<uint8_t, 16>> uuids;  // empty: not known
   if (config.gpu_memory_bytes) {
     uint32_t count = config.gpu_count;
     for (uint32_t g : config.gpus) count = std::max(count, g + 1);
@@ -40,17 +41,23 @@ shm::Result<std::vector<GpuInfo>> ResolveGpus(const ArbiterConfig& config) {
     auto mem = lib->DeviceMemory();
     if (!mem.ok()) return shm::Status(mem.status().code(), "libcuda: " + mem.status().message());
     memory = std::move(*mem);
+    auto ids = lib->DeviceUuids();
+    if (!ids.ok()) return shm::Status(ids.status().code(), "libcuda: " + ids.status().message());
+    uuids = std::move(*ids);
   }
+  auto uuid_of = [&uuids](uint32_t g) {
+    return g < uuids.size() ? uuids[g] : std::array<uint8_t, 16>{};
+  };
   std::vector<GpuInfo> gpus;
   if (config.gpus.empty()) {
-    for (uint32_t i = 0; i < memory.size(); ++i) gpus.push_back({i, memory[i]});
+    for (uint32_t i = 0; i < memory.size(); ++i) gpus.push_back({i, memory[i], uuid_of(i)});
   } else {
     for (uint32_t g : config.gpus) {
       if (g >= memory.size())
         return shm::Status(shm::StatusCode::kInvalidArgument,
                            "gpus: GPU " + std::to_string(g) + " does not exist (" +
                                std::to_string(memory.size()) + " visible)");
-      gpus.push_back({g, memory[g]});
+      gpus.push_back({g, memory[g], uuid_of(g)});
     }
   }
   if (gpus.empty()) return shm::Status(shm::StatusCode::kUnavailable, "gpus: no GPU to manage");
@@ -78,6 +85,7 @@ ArbiterImpl::ArbiterImpl(ArbiterConfig config, std::vector<GpuInfo> gpus)
   for (const auto& g : gpus) {
     GpuState st;
     st.ordinal = DeviceOrdinal{g.ordinal};
+    st.uuid = g.uuid;
     st.memory_bytes = g.memory_bytes;
     gpus_.push_back(std::move(st));
     usable.push_back(g.memory_bytes - config_.memory_reserve_bytes);

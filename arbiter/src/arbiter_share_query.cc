@@ -15,6 +15,8 @@
 // never come in (the H200 demo, 2026-12-04), nor could an exclusive vGPU larger than what the
 // pins leave. A query creates no client and reserves nothing; only the uid a share was answered
 // to and what the answer promises are kept a moment (CorunBook::NoteShareAnswered, NotePromise).
+// The answer names the GPU (ordinal and UUID) and, when co-run on a GPU whose MPS daemon the
+// arbiter runs, that daemon's pipe directory: the shim joins it, so a node may mark several GPUs.
 #include <spdlog/spdlog.h>
 
 #include <cmath>
@@ -69,6 +71,7 @@ void ArbiterImpl::AnswerShareQuery(Arrival a, uint64_t now_ns) {
         g = *marked;
     }
     answer.gpu = gpus_[g].ordinal.value();
+    answer.gpu_uuid = gpus_[g].uuid;
     const std::string server_refusal =
         corun_.Enabled(g) ? corun_.ServerRefusal(g, peer.uid, MpsUids(g), now_ns) : std::string();
     if (!corun_.Enabled(g)) {
@@ -86,6 +89,8 @@ void ArbiterImpl::AnswerShareQuery(Arrival a, uint64_t now_ns) {
       answer.corun = true;
       answer.share_pct = share_pct;
       answer.memory_limit_bytes = std::min<uint64_t>(share.memory_limit_bytes, shm::kMaxQuotaBytes);
+      // The daemon it must join: with several marked GPUs, the environment cannot know which.
+      answer.mps_pipe_directory = AnswerablePipeDir(g);
       corun_.NoteShareAnswered(g, peer.uid, now_ns);
       // What its process will pin on g: its context, and its quota unless MPS clients can be
       // parked (then that quota must find room like any vGPU's).
@@ -105,6 +110,18 @@ void ArbiterImpl::AnswerShareQuery(Arrival a, uint64_t now_ns) {
   if (auto s = a.conn.Answer(answer, std::chrono::nanoseconds(0)); !s.ok())
     spdlog::debug("pid {}: share answer not sent: {}", peer.pid, s.ToString());
   reaper_.Dispose(std::move(a.conn));
+}
+
+std::string ArbiterImpl::AnswerablePipeDir(GpuIndex g) const {
+  std::string dir = mps_.PipeDir(g);
+  if (dir.empty()) return dir;  // the operator runs g's daemon (no mps_control): not ours to name
+  if (std::string why = shm::MpsPipeDirectoryProblem(dir); !why.empty()) {
+    spdlog::warn("GPU {}'s MPS pipe directory '{}' {}: the share answer cannot name it (a shorter "
+                 "mps_dir would let co-run processes find their GPU's daemon by themselves)",
+                 gpus_[g].ordinal.value(), dir, why);
+    return {};
+  }
+  return dir;
 }
 
 std::vector<uid_t> ArbiterImpl::MpsUids(GpuIndex g) const {

@@ -9,6 +9,7 @@
 
 #include <sys/types.h>
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -192,6 +193,7 @@ struct GpuState {
   uint64_t memory_bytes = 0;  // total device memory
   GpuHolders holders;  // who holds the token (invariant 3)
   bool drained = false;  // gshare-ctl drain: everyone swapped out, no new residency
+  std::array<uint8_t, 16> uuid{};  // the driver's; all 0: not known
 };
 
 }  // namespace gshare::arbiter

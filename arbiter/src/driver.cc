@@ -70,6 +70,21 @@ shm::Result<std::vector<uint64_t>> DriverLib::DeviceMemory() const {
   return mem;
 }
 
+shm::Result<std::vector<std::array<uint8_t, 16>>> DriverLib::DeviceUuids() const {
+  int count = 0;
+  if (auto s = Check(device_get_count_(&count), "cuDeviceGetCount"); !s.ok()) return s;
+  std::vector<std::array<uint8_t, 16>> uuids(static_cast<size_t>(count));
+  if (device_get_uuid_ == nullptr) return uuids;
+  for (int i = 0; i < count; ++i) {
+    CUdevice dev = 0;
+    if (auto s = Check(device_get_(&dev, i), "cuDeviceGet"); !s.ok()) return s;
+    CUuuid u{};
+    if (auto s = Check(device_get_uuid_(&u, dev), "cuDeviceGetUuid"); !s.ok()) return s;
+    std::memcpy(uuids[static_cast<size_t>(i)].data(), u.bytes, sizeof u.bytes);
+  }
+  return uuids;
+}
+
 shm::Status DriverLib::LockAndCheckpoint(int pid, unsigned timeout_ms) const {
   if (!can_checkpoint())
     return shm::Status(shm::StatusCode::kUnavailable, "the driver has no process checkpoint API");

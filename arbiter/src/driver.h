@@ -10,6 +10,7 @@
 
 #include <cuda.h>
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -26,6 +27,9 @@ class DriverLib {
 
   // Total memory of every visible device, indexed by ordinal.
   shm::Result<std::vector<uint64_t>> DeviceMemory() const;
+  // The UUID of every visible device, indexed by ordinal; all 0 where the driver has no UUID
+  // query.
+  shm::Result<std::vector<std::array<uint8_t, 16>>> DeviceUuids() const;
 
   // Whether the checkpoint entry points exist in this driver.
   bool can_checkpoint() const { return lock_ != nullptr && checkpoint_ != nullptr &&

@@ -173,6 +173,11 @@ Status ValidateShareAnswer(const ShareAnswer& a, StatusCode code) {
   } else if (a.share_pct != 0 || a.memory_limit_bytes != 0) {
     return bad("an answer without corun carries a share");
   }
+  if (!a.mps_pipe_directory.empty()) {
+    if (!a.corun) return bad("an answer without corun names an MPS pipe directory");
+    if (std::string why = MpsPipeDirectoryProblem(a.mps_pipe_directory); !why.empty())
+      return bad("mps_pipe_directory " + why);
+  }
   return {};
 }
 
@@ -193,6 +198,20 @@ Result<Wire> ReadWire(std::span<const std::byte> bytes, MessageType expected) {
 }
 
 }  // namespace
+
+std::string MpsPipeDirectoryProblem(std::string_view value) {
+  if (value.empty() || value.front() != '/') return "is not an absolute path";
+  if (value.size() > kMaxMpsPipeDirectoryLength) {
+    return "is " + std::to_string(value.size()) + " bytes long; at most " +
+           std::to_string(kMaxMpsPipeDirectoryLength) + " (its control socket's path must fit 108 bytes)";
+  }
+  for (size_t i = 0; i < value.size(); ++i) {
+    const auto c = static_cast<unsigned char>(value[i]);
+    if (c < 0x20 || c > 0x7e)
+      return "has the byte " + HexByte(c) + " at offset " + std::to_string(i) + " (printable ASCII only)";
+  }
+  return {};
+}
 
 std::string PodNamespaceProblem(std::string_view value) {
   if (value.empty()) return "is empty";
@@ -392,6 +411,12 @@ Result<std::vector<std::byte>> EncodeShareAnswer(const ShareAnswer& answer) {
   if (Status s = WriteFixedString(answer.reason, w.reason, sizeof(w.reason), "reason"); !s.ok()) {
     return s;
   }
+  std::memcpy(w.gpu_uuid, answer.gpu_uuid.data(), sizeof(w.gpu_uuid));
+  if (Status s = WriteFixedString(answer.mps_pipe_directory, w.mps_pipe_directory,
+                                  sizeof(w.mps_pipe_directory), "mps_pipe_directory");
+      !s.ok()) {
+    return s;
+  }
   return ToBytes(w);
 }
 
@@ -426,6 +451,11 @@ Result<ShareAnswer> DecodeShareAnswer(std::span<const std::byte> bytes) {
   auto reason = ReadFixedString(wire->reason, sizeof(wire->reason), "reason", /*allow_empty=*/true);
   if (!reason.ok()) return reason.status();
   a.reason = std::move(reason).value();
+  std::memcpy(a.gpu_uuid.data(), wire->gpu_uuid, sizeof(wire->gpu_uuid));
+  auto pipe = ReadFixedString(wire->mps_pipe_directory, sizeof(wire->mps_pipe_directory),
+                              "mps_pipe_directory", /*allow_empty=*/true);
+  if (!pipe.ok()) return pipe.status();
+  a.mps_pipe_directory = std::move(pipe).value();
   if (Status s = ValidateShareAnswer(a, StatusCode::kMalformed); !s.ok()) return s;
   return a;
 }

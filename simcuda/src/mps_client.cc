@@ -4,12 +4,14 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "context.h"
@@ -147,7 +149,20 @@ CUresult JoinMps(DriverState* d) {
         pipe_dir.c_str(), daemon->registry.c_str(), d->registry->path().c_str());
     return CUDA_SUCCESS;
   }
-  const int devices = static_cast<int>(d->devices.size());
+  // The devices this process will see: those the daemon serves, renumbered from 0 in the
+  // daemon's order (the MPS server remaps CUDA_VISIBLE_DEVICES of the daemon so).
+  std::vector<int> visible;
+  for (int dev : daemon->devices) {
+    if (dev >= 0 && static_cast<size_t>(dev) < d->devices.size() &&
+        std::find(visible.begin(), visible.end(), dev) == visible.end())
+      visible.push_back(dev);
+  }
+  if (visible.empty()) {
+    Log(LogLevel::kWarn, "the MPS control daemon in %s serves none of registry %s's devices: running "
+        "time-sliced", pipe_dir.c_str(), d->registry->path().c_str());
+    return CUDA_SUCCESS;
+  }
+  const int devices = static_cast<int>(visible.size());
   if (const char* share = std::getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"); share != nullptr) {
     if (!ParseShare(share, &s.share)) {
       Log(LogLevel::kError, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE='%s' is not a whole percentage 1..100",
@@ -180,18 +195,23 @@ CUresult JoinMps(DriverState* d) {
     s.fd.store(fd);
     std::thread(WatchDaemon, fd).detach();
   }
-  s.served.assign(static_cast<size_t>(devices), false);
-  for (int dev : daemon->devices) {
-    if (dev >= 0 && dev < devices) s.served[static_cast<size_t>(dev)] = true;
-  }
-  for (int dev = 0; dev < devices; ++dev) {
-    if (s.served[static_cast<size_t>(dev)]) d->registry->SetMemoryLimit(dev, limits[static_cast<size_t>(dev)]);
-  }
+  // From here on the process sees only the served devices, as ordinals 0..n-1.
+  std::vector<DeviceInfo> seen;
+  for (int dev : visible) seen.push_back(d->devices[static_cast<size_t>(dev)]);
+  d->devices = std::move(seen);
+  d->primary.resize(d->devices.size());
+  d->registry->SetVisibleDevices(visible);
+  s.served.assign(static_cast<size_t>(devices), true);
+  for (int dev = 0; dev < devices; ++dev) d->registry->SetMemoryLimit(dev, limits[static_cast<size_t>(dev)]);
   s.max_clients = daemon->max_clients;
   s.context_mib_per_sm = daemon->context_mib_per_sm;
   s.step_ns = d->config.mps_step_us * 1e3;
   s.active.store(true);
-  Log(LogLevel::kInfo, "MPS client of daemon %d (%s), share %u%%", daemon->pid, pipe_dir.c_str(), s.share);
+  std::string seen_as;
+  for (size_t i = 0; i < visible.size(); ++i)
+    seen_as += (i == 0 ? "" : ", ") + std::to_string(visible[i]) + " as " + std::to_string(i);
+  Log(LogLevel::kInfo, "MPS client of daemon %d (%s; registry device %s), share %u%%", daemon->pid,
+      pipe_dir.c_str(), seen_as.c_str(), s.share);
   return CUDA_SUCCESS;
 }
 

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <utility>
 
 #include "log.h"
 #include "registry_layout.h"
@@ -302,34 +303,42 @@ int Registry::ReclaimDead() {
   return reclaimed;
 }
 
+void Registry::SetVisibleDevices(std::vector<int> registry_devices) {
+  visible_ = std::move(registry_devices);
+}
+
 uint64_t Registry::BusyUntil(int dev, Timeline timeline) const {
-  return shared_->devices[dev].busy_until[timeline].load(std::memory_order_acquire);
+  return shared_->devices[RegistryDevice(dev)].busy_until[timeline].load(std::memory_order_acquire);
 }
 
 int Registry::device_count() const { return static_cast<int>(shared_->device_count); }
 double Registry::time_scale() const { return shared_->time_scale; }
-uint64_t Registry::Capacity(int dev) const { return shared_->devices[dev].capacity; }
+uint64_t Registry::Capacity(int dev) const { return shared_->devices[RegistryDevice(dev)].capacity; }
 uint64_t Registry::Used(int dev) const {
-  return shared_->devices[dev].used.load(std::memory_order_acquire);
+  return shared_->devices[RegistryDevice(dev)].used.load(std::memory_order_acquire);
 }
 uint64_t Registry::UsedByThisProcess(int dev) const {
-  return slot_ < 0 ? 0 : shared_->processes[slot_].used[dev].load(std::memory_order_acquire);
+  return slot_ < 0 ? 0
+                   : shared_->processes[slot_].used[RegistryDevice(dev)].load(
+                         std::memory_order_acquire);
 }
 
-bool Registry::Reserve(int dev, uint64_t bytes) { return ReserveBytes(dev, bytes, true); }
+bool Registry::Reserve(int dev, uint64_t bytes) { return ReserveBytes(RegistryDevice(dev), bytes, true); }
 
-bool Registry::ReserveBytes(int dev, uint64_t bytes, bool capped) {
+bool Registry::ReserveBytes(int rdev, uint64_t bytes, bool capped) {
   if (detached_.load(std::memory_order_acquire)) return false;
-  SharedDevice& d = shared_->devices[dev];
+  SharedDevice& d = shared_->devices[rdev];
   for (int attempt = 0; attempt < 2; ++attempt) {
     uint64_t used = d.used.load(std::memory_order_acquire);
-    if (uint64_t limit = limit_[dev].load(std::memory_order_relaxed); capped && limit != 0) {
-      const uint64_t mine = UsedByThisProcess(dev) - exempt_[dev].load(std::memory_order_relaxed);
+    if (uint64_t limit = limit_[rdev].load(std::memory_order_relaxed); capped && limit != 0) {
+      const uint64_t held =
+          slot_ < 0 ? 0 : shared_->processes[slot_].used[rdev].load(std::memory_order_acquire);
+      const uint64_t mine = held - exempt_[rdev].load(std::memory_order_relaxed);
       if (mine + bytes > limit || mine + bytes < mine) return false;  // the process's own cap
     }
     while (used + bytes <= d.capacity && used + bytes >= used) {
       if (d.used.compare_exchange_weak(used, used + bytes, std::memory_order_acq_rel)) {
-        if (slot_ >= 0) shared_->processes[slot_].used[dev].fetch_add(bytes, std::memory_order_acq_rel);
+        if (slot_ >= 0) shared_->processes[slot_].used[rdev].fetch_add(bytes, std::memory_order_acq_rel);
         return true;
       }
     }
@@ -338,19 +347,22 @@ bool Registry::ReserveBytes(int dev, uint64_t bytes, bool capped) {
   return false;
 }
 
-void Registry::Release(int dev, uint64_t bytes) {
+void Registry::Release(int dev, uint64_t bytes) { ReleaseBytes(RegistryDevice(dev), bytes); }
+
+void Registry::ReleaseBytes(int rdev, uint64_t bytes) {
   if (detached_.load(std::memory_order_acquire)) return;
-  if (slot_ >= 0) shared_->processes[slot_].used[dev].fetch_sub(bytes, std::memory_order_acq_rel);
-  shared_->devices[dev].used.fetch_sub(bytes, std::memory_order_acq_rel);
+  if (slot_ >= 0) shared_->processes[slot_].used[rdev].fetch_sub(bytes, std::memory_order_acq_rel);
+  shared_->devices[rdev].used.fetch_sub(bytes, std::memory_order_acq_rel);
 }
 
 SimInterval Registry::ReserveInterval(int dev, Timeline timeline, uint64_t earliest_ns,
                                       uint64_t duration_ns) {
-  std::atomic<uint64_t>& busy = shared_->devices[dev].busy_until[timeline];
+  const int rdev = RegistryDevice(dev);
+  std::atomic<uint64_t>& busy = shared_->devices[rdev].busy_until[timeline];
   uint64_t current = busy.load(std::memory_order_acquire);
   if (timeline == kComputeTimeline) {
     // Exclusive work starts after the MPS kernels running now (docs/simcuda.md "MPS mode").
-    uint64_t mps = MpsBusyUntil(dev);
+    uint64_t mps = shared_->mps[rdev].busy_until.load(std::memory_order_acquire);
     if (mps > earliest_ns) earliest_ns = mps;
   }
   while (true) {

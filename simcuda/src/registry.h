@@ -119,6 +119,17 @@ class Registry {
   // The registry file's path.
   const std::string& path() const { return path_; }
 
+  // The devices this process sees, as registry devices in the order it numbers them: an MPS
+  // client sees only the devices its daemon serves (the daemon's CUDA_VISIBLE_DEVICES),
+  // renumbered from 0, as NVIDIA's MPS server remaps them (docs/simcuda.md "MPS mode"). Every
+  // method above that takes a device takes this process's ordinal. Empty (the default): every
+  // registry device, as the registry numbers them. Set once at cuInit, before any other use.
+  void SetVisibleDevices(std::vector<int> registry_devices);
+  // The registry device of this process's ordinal `dev`.
+  int RegistryDevice(int dev) const {
+    return visible_.empty() ? dev : visible_[static_cast<size_t>(dev)];
+  }
+
   // In a forked child, from the atfork handler (async-signal-safe: one close): drops the
   // inherited descriptor, so the parent's liveness lock dies with the parent.
   void ForgetParentAfterFork();
@@ -139,7 +150,11 @@ class Registry {
   // True unless slot `i`'s owner is known to be dead (no lock held on its byte).
   bool SlotOwnerAlive(int i) const;
   bool LockSlot(int i, short type) const;
-  bool ReserveBytes(int dev, uint64_t bytes, bool capped);
+  // The methods' bodies, on registry devices (`rdev`: RegistryDevice already applied).
+  bool ReserveBytes(int rdev, uint64_t bytes, bool capped);
+  void ReleaseBytes(int rdev, uint64_t bytes);
+  int MpsReclaimDeadAt(int rdev);
+  void MpsDetachAt(int rdev, int slot);
   bool LockByte(off_t at, short type) const;
   // True unless the lock on byte `at` is known to be free (its owner is dead).
   bool ByteLocked(off_t at) const;
@@ -150,7 +165,8 @@ class Registry {
   int slot_ = -1;
   int owner_pid_ = 0;  // the process that claimed slot_ (a forked child must not detach it)
   std::atomic<bool> detached_{false};
-  std::atomic<uint64_t> limit_[kMaxDevices] = {};    // SetMemoryLimit
+  std::vector<int> visible_;  // SetVisibleDevices
+  std::atomic<uint64_t> limit_[kMaxDevices] = {};    // SetMemoryLimit, by registry device
   std::atomic<uint64_t> exempt_[kMaxDevices] = {};   // context memory in UsedByThisProcess
 };
 

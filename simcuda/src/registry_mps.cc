@@ -31,23 +31,27 @@ off_t MpsLockByte(int dev, int slot) { return kMpsLockBase + dev * kMaxMpsClient
 }  // namespace
 
 void Registry::SetMemoryLimit(int dev, uint64_t bytes) {
-  limit_[dev].store(bytes, std::memory_order_relaxed);
+  limit_[RegistryDevice(dev)].store(bytes, std::memory_order_relaxed);
 }
 
 bool Registry::ReserveContextMemory(int dev, uint64_t bytes) {
   // Context memory is the driver's, not the program's: outside the process's cap.
-  exempt_[dev].fetch_add(bytes);
-  const bool ok = ReserveBytes(dev, bytes, false);
-  if (!ok) exempt_[dev].fetch_sub(bytes);
+  const int rdev = RegistryDevice(dev);
+  exempt_[rdev].fetch_add(bytes);
+  const bool ok = ReserveBytes(rdev, bytes, false);
+  if (!ok) exempt_[rdev].fetch_sub(bytes);
   return ok;
 }
 
 void Registry::ReleaseContextMemory(int dev, uint64_t bytes) {
-  Release(dev, bytes);
-  exempt_[dev].fetch_sub(bytes);
+  const int rdev = RegistryDevice(dev);
+  ReleaseBytes(rdev, bytes);
+  exempt_[rdev].fetch_sub(bytes);
 }
 
-int Registry::MpsReclaimDead(int dev) {
+int Registry::MpsReclaimDead(int dev) { return MpsReclaimDeadAt(RegistryDevice(dev)); }
+
+int Registry::MpsReclaimDeadAt(int dev) {
   int reclaimed = 0;
   for (int i = 0; i < kMaxMpsClients; ++i) {
     SharedMpsClient& c = shared_->mps[dev].clients[i];
@@ -69,10 +73,11 @@ int Registry::MpsReclaimDead(int dev) {
   return reclaimed;
 }
 
-MpsAttachResult Registry::MpsAttach(int dev, unsigned share_pct, int max_clients,
+MpsAttachResult Registry::MpsAttach(int local_dev, unsigned share_pct, int max_clients,
                                     uint64_t context_bytes, int* slot) {
+  const int dev = RegistryDevice(local_dev);
   SharedMpsDevice& m = shared_->mps[dev];
-  MpsReclaimDead(dev);
+  MpsReclaimDeadAt(dev);
   auto live_count = [&] {
     int n = 0;
     for (const SharedMpsClient& c : m.clients) n += c.state.load(std::memory_order_acquire) != kFree;
@@ -102,7 +107,7 @@ MpsAttachResult Registry::MpsAttach(int dev, unsigned share_pct, int max_clients
     // Two contexts attaching at once may both have seen room: the later one backs off.
     if (live_count() > max_clients || m.faulted.load(std::memory_order_acquire) != 0) {
       const bool faulted = m.faulted.load(std::memory_order_acquire) != 0;
-      MpsDetach(dev, i);
+      MpsDetachAt(dev, i);
       return faulted ? MpsAttachResult::kNotReady : MpsAttachResult::kMaxClients;
     }
     *slot = i;
@@ -111,7 +116,9 @@ MpsAttachResult Registry::MpsAttach(int dev, unsigned share_pct, int max_clients
   return MpsAttachResult::kMaxClients;
 }
 
-void Registry::MpsDetach(int dev, int slot) {
+void Registry::MpsDetach(int dev, int slot) { MpsDetachAt(RegistryDevice(dev), slot); }
+
+void Registry::MpsDetachAt(int dev, int slot) {
   SharedMpsClient& c = shared_->mps[dev].clients[slot];
   c.demand.store(0, std::memory_order_release);
   c.state.store(kFree, std::memory_order_release);
@@ -119,11 +126,12 @@ void Registry::MpsDetach(int dev, int slot) {
 }
 
 void Registry::MpsSetDemand(int dev, int slot, double sm_fraction, double bandwidth_fraction) {
-  shared_->mps[dev].clients[slot].demand.store(
+  shared_->mps[RegistryDevice(dev)].clients[slot].demand.store(
       sm_fraction <= 0 ? 0 : PackDemand(sm_fraction, bandwidth_fraction), std::memory_order_release);
 }
 
-double Registry::MpsRate(int dev, int slot) {
+double Registry::MpsRate(int local_dev, int slot) {
+  const int dev = RegistryDevice(local_dev);
   // a_j = min(d_j, s_j); A = sum a_j; c_j = a_j / max(1, A) / d_j; U = sum b_j c_j;
   // rate_i = c_i / max(1, U).
   struct Running {
@@ -140,7 +148,7 @@ double Registry::MpsRate(int dev, int slot) {
     const uint64_t packed = c.demand.load(std::memory_order_acquire);
     if (packed == 0) continue;
     if (j != slot && !ByteLocked(MpsLockByte(dev, j))) {
-      MpsReclaimDead(dev);  // a client killed while its kernel ran no longer competes
+      MpsReclaimDeadAt(dev);  // a client killed while its kernel ran no longer competes
       continue;
     }
     const double d = static_cast<double>(packed & 0xffffffffu) * kMillionth;
@@ -160,19 +168,19 @@ double Registry::MpsRate(int dev, int slot) {
 }
 
 void Registry::MpsRaiseFault(int dev) {
-  SharedMpsDevice& m = shared_->mps[dev];
+  SharedMpsDevice& m = shared_->mps[RegistryDevice(dev)];
   m.faulted.store(1, std::memory_order_release);
   m.fault_gen.fetch_add(1, std::memory_order_acq_rel);
 }
 
 bool Registry::MpsFaulted(int dev, int slot) const {
-  const SharedMpsDevice& m = shared_->mps[dev];
+  const SharedMpsDevice& m = shared_->mps[RegistryDevice(dev)];
   return m.fault_gen.load(std::memory_order_acquire) !=
          m.clients[slot].fault_gen.load(std::memory_order_relaxed);
 }
 
 void Registry::MpsExtendBusy(int dev, uint64_t until_ns) {
-  std::atomic<uint64_t>& busy = shared_->mps[dev].busy_until;
+  std::atomic<uint64_t>& busy = shared_->mps[RegistryDevice(dev)].busy_until;
   uint64_t current = busy.load(std::memory_order_acquire);
   while (current < until_ns &&
          !busy.compare_exchange_weak(current, until_ns, std::memory_order_acq_rel)) {
@@ -180,7 +188,7 @@ void Registry::MpsExtendBusy(int dev, uint64_t until_ns) {
 }
 
 uint64_t Registry::MpsBusyUntil(int dev) const {
-  return shared_->mps[dev].busy_until.load(std::memory_order_acquire);
+  return shared_->mps[RegistryDevice(dev)].busy_until.load(std::memory_order_acquire);
 }
 
 }  // namespace simcuda

@@ -250,6 +250,57 @@ TEST(WireTest, ShareQueryAndAnswer) {
   ExpectMalformed(DecodeShareAnswer(std::span(*ab).first(100)).status(), "header length");
 }
 
+// Version 5: the answer names the GPU's UUID and the MPS pipe directory of its daemon, which
+// only a co-run answer may carry, absolute, printable and short enough for its control socket.
+TEST(WireTest, ShareAnswerNamesTheGpusUuidAndItsMpsPipeDirectory) {
+  ShareAnswer a;
+  a.gpu = 1;
+  a.corun = true;
+  a.share_pct = 50;
+  a.arbiter_epoch = 3;
+  for (size_t i = 0; i < a.gpu_uuid.size(); ++i) a.gpu_uuid[i] = static_cast<uint8_t>(0xa0 + i);
+  a.mps_pipe_directory = "/run/gshare/mps/gpu1/pipe";
+  auto ab = EncodeShareAnswer(a);
+  ASSERT_TRUE(ab.ok()) << ab.status().ToString();
+  EXPECT_EQ(ab->size(), 384u);
+  auto ad = DecodeShareAnswer(*ab);
+  ASSERT_TRUE(ad.ok()) << ad.status().ToString();
+  EXPECT_EQ(ad->gpu_uuid, a.gpu_uuid);
+  EXPECT_EQ(ad->mps_pipe_directory, a.mps_pipe_directory);
+
+  const size_t pipe = offsetof(ShareAnswerWire, mps_pipe_directory);
+  ExpectMalformed(DecodeShareAnswer(Patch<char>(*ab, pipe, 'r')).status(),
+                  "mps_pipe_directory is not an absolute path");
+  ExpectMalformed(DecodeShareAnswer(Patch<char>(*ab, pipe + 3, '\x7f')).status(),
+                  "mps_pipe_directory has a non-printable byte");
+  ExpectMalformed(DecodeShareAnswer(Patch<char>(*ab, pipe + 127, 'x')).status(),
+                  "mps_pipe_directory has bytes after its NUL");
+  std::vector<std::byte> unterminated = *ab;
+  for (size_t i = 0; i < kMpsPipeDirectorySize; ++i) unterminated[pipe + i] = std::byte{'a'};
+  ExpectMalformed(DecodeShareAnswer(unterminated).status(), "mps_pipe_directory is not NUL-terminated");
+  std::vector<std::byte> too_long = *ab;
+  for (size_t i = 0; i < 100; ++i) too_long[pipe + i] = std::byte{'a'};
+  too_long[pipe] = std::byte{'/'};
+  ExpectMalformed(DecodeShareAnswer(too_long).status(), "is 100 bytes long; at most 99");
+  ExpectMalformed(DecodeShareAnswer(Patch<uint32_t>(Patch<uint32_t>(*ab, 20, 0), 24, 0)).status(),
+                  "without corun names an MPS pipe directory");
+
+  a.mps_pipe_directory = "relative/pipe";
+  EXPECT_EQ(EncodeShareAnswer(a).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(MpsPipeDirectoryProblem("/a/b"), "");
+  EXPECT_NE(MpsPipeDirectoryProblem("/a\tb").find("0x09 at offset 2"), std::string::npos);
+  // Not co-run: the GPU's UUID may be named, a pipe directory may not.
+  a.corun = false;
+  a.share_pct = 0;
+  a.mps_pipe_directory.clear();
+  ab = EncodeShareAnswer(a);
+  ASSERT_TRUE(ab.ok()) << ab.status().ToString();
+  ad = DecodeShareAnswer(*ab);
+  ASSERT_TRUE(ad.ok()) << ad.status().ToString();
+  EXPECT_EQ(ad->gpu_uuid, a.gpu_uuid);
+  EXPECT_EQ(ad->mps_pipe_directory, "");
+}
+
 TEST(WireTest, HeaderErrors) {
   const auto good = Bytes(ValidRequest());
   ExpectMalformed(DecodeRequest(std::span(good).first(10)).status(), "shorter than a header");
@@ -260,11 +311,12 @@ TEST(WireTest, HeaderErrors) {
   EXPECT_NE(version.status().message().find("version " + std::to_string(kWireAbiVersion + 1)),
             std::string::npos);
   // Older peers (version 1: before the pod fields; 2: before the co-run fields; 3: before the
-  // share query) are refused with both versions named.
-  for (uint16_t v : {uint16_t{1}, uint16_t{2}, uint16_t{3}}) {
+  // share query; 4: before the answer's GPU UUID and pipe directory) are refused with both
+  // versions named.
+  for (uint16_t v : {uint16_t{1}, uint16_t{2}, uint16_t{3}, uint16_t{4}}) {
     auto old = DecodeRequest(Patch<uint16_t>(good, 4, v));
     EXPECT_EQ(old.status().code(), StatusCode::kVersionMismatch);
-    EXPECT_NE(old.status().message().find("version " + std::to_string(v) + ", this side speaks 4"),
+    EXPECT_NE(old.status().message().find("version " + std::to_string(v) + ", this side speaks 5"),
               std::string::npos)
         << old.status().ToString();
   }

@@ -198,6 +198,9 @@ int CheckpointTarget() {
 //   init           cuInit                                  "init <result>"
 //   ctx            retain + set device 0's primary context "ctx <result>"
 //   attr           CU_DEVICE_ATTRIBUTE_MPS_ENABLED of 0    "mps <0|1>"
+//   count          cuDeviceGetCount                        "count <n>" (or the error)
+//   uuid:D         cuDeviceGetUuid of ordinal D            "uuid <32 hex digits>" (or the error)
+//   ctx:D          as ctx, on ordinal D                    "ctx <result>"
 //   free           cuMemGetInfo                            "free <bytes>"
 //   alloc:B        cuMemAlloc of B bytes (kept)            "alloc <result>"
 //   sleep:G:NS     sleep_ns(NS) on G blocks of 1024 threads "elapsed <simulated ms>" (or the error)
@@ -242,8 +245,26 @@ int Script(int argc, char** argv) {
     const std::string rest = colon == std::string::npos ? "" : step.substr(colon + 1);
     if (verb == "init") {
       say(std::string("init ") + Name(cuInit(0)));
+    } else if (verb == "count") {
+      int n = 0;
+      const CUresult r = cuDeviceGetCount(&n);
+      say("count " + (r == CUDA_SUCCESS ? std::to_string(n) : std::string(Name(r))));
+    } else if (verb == "uuid") {
+      CUdevice dev = 0;
+      CUuuid u{};
+      CUresult r = cuDeviceGet(&dev, std::atoi(rest.c_str()));
+      if (r == CUDA_SUCCESS) r = cuDeviceGetUuid(&u, dev);
+      std::string hex;
+      for (char byte : u.bytes) {
+        char two[3];
+        std::snprintf(two, sizeof two, "%02x", static_cast<unsigned char>(byte));
+        hex += two;
+      }
+      say("uuid " + (r == CUDA_SUCCESS ? hex : std::string(Name(r))));
     } else if (verb == "ctx") {
-      CUresult r = cuDevicePrimaryCtxRetain(&ctx, 0);
+      CUdevice dev = 0;
+      CUresult r = cuDeviceGet(&dev, rest.empty() ? 0 : std::atoi(rest.c_str()));
+      if (r == CUDA_SUCCESS) r = cuDevicePrimaryCtxRetain(&ctx, dev);
       if (r == CUDA_SUCCESS) r = cuCtxSetCurrent(ctx);
       say(std::string("ctx ") + Name(r));
     } else if (verb == "attr") {

@@ -314,6 +314,40 @@ TEST_F(Mps, KilledDaemonFailsItsClientsAndNewProcessesRunTimeSliced) {
   EXPECT_LT(Elapsed(lines[2]), 35);
 }
 
+// NVIDIA's MPS server remaps the devices of its control daemon's CUDA_VISIBLE_DEVICES: a client
+// sees those alone, numbered from 0, and what it does on its device 0 happens on the GPU the
+// daemon serves (registry device 1 here), as a process outside MPS sees it.
+TEST_F(Mps, AClientSeesOnlyTheDaemonsDevicesNumberedFromZero) {
+  const std::string two = "SIMCUDA_DEVICES=2x1GiB:mem_gbps=0.1:link_gbps=0";
+  StartDaemon({two, "CUDA_VISIBLE_DEVICES=1"});
+  const std::vector<std::string> outside = {two, "CUDA_MPS_PIPE_DIRECTORY=" + root_ + "/none"};
+  const std::vector<std::string> seen = RunScript({"init", "count", "uuid:1", "ctx:1", "free"}, outside);
+  ASSERT_EQ(seen.size(), 5u);
+  EXPECT_EQ(seen[1], "count 2");
+  const std::string gpu1 = seen[2];
+  ASSERT_EQ(gpu1.size(), 5u + 32u) << gpu1;
+  const std::string free_before = seen[4];
+
+  Child& client = Script({"init", "count", "attr", "uuid:0", "uuid:1", "ctx:0", "alloc:268435456", "hold"}, {two});
+  EXPECT_EQ(client.ReadLine(), "init CUDA_SUCCESS");
+  EXPECT_EQ(client.ReadLine(), "count 1");
+  EXPECT_EQ(client.ReadLine(), "mps 1");
+  EXPECT_EQ(client.ReadLine(), gpu1);  // its device 0 is registry device 1
+  EXPECT_EQ(client.ReadLine(), "uuid CUDA_ERROR_INVALID_DEVICE");
+  EXPECT_EQ(client.ReadLine(), "ctx CUDA_SUCCESS");
+  EXPECT_EQ(client.ReadLine(), "alloc CUDA_SUCCESS");
+  EXPECT_EQ(client.ReadLine(), "holding");
+
+  // The 256 MiB (and the client's context memory) are on registry device 1, not on device 0.
+  const std::vector<std::string> after =
+      RunScript({"init", "ctx:1", "free", "ctx:0", "free"}, outside);
+  ASSERT_EQ(after.size(), 5u);
+  const long long before1 = std::atoll(free_before.c_str() + 5);
+  const long long after1 = std::atoll(after[2].c_str() + 5);
+  EXPECT_LE(after1, before1 - (256LL << 20)) << free_before << " -> " << after[2];
+  EXPECT_EQ(after[4], "free " + std::to_string(1LL << 30));
+}
+
 TEST_F(Mps, QuitStopsTheDaemon) {
   StartDaemon();
   EXPECT_EQ(Control("quit\\n"), "");

@@ -47,7 +47,9 @@ SwapOutcome ArbiterHost::SwapOut() {
 
 SwapOutcome ArbiterHost::SwapIn(uint32_t gpu) {
   memory::SwapStats stats;
-  const CUresult r = runtime_->SwapIn(static_cast<CUdevice>(gpu), &stats, /*open_gate=*/false);
+  const CUdevice device = runtime_->gpu_map().DeviceOf(gpu);
+  if (device == GpuDeviceMap::kNotVisible) return Outcome(CUDA_ERROR_INVALID_DEVICE, stats);
+  const CUresult r = runtime_->SwapIn(device, &stats, /*open_gate=*/false);
   return Outcome(r, stats);
 }
 
@@ -64,15 +66,17 @@ uint64_t ArbiterHost::ResidentBytes() const {
   return c.resident ? c.backed_bytes : 0;
 }
 
-uint32_t ArbiterHost::CurrentGpu() const { return static_cast<uint32_t>(runtime_->LastDevice()); }
+uint32_t ArbiterHost::CurrentGpu() const { return runtime_->gpu_map().GpuOf(runtime_->LastDevice()); }
 
 void ArbiterHost::MoveEmptyTo(uint32_t gpu) {
-  if (!runtime_->MoveEmptyVgpu(static_cast<CUdevice>(gpu))) ShimHost::MoveEmptyTo(gpu);
+  const CUdevice device = runtime_->gpu_map().DeviceOf(gpu);
+  if (device == GpuDeviceMap::kNotVisible || !runtime_->MoveEmptyVgpu(device)) ShimHost::MoveEmptyTo(gpu);
 }
 
 // One atomic load when nothing moved.
 void ArbiterHost::GrantedOn(uint32_t gpu) {
-  if (static_cast<uint32_t>(runtime_->AppDevice()) != gpu) runtime_->Rehome(static_cast<CUdevice>(gpu));
+  const CUdevice device = runtime_->gpu_map().DeviceOf(gpu);
+  if (device != GpuDeviceMap::kNotVisible && runtime_->AppDevice() != device) runtime_->Rehome(device);
 }
 
 }  // namespace gshare::preload

@@ -12,10 +12,20 @@
 // kNoMpsPipeDirectory, where no daemon can be, and the driver then runs it time-sliced (MPS
 // fails open: on the H200, driver 580, a pipe directory that does not exist gives
 // CU_DEVICE_ATTRIBUTE_MPS_ENABLED = 0), with a warning naming the variable and both values.
+// A co-run answer that names the GPU's MPS pipe directory (the arbiter runs that GPU's daemon)
+// sets CUDA_MPS_PIPE_DIRECTORY to it when the environment does not: the registration that
+// follows lands on the answer's GPU, and with several GPUs marked only the answer knows which
+// daemon that is. As for the share, an explicit setting wins; one that differs is a warning
+// naming the variable and both values. The answer's GPU (ordinal and UUID) is returned for the
+// device map after cuInit (an MPS client sees only its daemon's GPU, as its device 0).
 // No answer (no arbiter, a refusal, a timeout) or a bad one (logged as an error naming the
 // problem) leaves the environment as it was. Never
 // blocks longer than the bound, never fails the application's cuInit, never exits.
 #pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
 
 #include "runtime/config.h"
 
@@ -36,9 +46,21 @@ enum class ShareOutcome : uint8_t {
 // Where no MPS daemon can be: not a directory that exists (only root could create it).
 inline constexpr const char* kNoMpsPipeDirectory = "/nonexistent/gshare-no-mps";
 
+// The GPU a co-run answer placed the process on.
+struct CorunPlacement {
+  uint32_t gpu = 0;                 // the arbiter's ordinal
+  std::array<uint8_t, 16> uuid{};   // the driver's UUID of it; all 0: the arbiter did not know it
+  bool pipe_from_answer = false;    // CUDA_MPS_PIPE_DIRECTORY is the answer's (its daemon's)
+};
+
+struct ShareChoice {
+  ShareOutcome outcome = ShareOutcome::kNotAsked;
+  std::optional<CorunPlacement> placement;  // a co-run answer's GPU
+};
+
 // Call before the real cuInit, at most once per process image. Not thread-safe against other
 // threads reading the environment at the same moment (setenv), as any setenv: it runs inside
 // the application's first cuInit, before CUDA is in use.
-ShareOutcome ChooseMpsShare(const Config& config);
+ShareChoice ChooseMpsShare(const Config& config);
 
 }  // namespace gshare::preload

@@ -121,10 +121,14 @@ CUresult Runtime::Init(unsigned int flags) {
   // the application retries does not ask again).
   if (!share_chosen_) {
     share_chosen_ = true;
-    (void)ChooseMpsShare(config_);
+    placement_ = ChooseMpsShare(config_).placement;
   }
   const CUresult result = real_.cuInit(flags);
   if (result != CUDA_SUCCESS) return result;  // not memoised: the caller may retry
+  if (placement_ && !gpu_map_.mapped()) {
+    if (const std::optional<CUdevice> device = FindCorunDevice(real_, *placement_))
+      gpu_map_.Map(placement_->gpu, *device);
+  }
   // After the driver's own exit handlers (registered inside its cuInit), so ours runs first:
   // at exit the control socket stops swapping and the arbiter client says goodbye. Once per
   // process image: a forked child inherits it and it acts on the child's own Runtime.
@@ -196,7 +200,7 @@ CUresult Runtime::CreateMemory() {
     return CUDA_ERROR_NOT_SUPPORTED;
   }
   memory::VgpuMemoryOptions options;
-  options.device = config_.device;
+  options.device = InitialDevice();
   int count = 0;
   using GetCount = CUresult (*)(int*);
   const auto get_count = reinterpret_cast<GetCount>(real_.Resolve("cuDeviceGetCount"));
@@ -229,6 +233,10 @@ CUresult Runtime::CreateMemory() {
   return CUDA_SUCCESS;
 }
 
+CUdevice Runtime::InitialDevice() const {
+  return gpu_map_.mapped() ? gpu_map_.mapped_device() : config_.device;
+}
+
 uint32_t Runtime::MpsShare() {
   // The driver says whether this process came up as an MPS client of its device (a missing or
   // unreachable daemon makes it run time-sliced, silently); its share is the one its
@@ -239,7 +247,7 @@ uint32_t Runtime::MpsShare() {
   const auto get_attr = reinterpret_cast<GetAttribute>(real_.Resolve("cuDeviceGetAttribute"));
   CUdevice dev = 0;
   int enabled = 0;
-  if (get_device == nullptr || get_attr == nullptr || get_device(&dev, config_.device) != CUDA_SUCCESS ||
+  if (get_device == nullptr || get_attr == nullptr || get_device(&dev, InitialDevice()) != CUDA_SUCCESS ||
       get_attr(&enabled, CU_DEVICE_ATTRIBUTE_MPS_ENABLED, dev) != CUDA_SUCCESS || enabled != 1)
     return 0;
   const char* pct = std::getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
@@ -252,7 +260,7 @@ uint32_t Runtime::MpsShare() {
                "client (it never co-runs)", pct);
     return 0;
   }
-  Log().info("MPS client of device {} at a {}% compute share", config_.device, share);
+  Log().info("MPS client of device {} at a {}% compute share", InitialDevice(), share);
   return share;
 }
 

@@ -39,12 +39,15 @@
 #include <cuda.h>
 
 #include <atomic>
+#include <optional>
 #include <string>
 
 #include "gshare/common/thread_annotations.h"
 #include "gshare/memory/vgpu_memory.h"
 #include "runtime/config.h"
+#include "runtime/gpu_device_map.h"
 #include "runtime/inflight_tracker.h"
+#include "runtime/mps_share.h"
 #include "runtime/real_driver.h"
 #include "runtime/submission_gate.h"
 
@@ -111,6 +114,10 @@ class Runtime {
   // (a move to another GPU moves the process's contexts first: the arbiter's checkpoint
   // restore). Meaningful after a successful Init. Lock-free.
   [[nodiscard]] CUdevice AppDevice() const { return app_device_.load(std::memory_order_acquire); }
+  // The arbiter's GPU ordinals as this process's devices (gpu_device_map.h): the identity,
+  // except for an MPS client whose daemon shows it one GPU as device 0. Fixed inside cuInit,
+  // before the arbiter client starts.
+  [[nodiscard]] const GpuDeviceMap& gpu_map() const { return gpu_map_; }
   // Registration assigned `device` to this vGPU: if it holds no memory at all (nothing
   // allocated, nothing kept), it is re-homed there without a driver call (no context is made on
   // the GPU it leaves) and true is returned; otherwise false (the caller swaps it).
@@ -154,6 +161,8 @@ class Runtime {
   static Runtime& InitSlow() EXCLUDES(init_mutex_);
   void Setup();
   CUresult CreateMemory() REQUIRES(init_call_mutex_) EXCLUDES(swap_mutex_);
+  // The device the vGPU starts on: GSHARE_DEVICE, or the co-run GPU's device when mapped.
+  [[nodiscard]] CUdevice InitialDevice() const;
   // The compute share of this process's MPS client in percent, 0 when it is not one.
   uint32_t MpsShare() REQUIRES(init_call_mutex_);
   void StartArbiterClient() REQUIRES(init_call_mutex_) EXCLUDES(swap_mutex_);
@@ -175,6 +184,8 @@ class Runtime {
   Mutex init_call_mutex_ ACQUIRED_BEFORE(swap_mutex_);  // serialises Init
   bool initialised_ GUARDED_BY(init_call_mutex_) = false;
   bool share_chosen_ GUARDED_BY(init_call_mutex_) = false;  // ChooseMpsShare ran
+  std::optional<CorunPlacement> placement_ GUARDED_BY(init_call_mutex_);  // its co-run GPU
+  GpuDeviceMap gpu_map_;  // written once in Init, before the arbiter client's thread starts
   CUresult init_result_ GUARDED_BY(init_call_mutex_) = CUDA_SUCCESS;
   std::atomic<memory::VgpuMemory*> memory_{nullptr};
   mutable Mutex swap_mutex_;  // serialises swaps and auto swap-in

@@ -10,6 +10,7 @@
 // after Run() returned.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -24,6 +25,7 @@ namespace gshare::arbiter {
 struct GpuInfo {
   uint32_t ordinal = 0;       // CUDA device ordinal (what clients and swap orders name)
   uint64_t memory_bytes = 0;  // total device memory
+  std::array<uint8_t, 16> uuid{};  // the driver's UUID of the GPU; all 0: not known (gpu_memory)
 };
 
 struct GpuStats {

@@ -7,6 +7,7 @@
 // Pure functions; thread-safe.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -26,7 +27,9 @@ inline constexpr uint32_t kWireMagic = 0x52485347;  // "GSHR" read as little-end
 // (co-running: what the process's MPS client got, what its kernels need).
 // 4 (issue 20): the message types ShareQuery and ShareAnswer (the MPS share a function would be
 // given, asked before the process's real cuInit on a connection of its own).
-inline constexpr uint16_t kWireAbiVersion = 4;
+// 5 (issue 20): ShareAnswer gained gpu_uuid and mps_pipe_directory (which GPU, and which MPS
+// control daemon a co-run process must join: several GPUs may be marked, each with its own).
+inline constexpr uint16_t kWireAbiVersion = 5;
 
 enum class MessageType : uint16_t {
   kRegisterRequest = 1,  // client -> arbiter
@@ -51,6 +54,10 @@ inline constexpr size_t kPodNamespaceSize = 64;
 inline constexpr size_t kPodNameSize = 256;
 inline constexpr size_t kMaxPodNamespaceLength = 63;
 inline constexpr size_t kMaxPodNameLength = 253;
+// A co-run GPU's MPS pipe directory, NUL-terminated and zero-padded. At most 99 bytes long: its
+// control socket (<dir>/control) must fit a Unix socket's 108-byte path.
+inline constexpr size_t kMpsPipeDirectorySize = 128;
+inline constexpr size_t kMaxMpsPipeDirectoryLength = 99;
 
 // Request flags.
 inline constexpr uint32_t kFlagReRegister = 1U << 0;  // the client ran before (arbiter restart)
@@ -132,6 +139,10 @@ struct ShareAnswerWire {
   uint64_t memory_limit_bytes;  // corun 1: 0 (none) or the device-memory cap; corun 0: 0
   uint64_t arbiter_epoch;       // non-zero
   char reason[kReasonSize];     // corun 0: why not (may be empty); corun 1: optional note
+  uint8_t gpu_uuid[16];         // the GPU's UUID as the driver reports it; all 0: not known
+  // corun 1: "" (the arbiter runs no daemon for the GPU) or the CUDA_MPS_PIPE_DIRECTORY of the
+  // GPU's MPS control daemon, absolute; corun 0: "".
+  char mps_pipe_directory[kMpsPipeDirectorySize];
 };
 #pragma pack(pop)
 
@@ -148,8 +159,10 @@ static_assert(offsetof(RegisterReplyWire, reason) == 48);
 static_assert(sizeof(GoodbyeWire) == 16 + kReasonSize);
 static_assert(sizeof(ShareQueryWire) == 160);
 static_assert(offsetof(ShareQueryWire, function_name) == 32);
-static_assert(sizeof(ShareAnswerWire) == 240);
+static_assert(sizeof(ShareAnswerWire) == 240 + 16 + kMpsPipeDirectorySize);
 static_assert(offsetof(ShareAnswerWire, reason) == 48);
+static_assert(offsetof(ShareAnswerWire, gpu_uuid) == 240);
+static_assert(offsetof(ShareAnswerWire, mps_pipe_directory) == 256);
 static_assert(std::is_trivially_copyable_v<RegisterRequestWire>);
 static_assert(std::is_trivially_copyable_v<RegisterReplyWire>);
 inline constexpr size_t kMaxMessageSize = sizeof(RegisterRequestWire) > sizeof(RegisterReplyWire)
@@ -201,7 +214,13 @@ struct ShareAnswer {
   uint64_t memory_limit_bytes = 0;
   uint64_t arbiter_epoch = 0;
   std::string reason;
+  std::array<uint8_t, 16> gpu_uuid{};  // all 0: not known
+  std::string mps_pipe_directory;      // only with corun; "" = not named
 };
+
+// Why `value` cannot be a ShareAnswer's mps_pipe_directory ("" if it can): not absolute, longer
+// than kMaxMpsPipeDirectoryLength, or a byte that is not printable ASCII (named by offset).
+std::string MpsPipeDirectoryProblem(std::string_view value);
 
 // Why `value` is not a Kubernetes namespace (a DNS-1123 label: 1-63 bytes of a-z, 0-9 and '-',
 // starting and ending with a letter or digit) / pod name (a DNS-1123 subdomain: 1-253 bytes,
