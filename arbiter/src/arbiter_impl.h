@@ -166,6 +166,11 @@ class ArbiterImpl final : public Arbiter {
   // not be answered to `pid` now: it would not fit beside what the GPU's MPS clients
   // (registered, orphaned, promised to other processes) pin there — their contexts, and their
   // quotas unless mps_swaps_verified lets MPS clients be parked. "" when it fits.
+  // What GPU index g's MPS clients pin (registered, orphaned, and promised to other processes
+  // than `except`); the largest swappable vGPU there (registered or promised) in
+  // *largest_swappable when given.
+  uint64_t PinnedBytes(GpuIndex g, pid_t except, uint64_t now_ns,
+                       uint64_t* largest_swappable = nullptr) const;
   std::string PinnedRoomRefusal(GpuIndex g, uint64_t quota, uint64_t context, pid_t pid,
                                 uint64_t now_ns) const;
   // `driver_state`: the process's state as the driver worker found it (and thawed it), for

@@ -149,25 +149,34 @@ std::optional<GpuIndex> ArbiterImpl::CorunGpuWithRoom(const shm::PeerCredentials
   return best;
 }
 
-std::string ArbiterImpl::PinnedRoomRefusal(GpuIndex g, uint64_t quota, uint64_t context, pid_t pid,
-                                           uint64_t now_ns) const {
+uint64_t ArbiterImpl::PinnedBytes(GpuIndex g, pid_t except, uint64_t now_ns,
+                                  uint64_t* largest_swappable) const {
   // MPS clients' quotas are pinned unless they can be parked; their contexts always are, and
   // so is all an orphan holds.
   const bool quotas_pinned = !config_.corun.mps_swaps_verified;
-  uint64_t pinned = corun_.PromisedBytes(g, pid, now_ns);
-  // The largest vGPU on g that can be swapped must still fit beside what is pinned, or it could
-  // never come in again (the starved function waits for ever).
-  uint64_t largest_swappable = corun_.LargestPromisedSwappable(g, pid, now_ns);
+  uint64_t pinned = corun_.PromisedBytes(g, except, now_ns);
+  uint64_t largest = corun_.LargestPromisedSwappable(g, except, now_ns);
   for (const auto& [id, c] : clients_) {
     if (c->session.gpu() != g) continue;
     if (c->mps_share != 0) pinned += book_.ContextBytes(c->id);
     if (c->mps_share != 0 && quotas_pinned)
       pinned += c->quota;
     else
-      largest_swappable = std::max(largest_swappable, c->quota);
+      largest = std::max(largest, c->quota);
   }
   for (const auto& [id, o] : orphans_)
     if (o.mps_share != 0 && o.gpu == g) pinned += o.bytes;
+  if (largest_swappable != nullptr) *largest_swappable = largest;
+  return pinned;
+}
+
+std::string ArbiterImpl::PinnedRoomRefusal(GpuIndex g, uint64_t quota, uint64_t context, pid_t pid,
+                                           uint64_t now_ns) const {
+  const bool quotas_pinned = !config_.corun.mps_swaps_verified;
+  // The largest vGPU on g that can be swapped must still fit beside what is pinned, or it could
+  // never come in again (the starved function waits for ever).
+  uint64_t largest_swappable = 0;
+  const uint64_t pinned = PinnedBytes(g, pid, now_ns, &largest_swappable);
   const uint64_t mine_pinned = context + (quotas_pinned ? quota : 0);
   const uint64_t usable = book_.usable(g);
   const std::string what =
