@@ -12,7 +12,9 @@
 //    client (mps_share 0), and without the device map the second's vGPU would be put on its
 //    device 1, which it cannot see;
 //  - both keep their data at the same addresses through their bursts, and the arbiter's books
-//    hold (no invariant violation).
+//    hold (no invariant violation);
+//  - the same when the arbiter does not know the GPUs' UUIDs (gpu_memory: it never asks the
+//    driver): the shim then takes the one device of an MPS client of the answer's daemon.
 // Every wait is a safety net (polls of replies and logs), never a measurement.
 #include <signal.h>
 #include <sys/stat.h>
@@ -37,17 +39,21 @@ namespace {
 
 using json = nlohmann::json;
 
-std::vector<std::string> TwoMarkedGpus(const TempDir& dir) {
+// `uuids`: the arbiter asks simcuda's driver for its GPUs (and their UUIDs); else it is told
+// their size (gpu_memory) and never asks, so its answers name no UUID and the shim finds the
+// device as the one device of an MPS client of the answer's daemon.
+std::vector<std::string> TwoMarkedGpus(const TempDir& dir, bool uuids) {
   std::vector<std::string> args = CorunArbiterArgs(dir);
   for (size_t i = 0; i + 1 < args.size(); ++i)
     if (args[i] == "--corun-gpus") args[i + 1] = "0,1";
+  if (!uuids) args.insert(args.end(), {"--gpu-memory", "1GiB", "--gpu-count", "2"});
   return args;
 }
 
-class ShimMpsGpus : public ::testing::Test {
+class ShimMpsGpus : public ::testing::TestWithParam<bool> {
  protected:
   ShimMpsGpus()
-      : simcuda(::testing::UnitTest::GetInstance()->current_test_info()->name(), "2x1GiB") {}
+      : simcuda(GetParam() ? "mps-gpus-uuid" : "mps-gpus-no-uuid", "2x1GiB") {}
   void SetUp() override {
     ASSERT_EQ(::mkdir((dir / "mps").c_str(), 0755), 0);
     arb.env = simcuda.env();
@@ -103,11 +109,11 @@ class ShimMpsGpus : public ::testing::Test {
 
   TempDir dir;
   Simcuda simcuda;
-  ArbiterProcess arb{dir, TwoMarkedGpus(dir)};
+  ArbiterProcess arb{dir, TwoMarkedGpus(dir, GetParam())};
   std::vector<pid_t> daemons;
 };
 
-TEST_F(ShimMpsGpus, EachProcessJoinsTheDaemonOfTheGpuItsShareAnswerNames) {
+TEST_P(ShimMpsGpus, EachProcessJoinsTheDaemonOfTheGpuItsShareAnswerNames) {
   auto first = StartProbe("first", 31);
   ASSERT_TRUE(first->ready());
   const json a = McsClient("first");  // registered before the second asks: GPU 0 is fuller
@@ -147,6 +153,11 @@ TEST_F(ShimMpsGpus, EachProcessJoinsTheDaemonOfTheGpuItsShareAnswerNames) {
   EXPECT_EQ(summary["share_queries"], 2) << summary.dump();
   EXPECT_EQ(summary["invariant_violations"], 0) << summary.dump();
 }
+
+INSTANTIATE_TEST_SUITE_P(ByUuidOrAsTheOnlyDevice, ShimMpsGpus, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& p) {
+                           return p.param ? std::string("UuidKnown") : std::string("UuidUnknown");
+                         });
 
 }  // namespace
 }  // namespace gshare::arbiter::testing
