@@ -115,6 +115,7 @@ void ArbiterImpl::AnswerShareQuery(Arrival a, uint64_t now_ns) {
 std::string ArbiterImpl::AnswerablePipeDir(GpuIndex g) const {
   std::string dir = mps_.PipeDir(g);
   if (dir.empty()) return dir;  // the operator runs g's daemon (no mps_control): not ours to name
+  // The configuration refuses an mps_dir that could fail this (config.cc): a safety net only.
   if (std::string why = shm::MpsPipeDirectoryProblem(dir); !why.empty()) {
     spdlog::warn("GPU {}'s MPS pipe directory '{}' {}: the share answer cannot name it (a shorter "
                  "mps_dir would let co-run processes find their GPU's daemon by themselves)",

@@ -521,6 +521,8 @@ const std::map<std::string, Key>& Keys() {
            if (v.empty() || v.front() != '/') return Invalid("must be an absolute path");
            // <mps_dir>/gpuNNNN/pipe/control must fit a Unix socket path.
            if (v.size() > 64) return Invalid("longer than 64 bytes (its MPS sockets must fit 107)");
+           // Each GPU's pipe directory below it travels in share answers (wire.h).
+           if (std::string why = shm::MpsPipeDirectoryProblem(v); !why.empty()) return Invalid(why);
            c.corun.mps_dir = v;
            return {};
          },

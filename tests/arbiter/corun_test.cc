@@ -197,6 +197,9 @@ TEST(CorunConfig, KeysParseAndBadValuesNameTheKey) {
       {"corun_threat = 5", "corun_threat"},
       {"corun_backoff = \"soon\"", "corun_backoff"},
       {"mps_dir = \"relative\"", "mps_dir"},
+      // Its pipe directories travel in share answers, which carry printable ASCII only.
+      {"mps_dir = \"/run/gshare-mp\u00e9s\"", "mps_dir"},
+      {"mps_dir = \"/run/a\\tb\"", "mps_dir"},
   };
   for (const auto& [text, key] : bad) {
     auto e = ParseConfigToml(text, ArbiterConfig{});

@@ -241,6 +241,13 @@ TEST_F(ShimCorun, WithoutTheDaemonTheSameProgramsRunTimeSliced) {
   ta.join();
   tb.join();
   EXPECT_EQ(a.mps_enabled(), 0);  // fail-open: the program runs, without MPS
+  // The share answer named GPU 0's daemon, but the pipe directory the environment gave is kept
+  // (an explicit setting wins, as for the share) and the shim says so, naming both.
+  EXPECT_TRUE(LogHas(dir / "cnn-a.log", "CUDA_MPS_PIPE_DIRECTORY=" + dir / "no-daemon" +
+                                            " from the environment is kept (an explicit setting "
+                                            "wins), but the arbiter co-runs this function on GPU 0, "
+                                            "whose MPS daemon is at " + dir / "mps/gpu0/pipe"))
+      << ReadFile(dir / "cnn-a.log");
   EXPECT_EQ(a.Wait(), 0);
   EXPECT_EQ(b.Wait(), 0);
   const nlohmann::json summary = arb.Stop();
