@@ -156,8 +156,30 @@ bool ArbiterImpl::BelieveResidentClaim(const Arrival& a, GpuIndex g, int driver_
   return true;
 }
 
+bool ArbiterImpl::ResolveView(Arrival& a) {
+  std::vector<ManagedGpu> managed;
+  for (const GpuIndex g : gpus_.indices()) managed.push_back({gpus_[g].ordinal, gpus_[g].uuid});
+  std::string why;
+  a.view = ResolveDeviceView(a.request.device_uuids, managed, &why);
+  if (!why.empty()) {
+    Refuse(a, why);
+    return false;
+  }
+  uint32_t& current = a.request.current_gpu;
+  if (a.view.reported && current != shm::kNoGpu) {  // its device index (the decoder bounded it)
+    if (a.view.device_gpus[current] == shm::kNoGpu) {
+      Refuse(a, "its memory is on its device " + std::to_string(current) +
+                    ", which is not a GPU this arbiter manages (" + DescribeView(a.view) + ")");
+      return false;
+    }
+    current = a.view.device_gpus[current];
+  }
+  return true;
+}
+
 void ArbiterImpl::Register(Arrival a, uint64_t now_ns) {
   const shm::PeerCredentials peer = a.conn.peer();
+  if (!ResolveView(a)) return;
   if (std::string why = Validate(a.request, peer, a.groups); !why.empty()) return Refuse(a, why);
   std::string why;
   if (const auto v = limits_.Check(peer.uid, peer.pid, now_ns, &why);
@@ -177,22 +199,32 @@ void ArbiterImpl::Register(Arrival a, uint64_t now_ns) {
 }
 
 GpuIndex ArbiterImpl::RegistrationGpu(const shm::RegisterRequest& req, pid_t pid,
-                                      uint64_t now_ns) const {
+                                      uint64_t now_ns, const DeviceView& view) const {
   // Where it already is (re-registration: its memory, or its process when swapped out).
   if (req.current_gpu != shm::kNoGpu) return *IndexOf(DeviceOrdinal{req.current_gpu});
   // An MPS client: the GPU whose server its process joined at cuInit, the one its share was
   // answered for (chosen then; memory reserved since may make another GPU the emptiest now).
   if (req.mps_share != 0 && pid != 0) {
-    if (const auto answered = corun_.CorunGpuOf(pid, now_ns)) return *answered;
-    spdlog::warn("pid {}: registers as an MPS client at {}% without a co-run share answered to "
-                 "it: placed as any new vGPU, which may not be the GPU of its MPS server",
-                 pid, req.mps_share);
+    const auto answered = corun_.CorunGpuOf(pid, now_ns);
+    if (answered && view.Sees(*answered)) return *answered;
+    // Without an answer, the GPUs its process sees say where its server is (an MPS client sees
+    // its daemon's GPUs alone); an arbiter that cannot tell places it as any new vGPU.
+    if (answered) {
+      spdlog::warn("pid {}: registers as an MPS client of GPU {}'s daemon, which its driver does "
+                   "not show it ({}): placed on a GPU it sees", pid, gpus_[*answered].ordinal,
+                   DescribeView(view));
+    } else if (!view.reported) {
+      spdlog::warn("pid {}: registers as an MPS client at {}% without a co-run share answered to "
+                   "it: placed as any new vGPU, which may not be the GPU of its MPS server",
+                   pid, req.mps_share);
+    }
   }
-  // Else the undrained GPU with the most memory left to promise.
-  GpuIndex g{0};
+  // Else the undrained GPU with the most memory left to promise, among those its process sees.
+  GpuIndex g = view.reported && !view.visible.empty() ? view.visible.front() : GpuIndex{0};
   for (const GpuIndex i : gpus_.indices())
-    if ((gpus_[g].drained && !gpus_[i].drained) ||  // gshare-ctl drain
-        (gpus_[g].drained == gpus_[i].drained && book_.unreserved(i) > book_.unreserved(g)))
+    if (view.Sees(i) &&
+        ((gpus_[g].drained && !gpus_[i].drained) ||  // gshare-ctl drain
+         (gpus_[g].drained == gpus_[i].drained && book_.unreserved(i) > book_.unreserved(g))))
       g = i;
   return g;
 }
@@ -233,6 +265,7 @@ bool ArbiterImpl::ConnectClient(Client& c, Arrival& a, uint64_t now_ns) {
   reply.quota_bytes = c.quota;
   reply.arbiter_epoch = epoch_;
   reply.reason = std::string("fail_mode=") + FailModeName(config_.fail_mode);
+  if (c.view.reported) reply.device_gpus = c.view.device_gpus;
   // The reply is one small packet on a connection with nothing queued: it is never waited for.
   if (auto s = a.conn.Accept(reply, c.chan.channel_fd(), c.chan.doorbell_fd(),
                              std::chrono::nanoseconds(0));
@@ -268,10 +301,14 @@ void ArbiterImpl::Admit(std::unique_ptr<Client> c, bool reregister, uint64_t now
   limits_.Added(c->uid, c->pid);
   ++stats_.registrations;
   if (reregister) ++stats_.re_registrations;
-  spdlog::info("client {} '{}'{} pid {} uid {}: quota {}, SLO {} ms, GPU {}{}{}", c->id, c->name,
+  spdlog::info("client {} '{}'{} pid {} uid {}: quota {}, SLO {} ms, GPU {}{}{}{}", c->id, c->name,
                PodText(*c), c->pid, c->uid, FormatByteSize(c->quota), c->slo_ms, ordinal,
                reregister ? " (re-registration)" : "",
-               ReservedOn(*c) ? "" : ", starts swapped out");
+               ReservedOn(*c) ? "" : ", starts swapped out",
+               c->view.confined ? "; confined to the GPUs its process sees (" +
+                                      DescribeView(c->view) + "): it stays on GPU " +
+                                      std::to_string(ordinal.value())
+                                : std::string());
   Record(shm::EventType::kRegister, c.get(), ordinal, c->quota, c->slo_ms,
          static_cast<uint64_t>(c->pid), c->uid);
   const auto packed_name = shm::PackEventName(c->name);  // for gshare-trace
@@ -306,7 +343,8 @@ void ArbiterImpl::FinishRegistration(Arrival a, int driver_state, uint64_t now_n
   c->uid = peer.uid;
   c->gid = peer.gid;
   c->mps_share = req.mps_share;
-  const GpuIndex gpu = RegistrationGpu(req, peer.pid, now_ns);
+  c->view = a.view;
+  const GpuIndex gpu = RegistrationGpu(req, peer.pid, now_ns, c->view);
   corun_.ForgetPromise(peer.pid);  // its share's memory is the client's own quota from now on
   c->compute_demand_pct = req.compute_demand_pct;
   c->bandwidth_demand_pct = req.bandwidth_demand_pct;

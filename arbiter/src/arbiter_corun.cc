@@ -36,10 +36,13 @@ policy::FunctionSpec ArbiterImpl::SpecOf(const Client& c) const {
   spec.fault_domain = static_cast<uint32_t>(FaultDomainKey(MemberOf(c), config_.corun.fault_domain));
   // An MPS client's contexts live in its GPU's MPS server and the same-address swap and the
   // checkpoint are unverified under MPS (docs/arbiter.md, "Co-running"): it stays where it is.
-  spec.pinned = c.mps_share > 0;
+  // So does a process confined to the GPUs its driver shows it (device_view.h): another GPU may be
+  // one it cannot reach.
+  spec.pinned = c.Stays();
   // Unless the operator verified the same-address swap under MPS here: then it may be parked
-  // (swapped out and back in) on its GPU, still never moved or deep-evicted.
-  spec.pinned_parkable = spec.pinned && config_.corun.mps_swaps_verified;
+  // (swapped out and back in) on its GPU, still never moved or deep-evicted. A confined process
+  // that is no MPS client is swapped on its GPU as any other.
+  spec.pinned_parkable = spec.pinned && (c.mps_share == 0 || config_.corun.mps_swaps_verified);
   return spec;
 }
 
@@ -140,14 +143,17 @@ void ArbiterImpl::JudgeCorunBurst(Client& c, GpuIndex g, uint64_t latency_ns, ui
 }
 
 bool ArbiterImpl::RefusePinned(Client& c, PinnedOp op, std::string_view what) {
-  if (c.mps_share == 0) return false;
-  if (op == PinnedOp::kSwapInPlace && config_.corun.mps_swaps_verified) return false;
-  ++stats_.mps_pins_refused;
+  if (!c.Stays()) return false;
+  // In place: a confined process that is no MPS client is swapped on its GPU as any other.
+  if (op == PinnedOp::kSwapInPlace && (c.mps_share == 0 || config_.corun.mps_swaps_verified))
+    return false;
+  if (c.mps_share != 0) ++stats_.mps_pins_refused;
+  const std::string_view reason = c.mps_share != 0 ? kMpsPinReason : kConfinedPinReason;
   if (!c.pin_warned) {
-    spdlog::warn("client {} '{}': {} refused: {}", c.id, c.name, what, kMpsPinReason);
+    spdlog::warn("client {} '{}': {} refused: {}", c.id, c.name, what, reason);
     c.pin_warned = true;
   } else {
-    spdlog::debug("client {} '{}': {} refused: {}", c.id, c.name, what, kMpsPinReason);
+    spdlog::debug("client {} '{}': {} refused: {}", c.id, c.name, what, reason);
   }
   return true;
 }

@@ -57,9 +57,10 @@ uint64_t ArbiterImpl::OrderDeadlineNs(const Client& c) const {
 
 bool ArbiterImpl::DeepEvictable(const Client& c) const {
   // Not an MPS client: the checkpoint API's behaviour for MPS clients is unverified (docs/
-  // arbiter.md, "Co-running"; tests/gpu/mps-check.sh measures it).
+  // arbiter.md, "Co-running"; tests/gpu/mps-check.sh measures it). Not confined either: its
+  // restore could land on a GPU it cannot see.
   return config_.deep_evict_after.count() > 0 && CanCheckpoint() &&
-         c.session.op() == DriverOp::kNone && c.mps_share == 0 &&
+         c.session.op() == DriverOp::kNone && !c.Stays() &&
          c.session.where() == Where::kResident && !c.session.holding() && !c.burst_outstanding &&
          c.transfers.empty() && !stopping_;
 }

@@ -190,8 +190,13 @@ class ArbiterImpl final : public Arbiter {
   };
   // pid, now_ns: an MPS client's registration goes to the GPU its share was answered for
   // (pid 0: a share query, which is answered for the GPU chosen as for any new vGPU).
+  // view: the GPUs the process sees (a confined one goes to one of them).
   GpuIndex RegistrationGpu(const shm::RegisterRequest& req, pid_t pid = 0,
-                           uint64_t now_ns = 0) const;
+                           uint64_t now_ns = 0, const DeviceView& view = {}) const;
+  // The process's devices matched with the managed GPUs (a.view), and a current_gpu given as
+  // its device index made an ordinal; false (refused, with the reason) when it sees none of
+  // them or its memory is on a device that is not one.
+  bool ResolveView(Arrival& a);
   void PlaceAtRegistration(Client& c, RegistrationClaim r, uint64_t now_ns);
   bool ConnectClient(Client& c, Arrival& a, uint64_t now_ns);
   void Admit(std::unique_ptr<Client> c, bool reregister, uint64_t now_ns);

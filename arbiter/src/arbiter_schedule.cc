@@ -92,9 +92,9 @@ void ArbiterImpl::Deliver(uint64_t now_ns, policy::EventBody body) {
   // host): tell the policy where, so its first placement does not move the vGPU for nothing.
   if (auto* reg = std::get_if<policy::FunctionRegistered>(&body)) {
     const Client* c = clients_.ByFunction(reg->function);
-    if (c != nullptr && c->mps_share != 0) {
-      reg->state_on =
-          ToPolicy(c->session.gpu());  // pinned: bound to its GPU's MPS server, resident or not
+    if (c != nullptr && c->Stays()) {
+      // Pinned: bound to its GPU's MPS server or to the GPUs it sees, resident or not.
+      reg->state_on = ToPolicy(c->session.gpu());
     } else if (c != nullptr && c->session.where() == Where::kResident && c->shadow &&
                ReservedOn(*c) && c->transfers.empty()) {
       reg->state_on = ToPolicy(*ReservedOn(*c));

@@ -21,6 +21,7 @@
 #include "corun.h"
 #include "corun_judge.h"
 #include "deadline_queue.h"
+#include "device_view.h"
 #include "doorbell_guard.h"
 #include "gpu_ids.h"
 #include "gshare/policy/policy.h"
@@ -57,6 +58,9 @@ const char* UnregisterName(Unregister r);
 // Why an MPS client's swap-out or move is refused (RefusePinned; gshare-ctl evict's error).
 inline constexpr std::string_view kMpsPinReason =
     "MPS client: its memory stays on its GPU (docs/arbiter.md, Co-running)";
+inline constexpr std::string_view kConfinedPinReason =
+    "its process does not see every GPU at its own number (CUDA_VISIBLE_DEVICES, its container's "
+    "devices): its memory stays on its GPU (docs/protocol.md, Which GPU is which)";
 // What RefusePinned is asked about an MPS client: kSwapInPlace, a swap-out of it that leaves it
 // on its GPU (to be swapped back in there: allowed with mps_swaps_verified); kOffItsGpu, a move
 // to another GPU, a deep eviction, a drain's evacuation (always refused).
@@ -85,6 +89,10 @@ struct Client {
   // Its process's MPS compute share in percent as its registration reported it (0: not an MPS
   // client: it never co-runs). Fixed for the process's life.
   uint32_t mps_share = 0;
+  // Which GPUs its process sees, as which of its devices (device_view.h). Confined (it does not
+  // see every managed GPU at its own ordinal): it stays on its GPU, as an MPS client does.
+  DeviceView view;
+  bool Stays() const { return mps_share != 0 || view.confined; }
   bool pin_warned = false;  // a refused swap-out or move of it (MPS client) was logged
   // The policy's share class for it (ShareFor at registration), in percent: what its process
   // should be started with on a co-run GPU.

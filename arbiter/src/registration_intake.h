@@ -25,6 +25,7 @@
 #include <optional>
 #include <vector>
 
+#include "device_view.h"
 #include "fd_reaper.h"
 #include "gshare/shm/registration.h"
 #include "gshare/shm/status.h"
@@ -39,6 +40,7 @@ struct Arrival {
   shm::RegisterRequest request;
   std::optional<shm::ShareQuery> query;
   std::vector<gid_t> groups;  // the peer's groups at connect() (SO_PEERGROUPS)
+  DeviceView view;  // the loop's: which GPUs the registering process sees (device_view.h)
   uint64_t arrived_ns = 0;
   bool had_orphan = false;  // the loop's: the process had an orphan here (arbiter_orphans.cc)
 };

@@ -167,6 +167,8 @@ json StatusViews::Clients(uint64_t now) const {
               {"namespace", c.pod_namespace},  // the pod's ("" unknown: GSHARE_POD_*)
               {"pod", c.pod_name},
               {"mps_share", c.mps_share},  // 0: not an MPS client (never co-runs)
+              // Sees not every GPU at its own number: stays on its GPU (device_view.h).
+              {"confined", c.view.confined},
               {"share_advice", c.share_advice},
               {"corun", c.session.holding() && c.corun_grant},
               {"pid", c.pid},

@@ -110,9 +110,16 @@ Status ValidateRequest(const RegisterRequest& r, StatusCode code) {
     return bad("resident_bytes exceeds quota_bytes by more than 64 MiB");
   }
   // Resident: the GPU it is on. Re-registering swapped out: where its process (its contexts)
-  // lives, or kNoGpu if it cannot tell. A first registration names none.
-  if (resident ? r.current_gpu >= kMaxGpus
-               : r.current_gpu != kNoGpu && (!rereg || r.current_gpu >= kMaxGpus)) {
+  // lives, or kNoGpu if it cannot tell. A first registration names none. With its devices
+  // reported, a device index among them.
+  if (r.device_uuids.size() > kMaxReportedDevices) {
+    return bad("device_count " + std::to_string(r.device_uuids.size()) + " exceeds " +
+               std::to_string(kMaxReportedDevices));
+  }
+  const uint32_t limit =
+      r.device_uuids.empty() ? kMaxGpus : static_cast<uint32_t>(r.device_uuids.size());
+  if (resident ? r.current_gpu >= limit
+               : r.current_gpu != kNoGpu && (!rereg || r.current_gpu >= limit)) {
     return bad("current_gpu inconsistent with the resident and re-register flags");
   }
   if (!r.pod_namespace.empty()) {
@@ -135,6 +142,13 @@ Status ValidateReply(const RegisterReply& r, StatusCode code) {
   if (r.accepted) {
     if (r.gpu >= kMaxGpus) return bad("gpu " + std::to_string(r.gpu) + " out of range");
     if (r.client_id == 0) return bad("accepted reply with client_id 0");
+    if (r.device_gpus.size() > kMaxReportedDevices) {
+      return bad("device_count " + std::to_string(r.device_gpus.size()) + " exceeds " +
+                 std::to_string(kMaxReportedDevices));
+    }
+    for (const uint32_t g : r.device_gpus) {
+      if (g >= kMaxGpus && g != kNoGpu) return bad("device_gpus names GPU " + std::to_string(g));
+    }
     if (r.channel_size == 0 || r.channel_size > (1U << 24) || (r.channel_size % 4096) != 0) {
       return bad("channel_size " + std::to_string(r.channel_size) + " is not a sane page multiple");
     }
@@ -299,6 +313,10 @@ Result<std::vector<std::byte>> EncodeRequest(const RegisterRequest& request) {
   w.mps_share = request.mps_share;
   w.compute_demand_pct = request.compute_demand_pct;
   w.bandwidth_demand_pct = request.bandwidth_demand_pct;
+  w.device_count = static_cast<uint32_t>(request.device_uuids.size());
+  for (size_t d = 0; d < request.device_uuids.size(); ++d) {
+    std::memcpy(w.device_uuids[d], request.device_uuids[d].data(), sizeof(w.device_uuids[d]));
+  }
   return ToBytes(w);
 }
 
@@ -314,6 +332,10 @@ Result<std::vector<std::byte>> EncodeReply(const RegisterReply& reply) {
   w.arbiter_epoch = reply.arbiter_epoch;
   if (Status s = WriteFixedString(reply.reason, w.reason, sizeof(w.reason), "reason"); !s.ok()) {
     return s;
+  }
+  if (reply.accepted) {
+    w.device_count = static_cast<uint32_t>(reply.device_gpus.size());
+    for (size_t d = 0; d < reply.device_gpus.size(); ++d) w.device_gpus[d] = reply.device_gpus[d];
   }
   return ToBytes(w);
 }
@@ -353,6 +375,20 @@ Result<RegisterRequest> DecodeRequest(std::span<const std::byte> bytes) {
   r.mps_share = wire->mps_share;
   r.compute_demand_pct = wire->compute_demand_pct;
   r.bandwidth_demand_pct = wire->bandwidth_demand_pct;
+  if (wire->reserved3 != 0) return Malformed("reserved3 is not zero");
+  if (wire->device_count > kMaxReportedDevices) {
+    return Malformed("device_count " + std::to_string(wire->device_count) + " exceeds " +
+                     std::to_string(kMaxReportedDevices));
+  }
+  for (size_t d = 0; d < kMaxReportedDevices; ++d) {
+    std::array<uint8_t, 16> uuid{};
+    std::memcpy(uuid.data(), wire->device_uuids[d], uuid.size());
+    if (d < wire->device_count) {
+      r.device_uuids.push_back(uuid);
+    } else if (uuid != std::array<uint8_t, 16>{}) {
+      return Malformed("device_uuids[" + std::to_string(d) + "] is set past device_count");
+    }
+  }
   if (Status s = ValidateRequest(r, StatusCode::kMalformed); !s.ok()) return s;
   return r;
 }
@@ -371,6 +407,19 @@ Result<RegisterReply> DecodeReply(std::span<const std::byte> bytes) {
   auto reason = ReadFixedString(wire->reason, sizeof(wire->reason), "reason", /*allow_empty=*/true);
   if (!reason.ok()) return reason.status();
   r.reason = std::move(reason).value();
+  if (wire->reserved2 != 0) return Malformed("reserved2 is not zero");
+  if (wire->device_count > (r.accepted ? kMaxReportedDevices : 0)) {
+    return Malformed("device_count " + std::to_string(wire->device_count) +
+                     (r.accepted ? " exceeds " + std::to_string(kMaxReportedDevices)
+                                 : " in a refusal"));
+  }
+  for (size_t d = 0; d < kMaxReportedDevices; ++d) {
+    if (d < wire->device_count) {
+      r.device_gpus.push_back(wire->device_gpus[d]);
+    } else if (wire->device_gpus[d] != 0) {
+      return Malformed("device_gpus[" + std::to_string(d) + "] is set past device_count");
+    }
+  }
   if (Status s = ValidateReply(r, StatusCode::kMalformed); !s.ok()) return s;
   return r;
 }

@@ -3,10 +3,12 @@
 
 #include <pthread.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "log.h"
 #include "mps_client.h"
@@ -125,8 +127,11 @@ CUresult InitDriver() {
     info.uuid = MakeUuid(state->config.registry_name, info.spec.memory_bytes, static_cast<int>(i));
   }
   state->primary.resize(state->devices.size());
-  // An MPS client if a live simcuda-mps-control serves this registry (else time-sliced).
-  if (CUresult r = JoinMps(state); r != CUDA_SUCCESS) {
+  // An MPS client if a live simcuda-mps-control serves this registry (else time-sliced); it
+  // then sees its daemon's devices. Else CUDA_VISIBLE_DEVICES chooses them.
+  CUresult r = JoinMps(state);
+  if (r == CUDA_SUCCESS && !state->registry->devices_remapped()) r = ApplyVisibleDevices(state);
+  if (r != CUDA_SUCCESS) {
     state->registry->Detach();
     g_init_result = r;
     return r;
@@ -136,6 +141,46 @@ CUresult InitDriver() {
   g_driver.store(state, std::memory_order_release);
   StartCheckpointService();
   g_init_result = CUDA_SUCCESS;
+  return CUDA_SUCCESS;
+}
+
+CUresult ApplyVisibleDevices(DriverState* d) {
+  const char* env = std::getenv("CUDA_VISIBLE_DEVICES");
+  if (env == nullptr) return CUDA_SUCCESS;
+  // As NVIDIA's driver reads it: ordinals, in the order given, up to the first entry that is not
+  // one (or repeats one); nothing valid leaves no device at all. UUIDs are not accepted.
+  std::vector<int> visible;
+  const std::string list(env);
+  size_t at = 0;
+  while (at <= list.size()) {
+    const size_t comma = std::min(list.find(',', at), list.size());
+    const std::string item = list.substr(at, comma - at);
+    char* end = nullptr;
+    const long v = std::strtol(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || v < 0 || static_cast<size_t>(v) >= d->devices.size() ||
+        std::find(visible.begin(), visible.end(), static_cast<int>(v)) != visible.end()) {
+      if (comma < list.size() || !item.empty())
+        Log(LogLevel::kWarn, "CUDA_VISIBLE_DEVICES='%s': '%s' is not an ordinal of the %zu simulated "
+            "devices: the list ends before it", env, item.c_str(), d->devices.size());
+      break;
+    }
+    visible.push_back(static_cast<int>(v));
+    at = comma + 1;
+  }
+  if (visible.empty()) {
+    Log(LogLevel::kError, "CUDA_VISIBLE_DEVICES='%s' leaves no device", env);
+    return CUDA_ERROR_NO_DEVICE;
+  }
+  std::vector<DeviceInfo> seen;
+  std::string seen_as;
+  for (size_t i = 0; i < visible.size(); ++i) {
+    seen.push_back(d->devices[static_cast<size_t>(visible[i])]);
+    seen_as += (i == 0 ? "" : ", ") + std::to_string(visible[i]) + " as " + std::to_string(i);
+  }
+  d->devices = std::move(seen);
+  d->primary.resize(d->devices.size());
+  d->registry->SetVisibleDevices(visible);
+  Log(LogLevel::kInfo, "CUDA_VISIBLE_DEVICES: registry device %s", seen_as.c_str());
   return CUDA_SUCCESS;
 }
 

@@ -41,6 +41,10 @@ DriverState* Driver();
 CUresult InitDriver();
 // CUDA_ERROR_NOT_INITIALIZED before cuInit, CUDA_ERROR_INVALID_DEVICE for a bad ordinal.
 CUresult CheckDevice(CUdevice dev);
+// At cuInit, for a process that is no MPS client: CUDA_VISIBLE_DEVICES (ordinals of the
+// registry's devices) chooses the devices it sees, numbered from 0 in the list's order.
+// CUDA_ERROR_NO_DEVICE when it leaves none.
+CUresult ApplyVisibleDevices(DriverState* d);
 inline CUresult CheckInit() { return Driver() != nullptr ? CUDA_SUCCESS : CUDA_ERROR_NOT_INITIALIZED; }
 // Called at the start of every driver call that submits work or allocates: blocks while a
 // process checkpoint holds this process locked.

@@ -125,6 +125,7 @@ class Registry {
   // method above that takes a device takes this process's ordinal. Empty (the default): every
   // registry device, as the registry numbers them. Set once at cuInit, before any other use.
   void SetVisibleDevices(std::vector<int> registry_devices);
+  bool devices_remapped() const { return !visible_.empty(); }  // SetVisibleDevices was called
   // The registry device of this process's ordinal `dev`.
   int RegistryDevice(int dev) const {
     return visible_.empty() ? dev : visible_[static_cast<size_t>(dev)];

@@ -77,7 +77,7 @@ TEST(WireTest, PodFields) {
   r.pod_namespace = "team-a";
   r.pod_name = "resnet-7d4b9c-x2k4p";
   const auto bytes = Bytes(r);
-  ASSERT_EQ(bytes.size(), 504u);
+  ASSERT_EQ(bytes.size(), 768u);
   auto back = DecodeRequest(bytes);
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_EQ(back->pod_namespace, "team-a");
@@ -301,6 +301,50 @@ TEST(WireTest, ShareAnswerNamesTheGpusUuidAndItsMpsPipeDirectory) {
   EXPECT_EQ(ad->mps_pipe_directory, "");
 }
 
+// Version 6: the request names the process's devices by UUID, in its own order (with them its
+// current_gpu is a device index), and the reply the arbiter's ordinal of each; counts past the
+// limit, bytes past the count and a current_gpu beyond the devices are refused.
+TEST(WireTest, RegistrationNamesTheProcesssDevicesByUuid) {
+  RegisterRequest r = ValidRequest();
+  r.flags = kFlagLate | kFlagResident;
+  r.resident_bytes = 1;
+  r.device_uuids = {std::array<uint8_t, 16>{1, 2, 3}, std::array<uint8_t, 16>{9, 9}};
+  r.current_gpu = 1;  // its device 1
+  const auto bytes = Bytes(r);
+  auto back = DecodeRequest(bytes);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->device_uuids, r.device_uuids);
+  EXPECT_EQ(back->current_gpu, 1u);
+  EXPECT_TRUE(DecodeRequest(Bytes(ValidRequest()))->device_uuids.empty());
+  r.current_gpu = 2;  // past its two devices
+  EXPECT_FALSE(EncodeRequest(r).ok());
+  ExpectMalformed(DecodeRequest(Patch<uint32_t>(bytes, offsetof(RegisterRequestWire, current_gpu), 2)).status(),
+                  "current_gpu");
+  r.current_gpu = 1;
+  r.device_uuids.resize(kMaxReportedDevices + 1);
+  EXPECT_FALSE(EncodeRequest(r).ok());
+  ExpectMalformed(DecodeRequest(Patch<uint32_t>(bytes, offsetof(RegisterRequestWire, device_count), 17)).status(),
+                  "device_count 17 exceeds 16");
+  ExpectMalformed(DecodeRequest(Patch<uint8_t>(bytes, offsetof(RegisterRequestWire, device_uuids) + 2 * 16, 7)).status(),
+                  "device_uuids[2] is set past device_count");
+  ExpectMalformed(DecodeRequest(Patch<uint32_t>(bytes, offsetof(RegisterRequestWire, reserved3), 1)).status(),
+                  "reserved3");
+
+  RegisterReply reply = ValidReply();
+  reply.device_gpus = {1, kNoGpu};
+  auto encoded = EncodeReply(reply);
+  ASSERT_TRUE(encoded.ok()) << encoded.status().ToString();
+  auto reply_back = DecodeReply(*encoded);
+  ASSERT_TRUE(reply_back.ok()) << reply_back.status().ToString();
+  EXPECT_EQ(reply_back->device_gpus, reply.device_gpus);
+  ExpectMalformed(DecodeReply(Patch<uint32_t>(*encoded, offsetof(RegisterReplyWire, device_gpus), kMaxGpus)).status(),
+                  "device_gpus names GPU 1024");
+  ExpectMalformed(DecodeReply(Patch<uint32_t>(*encoded, offsetof(RegisterReplyWire, device_gpus) + 4 * 5, 3)).status(),
+                  "device_gpus[5] is set past device_count");
+  reply.device_gpus.assign(kMaxReportedDevices + 1, 0);
+  EXPECT_FALSE(EncodeReply(reply).ok());
+}
+
 TEST(WireTest, HeaderErrors) {
   const auto good = Bytes(ValidRequest());
   ExpectMalformed(DecodeRequest(std::span(good).first(10)).status(), "shorter than a header");
@@ -311,12 +355,12 @@ TEST(WireTest, HeaderErrors) {
   EXPECT_NE(version.status().message().find("version " + std::to_string(kWireAbiVersion + 1)),
             std::string::npos);
   // Older peers (version 1: before the pod fields; 2: before the co-run fields; 3: before the
-  // share query; 4: before the answer's GPU UUID and pipe directory) are refused with both
-  // versions named.
-  for (uint16_t v : {uint16_t{1}, uint16_t{2}, uint16_t{3}, uint16_t{4}}) {
+  // share query; 4: before the answer's GPU UUID and pipe directory; 5: before the process's
+  // devices by UUID) are refused with both versions named.
+  for (uint16_t v : {uint16_t{1}, uint16_t{2}, uint16_t{3}, uint16_t{4}, uint16_t{5}}) {
     auto old = DecodeRequest(Patch<uint16_t>(good, 4, v));
     EXPECT_EQ(old.status().code(), StatusCode::kVersionMismatch);
-    EXPECT_NE(old.status().message().find("version " + std::to_string(v) + ", this side speaks 5"),
+    EXPECT_NE(old.status().message().find("version " + std::to_string(v) + ", this side speaks 6"),
               std::string::npos)
         << old.status().ToString();
   }

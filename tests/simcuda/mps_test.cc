@@ -348,6 +348,39 @@ TEST_F(Mps, AClientSeesOnlyTheDaemonsDevicesNumberedFromZero) {
   EXPECT_EQ(after[4], "free " + std::to_string(1LL << 30));
 }
 
+// A process outside MPS sees the devices CUDA_VISIBLE_DEVICES names, numbered from 0 in the
+// list's order, as NVIDIA's driver shows them: the list ends at its first entry that is not an
+// ordinal (or repeats one), and a list that names none leaves no device (cuInit fails).
+TEST_F(Mps, CudaVisibleDevicesChoosesAndRenumbersTheDevicesOutsideMps) {
+  const std::string two = "SIMCUDA_DEVICES=2x1GiB:mem_gbps=0.1:link_gbps=0";
+  const std::string no_mps = "CUDA_MPS_PIPE_DIRECTORY=" + root_ + "/none";
+  const std::vector<std::string> all = RunScript({"init", "count", "uuid:0", "uuid:1"}, {two, no_mps});
+  ASSERT_EQ(all.size(), 4u);
+  EXPECT_EQ(all[1], "count 2");
+  EXPECT_EQ(RunScript({"init", "count", "uuid:0", "uuid:1"}, {two, no_mps, "CUDA_VISIBLE_DEVICES=1,0"}),
+            (std::vector<std::string>{"init CUDA_SUCCESS", "count 2", all[3], all[2]}));
+  EXPECT_EQ(RunScript({"init", "count", "uuid:0", "uuid:1"}, {two, no_mps, "CUDA_VISIBLE_DEVICES=1,7,0"}),
+            (std::vector<std::string>{"init CUDA_SUCCESS", "count 1", all[3], "uuid CUDA_ERROR_INVALID_DEVICE"}));
+  EXPECT_EQ(RunScript({"init", "count", "uuid:0"}, {two, no_mps, "CUDA_VISIBLE_DEVICES=1,1"}),
+            (std::vector<std::string>{"init CUDA_SUCCESS", "count 1", all[3]}));
+  EXPECT_EQ(RunScript({"init"}, {two, no_mps, "CUDA_VISIBLE_DEVICES=9"}),
+            (std::vector<std::string>{"init CUDA_ERROR_NO_DEVICE"}));
+  EXPECT_EQ(RunScript({"init"}, {two, no_mps, "CUDA_VISIBLE_DEVICES="}),
+            (std::vector<std::string>{"init CUDA_ERROR_NO_DEVICE"}));
+  // Its device 0's memory is registry device 1's.
+  const std::vector<std::string> before = RunScript({"init", "ctx:1", "free"}, {two, no_mps});
+  Child& one = Script({"init", "ctx:0", "alloc:268435456", "hold"}, {two, no_mps, "CUDA_VISIBLE_DEVICES=1"});
+  EXPECT_EQ(one.ReadLine(), "init CUDA_SUCCESS");
+  EXPECT_EQ(one.ReadLine(), "ctx CUDA_SUCCESS");
+  EXPECT_EQ(one.ReadLine(), "alloc CUDA_SUCCESS");
+  EXPECT_EQ(one.ReadLine(), "holding");
+  const std::vector<std::string> after = RunScript({"init", "ctx:1", "free", "ctx:0", "free"}, {two, no_mps});
+  ASSERT_EQ(before.size(), 3u);
+  ASSERT_EQ(after.size(), 5u);
+  EXPECT_LE(std::atoll(after[2].c_str() + 5), std::atoll(before[2].c_str() + 5) - (256LL << 20));
+  EXPECT_EQ(after[4], "free " + std::to_string(1LL << 30));
+}
+
 TEST_F(Mps, QuitStopsTheDaemon) {
   StartDaemon();
   EXPECT_EQ(Control("quit\\n"), "");

@@ -110,6 +110,7 @@ shm::Status ArbiterClient::Connect(Registration kind) {
   req.mps_share = options_.mps_share;
   req.compute_demand_pct = options_.compute_demand_pct;
   req.bandwidth_demand_pct = options_.bandwidth_demand_pct;
+  req.device_uuids = host_->DeviceUuids();
   const bool re_register = kind != Registration::kFirst;
   if (re_register) {
     // A late first registration describes what the process holds as a re-registration does
@@ -124,7 +125,11 @@ shm::Status ArbiterClient::Connect(Registration kind) {
     // Resident: where its memory is. Swapped out: where its process (its contexts) still is,
     // so the arbiter moves the process if it swaps it in onto another GPU.
     if (host_->Resident()) req.flags |= shm::kFlagResident;
-    req.current_gpu = host_->CurrentGpu();
+    // Its devices named: the device index, which the arbiter resolves by UUID (a late first
+    // registration has no map from the arbiter yet).
+    req.current_gpu = req.device_uuids.empty() ? host_->CurrentGpu() : host_->CurrentDevice();
+    if (req.current_gpu >= req.device_uuids.size() && !req.device_uuids.empty() && !host_->Resident())
+      req.current_gpu = shm::kNoGpu;  // swapped out, its process on a device past the named ones
   }
   auto reg = shm::Register(options_.socket_path, req, options_.register_timeout);
   if (!reg.ok()) return reg.status();
@@ -133,6 +138,8 @@ shm::Status ArbiterClient::Connect(Registration kind) {
   auto chan = shm::ClientChannel::Attach(std::move(reg->channel), std::move(reg->doorbell));
   if (!chan.ok()) return chan.status();
   auto ch = std::make_shared<shm::ClientChannel>(std::move(*chan));
+  // Which GPU each of its devices is, before any ordinal of the arbiter's is translated.
+  if (!reg->reply.device_gpus.empty()) host_->SetDeviceGpus(reg->reply.device_gpus);
   if (!re_register && host_->Resident() && host_->ResidentBytes() == 0 &&
       host_->CurrentGpu() != reg->reply.gpu) {
     // Nothing allocated yet: put the (empty) vGPU on the GPU the arbiter assigned, so its

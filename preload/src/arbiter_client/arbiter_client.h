@@ -22,12 +22,15 @@
 #pragma once
 
 #include <chrono>
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "gshare/common/thread_annotations.h"
 #include "gshare/shm/channel.h"
@@ -98,6 +101,13 @@ class ShimHost {
   // follows (ShimHost implementations without devices ignore it). Must be cheap when nothing
   // moved: called on every acquisition.
   virtual void GrantedOn(uint32_t gpu) { (void)gpu; }
+  // The process's view of the GPUs (docs/protocol.md, "Which GPU is which"): the driver's UUID
+  // of each of its devices in its order (empty: not known; the arbiter then takes its device d
+  // for GPU d). With them, a registration names where its memory is as CurrentDevice(), and the
+  // reply's ordinal of each device is given to SetDeviceGpus (before anything is translated).
+  virtual std::vector<std::array<uint8_t, 16>> DeviceUuids() const { return {}; }
+  virtual uint32_t CurrentDevice() const { return CurrentGpu(); }
+  virtual void SetDeviceGpus(std::span<const uint32_t> gpus) { (void)gpus; }
 };
 
 struct ArbiterClientOptions {

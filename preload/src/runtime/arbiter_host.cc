@@ -73,6 +73,12 @@ void ArbiterHost::MoveEmptyTo(uint32_t gpu) {
   if (device == GpuDeviceMap::kNotVisible || !runtime_->MoveEmptyVgpu(device)) ShimHost::MoveEmptyTo(gpu);
 }
 
+std::vector<std::array<uint8_t, 16>> ArbiterHost::DeviceUuids() const { return runtime_->device_uuids(); }
+
+uint32_t ArbiterHost::CurrentDevice() const { return static_cast<uint32_t>(runtime_->LastDevice()); }
+
+void ArbiterHost::SetDeviceGpus(std::span<const uint32_t> gpus) { runtime_->SetDeviceGpus(gpus); }
+
 // One atomic load when nothing moved.
 void ArbiterHost::GrantedOn(uint32_t gpu) {
   const CUdevice device = runtime_->gpu_map().DeviceOf(gpu);

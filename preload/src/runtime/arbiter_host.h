@@ -33,6 +33,9 @@ class ArbiterHost final : public ShimHost {
   uint32_t CurrentGpu() const override;
   void GrantedOn(uint32_t gpu) override;
   void MoveEmptyTo(uint32_t gpu) override;
+  std::vector<std::array<uint8_t, 16>> DeviceUuids() const override;
+  uint32_t CurrentDevice() const override;
+  void SetDeviceGpus(std::span<const uint32_t> gpus) override;
 
  private:
   Runtime* runtime_;

@@ -1,10 +1,11 @@
-// Finds the process's device of the GPU a co-run share answer named (see gpu_device_map.h).
+// The arbiter's GPUs as the process's devices, and how they are found (see gpu_device_map.h).
 #include "runtime/gpu_device_map.h"
 
 #include <algorithm>
 #include <cstring>
 #include <string>
 
+#include "gshare/shm/wire.h"
 #include "runtime/log.h"
 
 namespace gshare::preload {
@@ -20,17 +21,82 @@ std::string Hex(const uint8_t* bytes, size_t n) {
   return out;
 }
 
+using GetCount = CUresult (*)(int*);
+using GetDevice = CUresult (*)(CUdevice*, int);
+using GetUuid = CUresult (*)(CUuuid*, CUdevice);
+
+GetUuid ResolveGetUuid(const RealDriver& real) {
+  auto get_uuid = reinterpret_cast<GetUuid>(real.Resolve("cuDeviceGetUuid_v2"));
+  return get_uuid != nullptr ? get_uuid : reinterpret_cast<GetUuid>(real.Resolve("cuDeviceGetUuid"));
+}
+
 }  // namespace
 
+void GpuDeviceMap::Map(uint32_t gpu, CUdevice device) {
+  std::vector<uint32_t> table(static_cast<size_t>(device) + 1, shm::kNoGpu);
+  table[static_cast<size_t>(device)] = gpu;
+  Publish(std::move(table));
+}
+
+void GpuDeviceMap::SetTable(std::span<const uint32_t> gpus) {
+  Publish(std::vector<uint32_t>(gpus.begin(), gpus.end()));
+}
+
+void GpuDeviceMap::Publish(std::vector<uint32_t> gpu_of_device) {
+  auto table = std::make_unique<const Table>(Table{std::move(gpu_of_device)});
+  MutexLock lock(mu_);
+  table_.store(table.get(), std::memory_order_release);
+  kept_.push_back(std::move(table));
+}
+
+CUdevice GpuDeviceMap::mapped_device() const {
+  const Table* t = table_.load(std::memory_order_acquire);
+  if (t == nullptr) return 0;
+  for (size_t d = 0; d < t->gpu_of_device.size(); ++d)
+    if (t->gpu_of_device[d] != shm::kNoGpu) return static_cast<CUdevice>(d);
+  return 0;
+}
+
+CUdevice GpuDeviceMap::DeviceOf(uint32_t gpu) const {
+  const Table* t = table_.load(std::memory_order_acquire);
+  if (t == nullptr) return static_cast<CUdevice>(gpu);
+  for (size_t d = 0; d < t->gpu_of_device.size(); ++d)
+    if (t->gpu_of_device[d] == gpu) return static_cast<CUdevice>(d);
+  return kNotVisible;
+}
+
+uint32_t GpuDeviceMap::GpuOf(CUdevice device) const {
+  const Table* t = table_.load(std::memory_order_acquire);
+  if (t == nullptr || device < 0 || static_cast<size_t>(device) >= t->gpu_of_device.size() ||
+      t->gpu_of_device[static_cast<size_t>(device)] == shm::kNoGpu)
+    return static_cast<uint32_t>(device);
+  return t->gpu_of_device[static_cast<size_t>(device)];
+}
+
+std::vector<std::array<uint8_t, 16>> DeviceUuids(const RealDriver& real) {
+  const auto get_count = reinterpret_cast<GetCount>(real.Resolve("cuDeviceGetCount"));
+  const auto get_device = reinterpret_cast<GetDevice>(real.Resolve("cuDeviceGet"));
+  const GetUuid get_uuid = ResolveGetUuid(real);
+  int count = 0;
+  if (get_count == nullptr || get_device == nullptr || get_uuid == nullptr ||
+      get_count(&count) != CUDA_SUCCESS || count <= 0)
+    return {};
+  std::vector<std::array<uint8_t, 16>> uuids(
+      std::min(static_cast<size_t>(count), shm::kMaxReportedDevices));
+  for (size_t i = 0; i < uuids.size(); ++i) {
+    CUdevice dev = 0;
+    CUuuid u{};
+    if (get_device(&dev, static_cast<int>(i)) == CUDA_SUCCESS && get_uuid(&u, dev) == CUDA_SUCCESS)
+      std::memcpy(uuids[i].data(), u.bytes, uuids[i].size());
+  }
+  return uuids;
+}
+
 std::optional<CUdevice> FindCorunDevice(const RealDriver& real, const CorunPlacement& placement) {
-  using GetCount = CUresult (*)(int*);
-  using GetDevice = CUresult (*)(CUdevice*, int);
-  using GetUuid = CUresult (*)(CUuuid*, CUdevice);
   using GetAttribute = CUresult (*)(int*, CUdevice_attribute, CUdevice);
   const auto get_count = reinterpret_cast<GetCount>(real.Resolve("cuDeviceGetCount"));
   const auto get_device = reinterpret_cast<GetDevice>(real.Resolve("cuDeviceGet"));
-  auto get_uuid = reinterpret_cast<GetUuid>(real.Resolve("cuDeviceGetUuid_v2"));
-  if (get_uuid == nullptr) get_uuid = reinterpret_cast<GetUuid>(real.Resolve("cuDeviceGetUuid"));
+  const GetUuid get_uuid = ResolveGetUuid(real);
   const auto get_attr = reinterpret_cast<GetAttribute>(real.Resolve("cuDeviceGetAttribute"));
   int count = 0;
   if (get_count == nullptr || get_device == nullptr || get_count(&count) != CUDA_SUCCESS) return std::nullopt;

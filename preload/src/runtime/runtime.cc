@@ -129,6 +129,7 @@ CUresult Runtime::Init(unsigned int flags) {
     if (const std::optional<CUdevice> device = FindCorunDevice(real_, *placement_))
       gpu_map_.Map(placement_->gpu, *device);
   }
+  if (device_uuids_.empty()) device_uuids_ = DeviceUuids(real_);
   // After the driver's own exit handlers (registered inside its cuInit), so ours runs first:
   // at exit the control socket stops swapping and the arbiter client says goodbye. Once per
   // process image: a forked child inherits it and it acts on the child's own Runtime.
@@ -231,6 +232,20 @@ CUresult Runtime::CreateMemory() {
   Log().info("vGPU memory: {} on device {}", gshare::FormatByteSize(options.quota_bytes),
              options.device);
   return CUDA_SUCCESS;
+}
+
+void Runtime::SetDeviceGpus(std::span<const uint32_t> gpus) {
+  const bool before = gpu_map_.mapped();
+  gpu_map_.SetTable(gpus);
+  std::string view;
+  bool identity = true;
+  for (size_t d = 0; d < gpus.size(); ++d) {
+    view += (d == 0 ? "" : ", ") + std::to_string(d) + " = " +
+            (gpus[d] == shm::kNoGpu ? std::string("not managed") : "GPU " + std::to_string(gpus[d]));
+    identity = identity && gpus[d] == d;
+  }
+  if (!identity || before)
+    Log().info("this process's devices as the arbiter's GPUs: {}", view);
 }
 
 CUdevice Runtime::InitialDevice() const {

@@ -115,9 +115,15 @@ class Runtime {
   // restore). Meaningful after a successful Init. Lock-free.
   [[nodiscard]] CUdevice AppDevice() const { return app_device_.load(std::memory_order_acquire); }
   // The arbiter's GPU ordinals as this process's devices (gpu_device_map.h): the identity,
-  // except for an MPS client whose daemon shows it one GPU as device 0. Fixed inside cuInit,
-  // before the arbiter client starts.
+  // unless its driver shows it only some GPUs or in another order (CUDA_VISIBLE_DEVICES, its
+  // container's devices, an MPS daemon's one GPU as device 0). Set inside cuInit (a co-run
+  // answer) and by each registration's reply (the arbiter client's thread); lock-free to read.
   [[nodiscard]] const GpuDeviceMap& gpu_map() const { return gpu_map_; }
+  // The driver's UUID of each of the process's devices (gpu_device_map.h, DeviceUuids), read
+  // once inside cuInit; empty before, or when the driver cannot say.
+  [[nodiscard]] const std::vector<std::array<uint8_t, 16>>& device_uuids() const { return device_uuids_; }
+  // A registration's reply: the process's device d is the arbiter's GPU gpus[d].
+  void SetDeviceGpus(std::span<const uint32_t> gpus);
   // Registration assigned `device` to this vGPU: if it holds no memory at all (nothing
   // allocated, nothing kept), it is re-homed there without a driver call (no context is made on
   // the GPU it leaves) and true is returned; otherwise false (the caller swaps it).
@@ -185,7 +191,8 @@ class Runtime {
   bool initialised_ GUARDED_BY(init_call_mutex_) = false;
   bool share_chosen_ GUARDED_BY(init_call_mutex_) = false;  // ChooseMpsShare ran
   std::optional<CorunPlacement> placement_ GUARDED_BY(init_call_mutex_);  // its co-run GPU
-  GpuDeviceMap gpu_map_;  // written once in Init, before the arbiter client's thread starts
+  GpuDeviceMap gpu_map_;  // thread-safe (its own snapshot pointer)
+  std::vector<std::array<uint8_t, 16>> device_uuids_;  // written once in Init, before any reader
   CUresult init_result_ GUARDED_BY(init_call_mutex_) = CUDA_SUCCESS;
   std::atomic<memory::VgpuMemory*> memory_{nullptr};
   mutable Mutex swap_mutex_;  // serialises swaps and auto swap-in

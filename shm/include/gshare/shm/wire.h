@@ -29,7 +29,10 @@ inline constexpr uint32_t kWireMagic = 0x52485347;  // "GSHR" read as little-end
 // given, asked before the process's real cuInit on a connection of its own).
 // 5 (issue 20): ShareAnswer gained gpu_uuid and mps_pipe_directory (which GPU, and which MPS
 // control daemon a co-run process must join: several GPUs may be marked, each with its own).
-inline constexpr uint16_t kWireAbiVersion = 5;
+// 6: RegisterRequest gained device_count and device_uuids (the GPUs the process's driver shows
+// it, in its own order: CUDA_VISIBLE_DEVICES, a container given some GPUs, an MPS client), and
+// RegisterReply device_count and device_gpus (the arbiter's ordinal of each of them).
+inline constexpr uint16_t kWireAbiVersion = 6;
 
 enum class MessageType : uint16_t {
   kRegisterRequest = 1,  // client -> arbiter
@@ -68,6 +71,9 @@ inline constexpr uint32_t kFlagResident = 1U << 1;    // re-registering client i
 inline constexpr uint32_t kFlagLate = 1U << 2;
 inline constexpr uint32_t kKnownRequestFlags = kFlagReRegister | kFlagResident | kFlagLate;
 inline constexpr uint32_t kNoGpu = 0xFFFFFFFF;
+// The most devices a registration describes by UUID (the process's devices 0..15; one it sees
+// beyond them is one the arbiter never places it on).
+inline constexpr size_t kMaxReportedDevices = 16;
 
 #pragma pack(push, 1)
 struct WireHeader {
@@ -99,6 +105,13 @@ struct RegisterRequestWire {
   uint8_t compute_demand_pct;
   uint8_t bandwidth_demand_pct;
   uint16_t reserved2;  // must be 0
+  // The process's view of the GPUs (docs/protocol.md, "Which GPU is which"): device_count 0 (not
+  // reported: its device d is the arbiter's GPU d) or 1..kMaxReportedDevices, and the driver's
+  // UUID of each of its devices 0..device_count-1 (all 0: unknown); the rest all 0. When
+  // reported, current_gpu is the process's device index (< device_count), not an ordinal.
+  uint32_t device_count;
+  uint32_t reserved3;  // must be 0
+  uint8_t device_uuids[kMaxReportedDevices][16];
 };
 
 struct RegisterReplyWire {
@@ -110,6 +123,12 @@ struct RegisterReplyWire {
   uint64_t quota_bytes;   // granted quota if accepted, else 0
   uint64_t arbiter_epoch; // changes on every arbiter start; non-zero
   char reason[kReasonSize];  // why refused (non-empty), or an optional note; NUL-terminated
+  // Accepted and the request reported its devices (and the arbiter knows its GPUs' UUIDs):
+  // device_count is the request's, and device_gpus[d] the arbiter's ordinal of the process's
+  // device d (kNoGpu: not a GPU it manages); else 0. Entries past device_count are 0.
+  uint32_t device_count;
+  uint32_t reserved2;  // must be 0
+  uint32_t device_gpus[kMaxReportedDevices];
 };
 
 struct GoodbyeWire {
@@ -148,13 +167,15 @@ struct ShareAnswerWire {
 
 static_assert(sizeof(WireHeader) == 16);
 static_assert(sizeof(RegisterRequestWire) == 16 + 32 + kFunctionNameSize + kPodNamespaceSize +
-                                                 kPodNameSize + 8);
-static_assert(sizeof(RegisterRequestWire) == 504);
+                                                 kPodNameSize + 8 + 8 + 16 * kMaxReportedDevices);
+static_assert(sizeof(RegisterRequestWire) == 768);
+static_assert(offsetof(RegisterRequestWire, device_uuids) == 512);
 static_assert(offsetof(RegisterRequestWire, mps_share) == 496);
 static_assert(offsetof(RegisterRequestWire, function_name) == 48);
 static_assert(offsetof(RegisterRequestWire, pod_namespace) == 176);
 static_assert(offsetof(RegisterRequestWire, pod_name) == 240);
-static_assert(sizeof(RegisterReplyWire) == 16 + 32 + kReasonSize);
+static_assert(sizeof(RegisterReplyWire) == 16 + 32 + kReasonSize + 8 + 4 * kMaxReportedDevices);
+static_assert(offsetof(RegisterReplyWire, device_gpus) == 248);
 static_assert(offsetof(RegisterReplyWire, reason) == 48);
 static_assert(sizeof(GoodbyeWire) == 16 + kReasonSize);
 static_assert(sizeof(ShareQueryWire) == 160);
@@ -183,6 +204,9 @@ struct RegisterRequest {
   uint32_t mps_share = 0;           // 0 or 1..100
   uint8_t compute_demand_pct = 0;   // 0 (unknown) or 1..100
   uint8_t bandwidth_demand_pct = 0;
+  // The process's devices by UUID, in its own order (empty: not reported); then current_gpu is
+  // an index into it.
+  std::vector<std::array<uint8_t, 16>> device_uuids;
 };
 
 struct RegisterReply {
@@ -193,6 +217,7 @@ struct RegisterReply {
   uint64_t quota_bytes = 0;
   uint64_t arbiter_epoch = 0;
   std::string reason;
+  std::vector<uint32_t> device_gpus;  // per reported device: the arbiter's ordinal, or kNoGpu
 };
 
 struct Goodbye {
