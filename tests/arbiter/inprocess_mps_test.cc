@@ -410,17 +410,21 @@ bool CounterReaches(InProcessArbiter& arb, const std::string& key, uint64_t at_l
   return true;
 }
 
-// Each of `clients` runs one burst alone, holding the GPU `hold`: the solo reference its co-run
-// bursts are judged by (a function without one neither joins a set nor is joined). Spaced
-// `hold` + 150 ms apart: requests closer together than a function's bursts are long would load
-// it beyond what the policy co-runs (kCorunMaxLoad).
-void RunSoloBursts(std::initializer_list<Scripted*> clients, milliseconds hold) {
-  for (Scripted* s : clients) {
-    auto g = Ask(*s, shm::MonotonicNowNs(), milliseconds(20000));
-    ASSERT_TRUE(g.ok()) << g.status().ToString();
-    std::this_thread::sleep_for(hold);
-    Done(*s, *g, static_cast<uint64_t>(std::chrono::nanoseconds(hold).count()));
-    std::this_thread::sleep_for(milliseconds(150));
+// Each of `clients` runs `rounds` bursts alone, holding the GPU `hold` each: the solo reference
+// its co-run bursts are judged by (a function without one neither joins a set nor is joined),
+// and what aggressive learns a function from before it co-runs it (4 bursts and a gap between
+// requests: policy::ExecPredictor::kMinSamples). Spaced `hold` + 150 ms apart: requests closer
+// together than a function's bursts are long would load it beyond what the policy co-runs
+// (kCorunMaxLoad).
+void RunSoloBursts(std::initializer_list<Scripted*> clients, milliseconds hold, int rounds = 4) {
+  for (int round = 0; round < rounds; ++round) {
+    for (Scripted* s : clients) {
+      auto g = Ask(*s, shm::MonotonicNowNs(), milliseconds(20000));
+      ASSERT_TRUE(g.ok()) << g.status().ToString();
+      std::this_thread::sleep_for(hold);
+      Done(*s, *g, static_cast<uint64_t>(std::chrono::nanoseconds(hold).count()));
+      std::this_thread::sleep_for(milliseconds(150));
+    }
   }
 }
 
@@ -487,7 +491,9 @@ TEST(ArbiterInProcess, ACoRunSetWhoseMemberThreatensItsSloIsBrokenUpAndBacksOff)
 
 // A burst is held against co-running only for what co-running added to it. b has run no burst
 // alone: it does not join a (its grant waits until a is done and then runs alone; a server's
-// first bursts, its loads, run so). b's solo burst holds the GPU 600 ms; its next burst, beside
+// first bursts, its loads, run so). Under aggressive-corun-pack, whose dispatch asks to co-run
+// functions it has not learned yet (aggressive does not: Corun.UnderAggressiveOnlyLearnedFunctionsCoRun),
+// so that the arbiter's own rule is what refuses b's first grant. b's solo burst holds the GPU 600 ms; its next burst, beside
 // a, takes 620 ms: over corun_threat (500 ms of its 1 s SLO), but 20 ms longer than alone,
 // under 5% of its SLO: the set stands. Before, b joined at once and a burst over the threat
 // revoked the set whatever it took alone (the demo's servers' loads revoked GPU 0 in 5 of 6
@@ -495,6 +501,7 @@ TEST(ArbiterInProcess, ACoRunSetWhoseMemberThreatensItsSloIsBrokenUpAndBacksOff)
 TEST(ArbiterInProcess, OnlyWhatCoRunningAddedToABurstCountsAgainstTheSet) {
   InProcessArbiter arb;
   arb.EnableControl();
+  arb.config().policy = "aggressive-corun-pack";
   arb.config().corun.gpus = {0};
   arb.config().corun.threat_percent = 50;
   arb.config().slice = seconds(5);
