@@ -17,7 +17,9 @@
 namespace gshare::arbiter {
 
 CorunMember ArbiterImpl::MemberOf(const Client& c) const {
-  return CorunMember{c.id, c.uid, c.gid, c.name, c.mps_share, c.solo.needs_solo()};
+  const bool unconfirmed = c.mps_share != 0 && c.mps_check != Client::MpsCheck::kServed &&
+                           mps_.HasDaemon(c.session.gpu());
+  return CorunMember{c.id, c.uid, c.gid, c.name, c.mps_share, c.solo.needs_solo(), unconfirmed};
 }
 
 policy::FunctionSpec ArbiterImpl::SpecOf(const Client& c) const {

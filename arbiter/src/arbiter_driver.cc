@@ -112,6 +112,10 @@ void ArbiterImpl::OnDriverCompletions(uint64_t now_ns) {
       }
       continue;
     }
+    if (const auto* m = std::get_if<MpsClientCheck>(&*purpose)) {
+      if (Client* c = clients_.Find(m->client_id); c != nullptr) FinishMpsClientCheck(*c, o, now_ns);
+      continue;
+    }
     const uint32_t id = std::get<ClientJob>(*purpose).client_id;
     Client* c = clients_.Find(id);
     if (c == nullptr || c->session.op_job() != job) continue;
@@ -215,6 +219,54 @@ void ArbiterImpl::StartTerminate(Client& c, const MpsDaemons::Control& control, 
   });
   Transit(c, c.session.OpStarted(DriverOp::kTerminating, job));
   (void)now_ns;
+}
+
+void ArbiterImpl::CheckMpsClient(Client& c, uint64_t now_ns) {
+  if (c.mps_share == 0 || !worker_ || c.mps_check == Client::MpsCheck::kServed ||
+      c.mps_check == Client::MpsCheck::kChecking || now_ns < c.mps_check_after_ns)
+    return;
+  const auto control = mps_.ControlFor(c.session.gpu());
+  if (!control) return;  // not the arbiter's daemon: the report is all there is
+  c.mps_check = Client::MpsCheck::kChecking;
+  (void)SubmitJob(MpsClientCheck{c.id}, c.pid, c.conn.pidfd(), [control = *control](const ProcessRef& p) {
+    DriverOutcome o;
+    if (!Alive(p, &o)) return o;
+    auto server = control.ServerOf(p.pid, kMpsControlWaitMs);
+    if (!server.ok()) {
+      o.status = server.status();
+    } else {
+      o.detail = *server != 0 ? 1 : 0;
+    }
+    return o;
+  });
+}
+
+void ArbiterImpl::FinishMpsClientCheck(Client& c, const DriverOutcome& o, uint64_t now_ns) {
+  constexpr uint64_t kFirstNs = 1'000'000'000, kMaxNs = 60'000'000'000;
+  const DeviceOrdinal ordinal = gpus_[c.session.gpu()].ordinal;
+  if (!o.status.ok()) {  // its process exited (removed elsewhere), or the daemon did not answer
+    c.mps_check = Client::MpsCheck::kUnchecked;
+    c.mps_check_after_ns = now_ns + kFirstNs;
+    spdlog::debug("client {} '{}': whether GPU {}'s MPS daemon serves it is not known yet: {}",
+                  c.id, c.name, ordinal, o.status.ToString());
+    return;
+  }
+  if (o.detail == 1) {
+    c.mps_check = Client::MpsCheck::kServed;
+    spdlog::info("client {} '{}' (pid {}): GPU {}'s MPS daemon serves it (its {}% share confirmed)",
+                 c.id, c.name, c.pid, ordinal, c.mps_share);
+    return;
+  }
+  const bool first = c.mps_check_backoff_ns == 0;
+  c.mps_check = Client::MpsCheck::kNotServed;
+  c.mps_check_backoff_ns = first ? kFirstNs : std::min(kMaxNs, 2 * c.mps_check_backoff_ns);
+  c.mps_check_after_ns = now_ns + c.mps_check_backoff_ns;
+  if (!first) return;
+  ++stats_.mps_clients_unserved;
+  spdlog::warn("client {} '{}' (pid {}) reports an MPS share of {}%, but GPU {}'s MPS daemon does "
+               "not serve its process (a client of another daemon, or a false report): it co-runs "
+               "with nobody until the daemon does",
+               c.id, c.name, c.pid, c.mps_share, ordinal);
 }
 
 void ArbiterImpl::FinishTerminate(Client& c, const DriverOutcome& o, uint64_t now_ns) {

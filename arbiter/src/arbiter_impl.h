@@ -238,6 +238,12 @@ class ArbiterImpl final : public Arbiter {
   // on the GPU fails); a termination that fails disconnects it the same way.
   void StartTerminate(Client& c, const MpsDaemons::Control& control, uint64_t now_ns);
   void FinishTerminate(Client& c, const DriverOutcome& o, uint64_t now_ns);
+  // After a solo burst of a client that reports an MPS share, on a GPU whose daemon the arbiter
+  // runs: asks that daemon (off the loop) whether it serves the process; until it does, the
+  // share is not believed for co-running (Client::mps_check). "Not served" is asked again after
+  // a back-off (1 s doubling to 60 s).
+  void CheckMpsClient(Client& c, uint64_t now_ns);
+  void FinishMpsClientCheck(Client& c, const DriverOutcome& o, uint64_t now_ns);
   // Revokes holder c's token and disconnects it as unenforceable (its reservation may stay as an
   // orphan: its process lives).
   void DisconnectUnenforceable(Client& c, uint64_t now_ns);

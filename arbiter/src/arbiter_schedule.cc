@@ -611,6 +611,7 @@ void ArbiterImpl::PollClient(Client& c, uint64_t now_ns) {
                         now_ns);
       } else {
         c.solo.AddSolo(gpu_time);
+        CheckMpsClient(c, now_ns);  // it has a context now: a real MPS client is its server's
       }
       policy::BurstEnd end{c.fid, ToPolicy(g), std::max<policy::Duration>(1, ToUs(gpu_time))};
       end.corun = corun_grant;

@@ -93,6 +93,14 @@ struct Client {
   // see every managed GPU at its own ordinal): it stays on its GPU, as an MPS client does.
   DeviceView view;
   bool Stays() const { return mps_share != 0 || view.confined; }
+  // Whether its GPU's MPS daemon, the arbiter's, lists its process among its clients: the share
+  // it reports is the shim's word, believed for co-running only once the daemon confirms it
+  // (CheckMpsClient, after a solo burst: a real MPS client reaches its server when it creates a
+  // context). Not checked where the arbiter runs no daemon for its GPU.
+  enum class MpsCheck : uint8_t { kUnchecked, kChecking, kServed, kNotServed };
+  MpsCheck mps_check = MpsCheck::kUnchecked;
+  uint64_t mps_check_after_ns = 0;    // no new check before (after "not served": a back-off)
+  uint64_t mps_check_backoff_ns = 0;
   bool pin_warned = false;  // a refused swap-out or move of it (MPS client) was logged
   // The policy's share class for it (ShareFor at registration), in percent: what its process
   // should be started with on a co-run GPU.

@@ -36,6 +36,8 @@ std::string CorunBook::JoinRefusal(GpuIndex g, const CorunMember& joiner,
   if (!Enabled(g)) return "the GPU is not marked for co-running (corun_gpus)";
   if (now_ns < gpu_backoff_[g]) return "the GPU backs off after a revocation";
   if (joiner.mps_share == 0) return "its process is not an MPS client";
+  if (joiner.unconfirmed)
+    return "the GPU's MPS daemon has not confirmed that it serves its process (yet)";
   if (holders.size() + 1 > config_.max_members)
     return "the set has corun_max_members (" + std::to_string(config_.max_members) + ") members";
   Prune(now_ns);
@@ -47,6 +49,8 @@ std::string CorunBook::JoinRefusal(GpuIndex g, const CorunMember& joiner,
     if (h.needs_solo)
       return "holder " + std::to_string(h.id) + " runs a burst alone (its solo reference)";
     if (h.mps_share == 0) return "holder " + std::to_string(h.id) + " is not an MPS client";
+    if (h.unconfirmed)
+      return "the GPU's MPS daemon has not confirmed that it serves holder " + std::to_string(h.id);
     if (FaultDomainKey(h, config_.fault_domain) != domain)
       return "holder " + std::to_string(h.id) + " is of another fault domain (corun_fault_domain)";
     if (const auto it = pair_backoff_.find(PairOf(joiner.name, h.name));

@@ -61,6 +61,9 @@ struct CorunMember {
   uint32_t mps_share = 0;  // its process's MPS compute share in percent; 0: not an MPS client
   // It must run its next burst alone, to give its co-run bursts a reference (corun_judge.h).
   bool needs_solo = false;
+  // Its GPU's MPS daemon (the arbiter's) has not confirmed that it serves the process
+  // (Client::mps_check): its reported share is not believed yet.
+  bool unconfirmed = false;
 };
 
 // The fault domain key of a member under `domain` (members of one set share it).

@@ -64,6 +64,9 @@ constexpr std::array kCounters{
     CounterInfo{"mps_pins_refused", &S::mps_pins_refused, kC, kAll,
                 "Swap-outs and moves to another GPU of MPS clients refused: their memory stays on "
                 "their GPU (with mps_swaps_verified: only moves, deep evictions and drains)."},
+    CounterInfo{"mps_clients_unserved", &S::mps_clients_unserved, kC, kAll,
+                "Clients that reported an MPS share which their GPU's MPS daemon (the arbiter's) "
+                "does not serve: they co-run with nobody."},
     CounterInfo{"share_queries", &S::share_queries, kC, kAll,
                 "Share queries answered: the MPS share a function would get, asked before its "
                 "process initialises CUDA."},

@@ -7,7 +7,10 @@
 //                      arbiter left it frozen; whether its resident claim can be true);
 //   LeavingThaw      - the thaw of a checkpointed client that left (what to keep reserved, as an
 //                      orphan, if the thaw restored its memory);
-//   OrphanQuery      - whether an orphan's process still has CUDA state.
+//   OrphanQuery      - whether an orphan's process still has CUDA state;
+//   MpsClientCheck   - whether a client's GPU's MPS daemon serves its process (its reported
+//                      share believed; Client::mps_check). Not the client's session op: it runs
+//                      beside one.
 // Job ids are never reused; each names one purpose until its completion takes it.
 //
 // Thread-safety: plain values, the arbiter's loop thread only.
@@ -52,7 +55,11 @@ struct OrphanQuery {
   uint32_t orphan_id = 0;
 };
 
-using JobPurpose = std::variant<ClientJob, RegistrationJob, LeavingThaw, OrphanQuery>;
+struct MpsClientCheck {
+  uint32_t client_id = 0;
+};
+
+using JobPurpose = std::variant<ClientJob, RegistrationJob, LeavingThaw, OrphanQuery, MpsClientCheck>;
 
 class DriverJobs {
  public:

@@ -198,7 +198,7 @@ shm::Status MpsDaemons::Control::Run(const std::string& command, int wait_ms,
   return shm::Status::Ok();
 }
 
-shm::Status MpsDaemons::Control::TerminateClient(pid_t pid, int wait_ms) const {
+shm::Result<long> MpsDaemons::Control::ServerOf(pid_t pid, int wait_ms) const {
   std::string servers;
   if (auto s = Run("get_server_list", wait_ms, &servers); !s.ok()) return s;
   std::istringstream server_lines(servers);
@@ -207,16 +207,22 @@ shm::Status MpsDaemons::Control::TerminateClient(pid_t pid, int wait_ms) const {
     if (auto s = Run("get_client_list " + std::to_string(server), wait_ms, &clients); !s.ok())
       return s;
     std::istringstream client_lines(clients);
-    bool serves = false;
-    for (long client = 0; client_lines >> client;) serves |= client == pid;
-    if (!serves) continue;
-    std::string reply;
-    return Run("terminate_client " + std::to_string(server) + " " + std::to_string(pid), wait_ms,
-               &reply);
+    for (long client = 0; client_lines >> client;)
+      if (client == pid) return server;
   }
-  return shm::Status(shm::StatusCode::kInvalidArgument,
-                     "no MPS server of GPU " + std::to_string(ordinal.value()) + "'s daemon serves pid " +
-                         std::to_string(pid));
+  return 0L;
+}
+
+shm::Status MpsDaemons::Control::TerminateClient(pid_t pid, int wait_ms) const {
+  auto server = ServerOf(pid, wait_ms);
+  if (!server.ok()) return server.status();
+  if (*server == 0)
+    return shm::Status(shm::StatusCode::kInvalidArgument,
+                       "no MPS server of GPU " + std::to_string(ordinal.value()) +
+                           "'s daemon serves pid " + std::to_string(pid));
+  std::string reply;
+  return Run("terminate_client " + std::to_string(*server) + " " + std::to_string(pid), wait_ms,
+             &reply);
 }
 
 std::optional<MpsDaemons::Control> MpsDaemons::ControlFor(GpuIndex g) const {

@@ -74,9 +74,13 @@ class MpsDaemons {
     // CUDA work on the GPU fails; its co-runners are not affected. kInvalidArgument: no server
     // of this daemon serves it.
     shm::Status TerminateClient(pid_t pid, int wait_ms) const;
+    // The pid of the server of this daemon that serves `pid` (get_server_list,
+    // get_client_list), 0 when none does.
+    shm::Result<long> ServerOf(pid_t pid, int wait_ms) const;
   };
   // GPU g's control (nullopt: the arbiter runs no daemon for g).
   std::optional<Control> ControlFor(GpuIndex g) const;
+  bool HasDaemon(GpuIndex g) const { return Find(g) != nullptr; }
   // {"pid", "running", "pipe_dir", "restarts"} of g's daemon, or null if it has none.
   nlohmann::json Json(GpuIndex g) const;
   // Quits every daemon (its control program's `quit`), waiting up to `wait_ms` each, then kills

@@ -19,6 +19,22 @@ json Attainment(uint64_t met, uint64_t missed) {
   return static_cast<double>(met) / static_cast<double>(met + missed);
 }
 
+// Whether the GPU's MPS daemon confirmed a client's reported share (Client::mps_check).
+const char* MpsCheckName(const Client& c) {
+  if (c.mps_share == 0) return "not an MPS client";
+  switch (c.mps_check) {
+    case Client::MpsCheck::kUnchecked:
+      return "unchecked";
+    case Client::MpsCheck::kChecking:
+      return "checking";
+    case Client::MpsCheck::kServed:
+      return "served";
+    case Client::MpsCheck::kNotServed:
+      return "not served";
+  }
+  return "unchecked";
+}
+
 }  // namespace
 
 const char* WhereName(const Client& c) {
@@ -167,6 +183,8 @@ json StatusViews::Clients(uint64_t now) const {
               {"namespace", c.pod_namespace},  // the pod's ("" unknown: GSHARE_POD_*)
               {"pod", c.pod_name},
               {"mps_share", c.mps_share},  // 0: not an MPS client (never co-runs)
+              // Whether its GPU's MPS daemon (the arbiter's) confirmed the share (Client::mps_check).
+              {"mps_check", MpsCheckName(c)},
               // Sees not every GPU at its own number: stays on its GPU (device_view.h).
               {"confined", c.view.confined},
               {"share_advice", c.share_advice},

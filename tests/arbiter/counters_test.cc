@@ -92,7 +92,7 @@ TEST(Counters, SummaryHasEveryCounterUnderItsKey) {
       "deep_evictions", "lease_offers", "lease_takes", "lease_revokes", "lease_revokes_lost",
       "lease_unconfirmed", "corun_joins", "corun_refusals", "corun_revocations", "mps_terminations",
       "mps_terminations_capped",
-      "mps_pins_refused", "share_queries",
+      "mps_pins_refused", "mps_clients_unserved", "share_queries",
       "orphans_created", "orphans_released_exited",
       "orphans_released_reregistered", "orphans_released_no_device", "refusals_limit",
       "refusals_backoff", "resident_claims_refused", "exited_with_connection_held",

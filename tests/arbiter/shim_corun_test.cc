@@ -145,6 +145,22 @@ class ShimCorun : public ::testing::Test {
     return env;
   }
 
+  // Puts both probes' bursts on one clock (GSHARE_PROBE_BURST_EPOCH_NS, 200 ms from now): they
+  // ask for the GPU at the same moments.
+  static void OneEpoch(std::vector<std::string>& a, std::vector<std::string>& b) {
+    const std::string epoch = "GSHARE_PROBE_BURST_EPOCH_NS=" +
+                              std::to_string(shm::MonotonicNowNs() + 200'000'000ULL);
+    a.push_back(epoch);
+    b.push_back(epoch);
+  }
+  // Runs both probes to their end at once (their logs: <name>.log).
+  void RunBoth(BurstProbe& a, const std::string& name_a, BurstProbe& b, const std::string& name_b) {
+    std::thread ta([&] { EXPECT_TRUE(a.Run()) << ReadFile(dir / (name_a + ".log")); });
+    std::thread tb([&] { EXPECT_TRUE(b.Run()) << ReadFile(dir / (name_b + ".log")); });
+    ta.join();
+    tb.join();
+  }
+
   TempDir dir;
   Simcuda simcuda;
   ArbiterProcess arb{dir, CorunArbiterArgs(dir)};
@@ -161,10 +177,7 @@ TEST_F(ShimCorun, TwoMpsClientsOfOneUidRunTheirKernelsAtOnce) {
   // to collide by chance, a slow machine saw a few joins late in the other's kernel, none
   // overlapping by 10 ms: 4 of 39 ASan runs.)
   std::vector<std::string> env_a = FunctionEnv("cnn-a", true), env_b = FunctionEnv("cnn-b", true);
-  const std::string epoch = "GSHARE_PROBE_BURST_EPOCH_NS=" +
-                            std::to_string(shm::MonotonicNowNs() + 200'000'000ULL);
-  env_a.push_back(epoch);
-  env_b.push_back(epoch);
+  OneEpoch(env_a, env_b);
   BurstProbe a(env_a, 80, 20, 40);
   BurstProbe b(env_b, 80, 20, 40);
   std::thread ta([&] { EXPECT_TRUE(a.Run()) << ReadFile(dir / "cnn-a.log"); });
@@ -236,10 +249,7 @@ TEST_F(ShimCorun, AFaultInOneCoRunnerReachesTheOtherAndTheArbiterRecoversBoth) {
 TEST_F(ShimCorun, WithoutTheDaemonTheSameProgramsRunTimeSliced) {
   BurstProbe a(FunctionEnv("cnn-a", false), 30, 20, 20);
   BurstProbe b(FunctionEnv("cnn-b", false), 30, 20, 20);
-  std::thread ta([&] { EXPECT_TRUE(a.Run()) << ReadFile(dir / "cnn-a.log"); });
-  std::thread tb([&] { EXPECT_TRUE(b.Run()) << ReadFile(dir / "cnn-b.log"); });
-  ta.join();
-  tb.join();
+  RunBoth(a, "cnn-a", b, "cnn-b");
   EXPECT_EQ(a.mps_enabled(), 0);  // fail-open: the program runs, without MPS
   // The share answer named GPU 0's daemon, but the pipe directory the environment gave is kept
   // (an explicit setting wins, as for the share) and the shim says so, naming both.
@@ -254,6 +264,53 @@ TEST_F(ShimCorun, WithoutTheDaemonTheSameProgramsRunTimeSliced) {
   ASSERT_TRUE(summary.is_object()) << ReadFile(arb.log());
   EXPECT_EQ(summary["corun_joins"], 0) << summary.dump();
   EXPECT_EQ(Overlaps(a.bursts(), b.bursts(), 10'000'000ULL), 0);
+}
+
+// An MPS share is the shim's word: the arbiter believes it for co-running only once its GPU's
+// daemon lists the process among its clients (asked after a solo burst). A program whose
+// environment points at another daemon serving the same GPU (an operator's own) is an MPS
+// client, but not of the arbiter's daemon: it must not co-run with that daemon's clients (two
+// MPS servers time-slice each other). "stranger" is that program, "member" a client of the
+// arbiter's daemon; they ask for the GPU at the same moments, and no set forms. Without the
+// check, both reported shares were believed and they co-ran (corun_joins > 0).
+TEST_F(ShimCorun, AClientOfAnotherDaemonIsNotBelievedAndCoRunsWithNobody) {
+  ASSERT_TRUE(ServingDaemon().value("running", false)) << ReadFile(arb.log());
+  std::vector<std::string> daemon_env = simcuda.env();
+  daemon_env.push_back("CUDA_MPS_PIPE_DIRECTORY=" + dir / "other/pipe");
+  daemon_env.push_back("CUDA_MPS_LOG_DIRECTORY=" + dir / "other/log");
+  ASSERT_EQ(::mkdir((dir / "other").c_str(), 0755), 0);
+  test::ChildProcess other({MPS_CONTROL_BIN, "-f"}, EnvMap(daemon_env));
+  ASSERT_TRUE(WaitForFile(dir / "other/pipe/simcuda-mps", Scaled(seconds(30))) &&
+              WaitForFile(dir / "other/pipe/control", Scaled(seconds(30))))
+      << other.err();
+  std::vector<std::string> env_s = FunctionEnv("stranger", true), env_m = FunctionEnv("member", true);
+  for (std::string& kv : env_s)
+    if (kv.rfind("CUDA_MPS_PIPE_DIRECTORY=", 0) == 0) kv = "CUDA_MPS_PIPE_DIRECTORY=" + dir / "other/pipe";
+  OneEpoch(env_s, env_m);
+  BurstProbe a(env_s, 40, 20, 40);
+  BurstProbe b(env_m, 40, 20, 40);
+  RunBoth(a, "stranger", b, "member");
+  EXPECT_EQ(a.mps_enabled(), 1) << ReadFile(dir / "stranger.log");  // an MPS client, elsewhere
+  EXPECT_EQ(b.mps_enabled(), 1) << ReadFile(dir / "member.log");
+  const nlohmann::json clients = Call("clients").value("clients", nlohmann::json::array());
+  for (const auto& c : clients)
+    EXPECT_EQ(c["mps_check"], c["function"] == "stranger" ? "not served" : "served") << clients.dump();
+  EXPECT_EQ(a.Wait(), 0);
+  EXPECT_EQ(b.Wait(), 0);
+  const nlohmann::json summary = arb.Stop();
+  ASSERT_TRUE(summary.is_object()) << ReadFile(arb.log());
+  EXPECT_EQ(summary["corun_joins"], 0) << summary.dump() << ReadFile(arb.log());
+  EXPECT_EQ(summary["mps_clients_unserved"], 1) << summary.dump();
+  EXPECT_NE(ReadFile(arb.log()).find("'stranger' (pid " ), std::string::npos);
+  EXPECT_NE(ReadFile(arb.log()).find("reports an MPS share of 25%, but GPU 0's MPS daemon does not "
+                                     "serve its process"),
+            std::string::npos)
+      << ReadFile(arb.log());
+  EXPECT_NE(ReadFile(arb.log()).find("'member' (pid "), std::string::npos);
+  EXPECT_NE(ReadFile(arb.log()).find("GPU 0's MPS daemon serves it (its 25% share confirmed)"),
+            std::string::npos)
+      << ReadFile(arb.log());
+  ::kill(other.pid(), SIGTERM);
 }
 
 TEST_F(ShimCorun, AKilledDaemonIsRestarted) {

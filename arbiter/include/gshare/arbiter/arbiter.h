@@ -78,6 +78,7 @@ struct ArbiterStats {
   uint64_t mps_terminations = 0;   // MPS clients that ignored preemption, terminated by MPS
   uint64_t mps_terminations_capped = 0;  // ... disconnected instead: their uid's cap was reached
   uint64_t mps_pins_refused = 0;   // swap-outs / moves of MPS clients refused (memory stays)
+  uint64_t mps_clients_unserved = 0;  // MPS shares reported that the GPU's daemon did not serve
   uint64_t share_queries = 0;      // share queries answered (before a process's cuInit)
   // Orphan reservations (docs/arbiter.md, "Orphans"): created when the arbiter disconnects a
   // live process that holds device memory; released by cause.
