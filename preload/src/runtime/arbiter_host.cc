@@ -79,7 +79,7 @@ uint32_t ArbiterHost::CurrentDevice() const { return static_cast<uint32_t>(runti
 
 void ArbiterHost::SetDeviceGpus(std::span<const uint32_t> gpus) { runtime_->SetDeviceGpus(gpus); }
 
-// One atomic load when nothing moved.
+// One atomic load and a scan of at most 16 entries (GpuDeviceMap) when nothing moved.
 void ArbiterHost::GrantedOn(uint32_t gpu) {
   const CUdevice device = runtime_->gpu_map().DeviceOf(gpu);
   if (device != GpuDeviceMap::kNotVisible && runtime_->AppDevice() != device) runtime_->Rehome(device);
