@@ -1,6 +1,6 @@
 // gshare-ctl's and gshare-top's rendering of a GPU's token holders (tools/ctl's HoldersText):
 // one holder, a co-run set (several at once, marked), none, and an older arbiter's reply with
-// only "holder".
+// only "holder"; a client's MPS share and confinement in the clients table.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -11,6 +11,22 @@ namespace gshare::ctl {
 namespace {
 
 using nlohmann::json;
+
+// `gshare-ctl clients`: a client's MPS share with the daemon's confirmation, and a client
+// confined to the GPUs its process sees marked in the GPU column.
+TEST(Render, ClientsShowTheirMpsCheckAndConfinement) {
+  EXPECT_EQ(MpsText({{"mps_share", 25}, {"mps_check", "served"}}), "25% served");
+  EXPECT_EQ(MpsText({{"mps_share", 25}, {"mps_check", "not served"}}), "25% not served");
+  EXPECT_EQ(MpsText({{"mps_share", 0}, {"mps_check", "not an MPS client"}}), "-");
+  EXPECT_EQ(MpsText(json::object()), "-");  // an arbiter before co-running
+  const json reply = {{"clients", json::array({json{{"client", 1}, {"function", "cnn"}, {"gpu", 1},
+                                                    {"confined", true}, {"mps_share", 50},
+                                                    {"mps_check", "served"}}})}};
+  const std::string table = RenderClients(reply);
+  EXPECT_NE(table.find("MPS"), std::string::npos) << table;
+  EXPECT_NE(table.find("1 (confined)"), std::string::npos) << table;
+  EXPECT_NE(table.find("50% served"), std::string::npos) << table;
+}
 
 TEST(Render, HoldersOfAGpuIncludingACoRunSet) {
   const json one = {{"client", 3}, {"function", "cnn-a"}, {"pid", 10}, {"held_ms", 1.5}};

@@ -163,9 +163,16 @@ std::string RenderOrphanCounters(const json& s) {
   return line;
 }
 
+std::string MpsText(const json& c) {
+  const json& share = At(c, "mps_share");
+  if (!share.is_number() || share == 0) return "-";
+  const json& check = At(c, "mps_check");
+  return Str(share) + "%" + (check.is_string() ? " " + check.get<std::string>() : std::string());
+}
+
 std::string RenderClients(const json& reply) {
   Table t({"ID", "FUNCTION", "POD", "PID", "UID", "QUOTA", "SLO", "STATE", "GPU", "TOKEN",
-           "BURSTS", "SLO MET", "WAITS", "SWAPS"});
+           "BURSTS", "SLO MET", "WAITS", "SWAPS", "MPS"});
   for (const json& c : At(reply, "clients")) {
     std::string token = "-";
     if (At(c, "holding") == true) token = "holding";
@@ -174,9 +181,10 @@ std::string RenderClients(const json& reply) {
     if (At(c, "pending_slo_ms").is_number()) slo += " (-> " + Str(c["pending_slo_ms"]) + ")";
     t.Add({Str(At(c, "client")), Str(At(c, "function")), Pod(c), Str(At(c, "pid")),
            Str(At(c, "uid")),
-           Bytes(At(c, "quota_bytes")), slo, Str(At(c, "state")), Str(At(c, "gpu")), token,
+           Bytes(At(c, "quota_bytes")), slo, Str(At(c, "state")),
+           Str(At(c, "gpu")) + (At(c, "confined") == true ? " (confined)" : ""), token,
            Str(At(c, "bursts")), Percent(At(c, "slo_attainment")), Str(At(c, "waits")),
-           Str(At(c, "swaps_in")) + "/" + Str(At(c, "swaps_out"))});
+           Str(At(c, "swaps_in")) + "/" + Str(At(c, "swaps_out")), MpsText(c)});
   }
   return t.str();
 }

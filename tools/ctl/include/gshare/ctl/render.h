@@ -32,6 +32,9 @@ std::string Pod(const nlohmann::json& client);
 // set of several (docs/arbiter.md, "Co-running"); "-" when none. Reads "holders", or the
 // single "holder" of an older arbiter.
 std::string HoldersText(const nlohmann::json& gpu);
+// A client's MPS share and whether its GPU's MPS daemon confirmed it ("25% served", "25% not
+// served"); "-" when its process is no MPS client (or the arbiter predates co-running).
+std::string MpsText(const nlohmann::json& client);
 
 // `gshare-ctl status`: a line about the arbiter, the GPU table (with orphaned bytes), the
 // orphans and their counters, recent SLO misses.
