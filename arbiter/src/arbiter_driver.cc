@@ -113,6 +113,7 @@ void ArbiterImpl::OnDriverCompletions(uint64_t now_ns) {
       continue;
     }
     if (const auto* m = std::get_if<MpsClientCheck>(&*purpose)) {
+      --mps_checks_in_flight_;
       if (Client* c = clients_.Find(m->client_id); c != nullptr) FinishMpsClientCheck(*c, o, now_ns);
       continue;
     }
@@ -223,11 +224,13 @@ void ArbiterImpl::StartTerminate(Client& c, const MpsDaemons::Control& control, 
 
 void ArbiterImpl::CheckMpsClient(Client& c, uint64_t now_ns) {
   if (c.mps_share == 0 || !worker_ || c.mps_check == Client::MpsCheck::kServed ||
-      c.mps_check == Client::MpsCheck::kChecking || now_ns < c.mps_check_after_ns)
+      c.mps_check == Client::MpsCheck::kChecking || now_ns < c.mps_check_after_ns ||
+      mps_checks_in_flight_ != 0)  // asked again after its next solo burst
     return;
   const auto control = mps_.ControlFor(c.session.gpu());
   if (!control) return;  // not the arbiter's daemon: the report is all there is
   c.mps_check = Client::MpsCheck::kChecking;
+  ++mps_checks_in_flight_;
   (void)SubmitJob(MpsClientCheck{c.id}, c.pid, c.conn.pidfd(), [control = *control](const ProcessRef& p) {
     DriverOutcome o;
     if (!Alive(p, &o)) return o;

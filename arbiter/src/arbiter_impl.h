@@ -241,7 +241,8 @@ class ArbiterImpl final : public Arbiter {
   // After a solo burst of a client that reports an MPS share, on a GPU whose daemon the arbiter
   // runs: asks that daemon (off the loop) whether it serves the process; until it does, the
   // share is not believed for co-running (Client::mps_check). "Not served" is asked again after
-  // a back-off (1 s doubling to 60 s).
+  // a back-off (1 s doubling to 60 s); one check at a time on the node (a client whose turn did
+  // not come is asked after its next solo burst: unconfirmed, it runs alone).
   void CheckMpsClient(Client& c, uint64_t now_ns);
   void FinishMpsClientCheck(Client& c, const DriverOutcome& o, uint64_t now_ns);
   // Revokes holder c's token and disconnects it as unenforceable (its reservation may stay as an
@@ -419,6 +420,9 @@ class ArbiterImpl final : public Arbiter {
   std::set<uint32_t> deferred_;
   std::set<uint32_t> unissued_;
   MpsDaemons mps_;        // the co-run GPUs' private MPS daemons (mps_daemons.h)
+  // MPS client checks in flight on the driver worker (CheckMpsClient): at most one, so that
+  // however many clients report a share, enforcement jobs never queue behind more than one.
+  uint32_t mps_checks_in_flight_ = 0;
   uint64_t epoch_ = 0;
   std::unique_ptr<policy::Policy> policy_;
   std::optional<DriverLib> driver_;
