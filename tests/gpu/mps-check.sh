@@ -24,6 +24,10 @@
 #                      --mps-dir (its own daemon), two sample-cnn servers of one uid under the
 #                      shim as MPS clients of it (50% share, GSHARE_CORUN_DEMAND); the co-run
 #                      grants = the summary's corun_joins (SKIP when anything is missing)
+#   8 client_list      a client of the private daemon (probe hold) appears in its server's
+#                      get_client_list by its pid: what gshare-arbiter's MPS client check (a
+#                      reported share believed only once the daemon serves the process) and
+#                      terminate_client rely on
 # Then "simulator parameters": mps_max_clients, mps_context_mib_per_sm, a SIMCUDA_DEVICES spec
 # and the contention model's per-kernel demands fitted to the pair slowdowns
 # (tests/gpu/mps_probe.py fit; the model of policy/include/gshare/policy/interference.h).
@@ -50,7 +54,7 @@ Usage: tests/gpu/mps-check.sh [options]
   --shares LIST      compute shares in percent (default 25,50,75,100; 100 is always measured)
   --seconds S        measuring window per pair configuration (default 2)
   --max-clients N    most clients step 3 starts (default 64)
-  --steps LIST       steps to run, e.g. 1,2,5 (default 1,2,3,4,5,6,7)
+  --steps LIST       steps to run, e.g. 1,2,5 (default 1,2,3,4,5,6,7,8)
   --device N         CUDA device ordinal and nvidia-smi index (default 0)
   --dry-run          print the plan and exit, touching no GPU
   -h, --help         this text
@@ -67,7 +71,7 @@ B=$ROOT/build
 SHARES=25,50,75,100
 SECS=2
 MAX_CLIENTS=64
-STEPS=1,2,3,4,5,6,7
+STEPS=1,2,3,4,5,6,7,8
 DEV=0
 DRY=0
 while (($#)); do
@@ -90,7 +94,7 @@ for s in ${SHARES//,/ }; do ((s >= 1 && s <= 100)) || { echo "mps-check.sh: shar
 if ! [[ $MAX_CLIENTS =~ ^[0-9]+$ ]] || ((MAX_CLIENTS < 2 || MAX_CLIENTS > 64)); then
   echo "mps-check.sh: --max-clients must be 2..64" >&2; exit 2
 fi
-[[ $STEPS =~ ^[1-7](,[1-7])*$ ]] || { echo "mps-check.sh: --steps '$STEPS' is not a list of 1..7" >&2; exit 2; }
+[[ $STEPS =~ ^[1-8](,[1-8])*$ ]] || { echo "mps-check.sh: --steps '$STEPS' is not a list of 1..8" >&2; exit 2; }
 [[ $DEV =~ ^[0-9]+$ ]] || { echo "mps-check.sh: --device must be a number" >&2; exit 2; }
 # Shares measured, 100 first (the baseline of every slowdown).
 read -r -a SHARE_LIST <<< "$(tr ',' '\n' <<< "100,$SHARES" | sort -rn -u | tr '\n' ' ')"
@@ -108,6 +112,7 @@ if ((DRY)); then
   want 5 && echo "  step 5 vmm: probe vmm in an MPS client at 50%"
   want 6 && echo "  step 6 checkpoint: probe ckpt (non-MPS) on an MPS ckpt-target, then on a non-MPS one"
   want 7 && echo "  step 7 corun_demo: $B/bin/gshare-arbiter --corun-gpus $DEV --mps-control nvidia-cuda-mps-control --mps-dir (its own daemon) + 2 sample-cnn MPS clients under $B/lib/libgshare.so; co-run grants = corun_joins"
+  want 8 && echo "  step 8 client_list: probe hold under the private daemon; its pid in get_server_list / get_client_list"
   echo "  then: python3 $PROBE fit --results $O/results.txt"
   exit 0
 fi
@@ -504,6 +509,32 @@ print(' '.join(f'{k}={j.get(k, 0)}' for k in ('corun_joins', 'corun_refusals', '
       report FAIL corun_demo "servers started $started/2, loadgen $lg, co-run counters '${corun:-none in the summary}' (logs/corun-*)" corun_grants="${grants:-0}"
     fi
   fi
+fi
+
+# --- 8. the daemon's client list (what gshare-arbiter asks before it believes a share) -------------------
+if want 8; then
+  stop_children
+  ctl() { echo "$1" | "${MPS[@]}" timeout 20 nvidia-cuda-mps-control 2>&1; }
+  "${MPS[@]}" timeout 60 python3 "$PROBE" --device "$DEV" hold --seconds 30 > "$L/client-list-hold.out" 2>&1 &
+  PIDS+=($!)
+  if wait_line "$L/client-list-hold.out" '^(ok|error)' 30 && grep -q '^ok' "$L/client-list-hold.out"; then
+    held=$(kv "$(cat "$L/client-list-hold.out")" pid)
+    servers=$(ctl get_server_list); listed=""
+    for s in $servers; do
+      [[ $s =~ ^[0-9]+$ ]] || continue
+      clients=$(ctl "get_client_list $s")
+      grep -qw "$held" <<< "$clients" && listed=$s
+    done
+    echo "servers: $servers" > "$L/client-list.txt"
+    if [[ -n $listed ]]; then
+      report PASS client_list "the hold client (pid $held) is listed by server $listed (get_client_list)" client_pid="$held" server="$listed"
+    else
+      report FAIL client_list "the hold client (pid $held) is in no server's get_client_list (servers: ${servers:-none}; logs/client-list.txt): gshare-arbiter would never believe an MPS share here" client_pid="$held"
+    fi
+  else
+    report FAIL client_list "the hold client did not start: $(tail -1 "$L/client-list-hold.out")"
+  fi
+  stop_children
 fi
 
 # --- simulator parameters ------------------------------------------------------------------------------
