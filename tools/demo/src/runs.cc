@@ -332,11 +332,10 @@ workload::Result<SharedRun> RunShared(const Environment& env, const std::vector<
     SetEnv(e, "GSHARE_LOG_FILE", log_dir + "/" + f.name + ".shim.log");
     SetEnv(e, "GSHARE_LOG_LEVEL", "info");
     if (corun != nullptr) {
-      const CorunSetup::Kind& k = corun->kinds.at(f.kind);
-      SetEnv(e, "CUDA_MPS_PIPE_DIRECTORY", mps_pipe);
-      SetEnv(e, "CUDA_MPS_LOG_DIRECTORY", log_dir);
-      SetEnv(e, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", std::to_string(k.share));
-      SetEnv(e, "GSHARE_CORUN_DEMAND", k.demand);
+      // No CUDA_MPS_* variable: the shim asks the arbiter before cuInit, and a co-run answer
+      // names the GPU's daemon and the share (docs/arbiter.md, "Several marked GPUs"), as for
+      // any function; the tenant declares only what its kernels use.
+      SetEnv(e, "GSHARE_CORUN_DEMAND", corun->kinds.at(f.kind).demand);
     }
     return e;
   };
