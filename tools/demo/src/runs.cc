@@ -270,7 +270,8 @@ workload::Result<SharedRun> RunShared(const Environment& env, const std::vector<
     arbiter_spec.argv.insert(arbiter_spec.argv.end(),
                              {"--gpus", ordinals, "--gpu-memory", o.gpu_memory});
   }
-  std::string mps_pipe;  // GPU 0's MPS daemon's pipe directory (co-run run; its clients learn it from the share answer)
+  // GPU 0's MPS daemon's pipe directory (co-run run; its clients learn it from the share answer).
+  std::string mps_pipe;
   if (corun != nullptr) {
     std::string ordinals;
     for (uint32_t g : corun->gpus) ordinals += (ordinals.empty() ? "" : ",") + std::to_string(g);
