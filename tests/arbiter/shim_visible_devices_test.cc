@@ -19,14 +19,16 @@
 namespace gshare::arbiter::testing {
 namespace {
 
-// A probe with a 700 MiB quota that fills 600 MiB right after it registers (two do not fit on
-// one 1 GiB GPU), with `visible` as its CUDA_VISIBLE_DEVICES ("" : unset).
+// A probe with a 180 MiB quota that fills 150 MiB right after it registers (two do not fit on
+// one 256 MiB GPU; small, so that two of them under TSan, whose shadow memory grows with every
+// mapping, stay far from the machine's memory), with `visible` as its CUDA_VISIBLE_DEVICES
+// ("" : unset).
 std::unique_ptr<test::SwapProbe> StartFiller(const Simcuda& simcuda, const ArbiterProcess& arb,
                                              const TempDir& dir, const std::string& name,
                                              const std::string& visible) {
-  std::vector<std::string> env = ShimEnv(simcuda, arb.socket(), "700MiB", name, dir / (name + ".log"));
+  std::vector<std::string> env = ShimEnv(simcuda, arb.socket(), "180MiB", name, dir / (name + ".log"));
   if (!visible.empty()) env.push_back("CUDA_VISIBLE_DEVICES=" + visible);
-  return std::make_unique<test::SwapProbe>(PROBE_BIN, 5, 0, 600, EnvMap(env), LineWait());
+  return std::make_unique<test::SwapProbe>(PROBE_BIN, 5, 0, 150, EnvMap(env), LineWait());
 }
 
 class ShimVisibleDevices : public ::testing::TestWithParam<const char*> {};
@@ -36,7 +38,7 @@ class ShimVisibleDevices : public ::testing::TestWithParam<const char*> {};
 TEST_P(ShimVisibleDevices, AProgramSeeingSomeGpusIsPlacedOnOneItSeesAndItsMemoryLandsThere) {
   const std::string visible = GetParam();
   TempDir dir;
-  const Simcuda simcuda("visible", "2x1GiB");
+  const Simcuda simcuda("visible", "2x256MiB");
   ArbiterProcess arb{dir, {"--slice", "5ms", "--policy", "fifo"}};
   arb.env = simcuda.env();
   ASSERT_TRUE(arb.Start()) << ReadFile(arb.log());
@@ -80,7 +82,7 @@ INSTANTIATE_TEST_SUITE_P(Views, ShimVisibleDevices, ::testing::Values("1", "1,0"
 // sees GPU 1) is refused with the reason, and runs stand-alone on its device.
 TEST(ShimVisibleDevicesRefused, AProgramSeeingNoManagedGpuIsRefusedWithTheReason) {
   TempDir dir;
-  const Simcuda simcuda("visible-none", "2x1GiB");
+  const Simcuda simcuda("visible-none", "2x256MiB");
   ArbiterProcess arb{dir, {"--slice", "5ms", "--policy", "fifo", "--gpus", "0"}};
   arb.env = simcuda.env();
   ASSERT_TRUE(arb.Start()) << ReadFile(arb.log());
