@@ -301,7 +301,8 @@ nlohmann::json ContainerNode::StopArbiter() {
 
 std::string ContainerNode::ArbiterLog() const { return ReadFile(dir_ / "arbiter.log"); }
 
-pid_t ContainerNode::StartSample(const std::string& name, int port, const std::string& quota, Gshare gshare) {
+pid_t ContainerNode::StartSample(const std::string& name, int port, const std::string& quota, Gshare gshare,
+                                 const std::vector<std::string>& env) {
   const std::string container = Container(name);
   // --rootfs: the first argument after the options is the image folder.
   std::vector<std::string> args = {"run", "-d", "--name", container, "--network", "host", "--rootfs",
@@ -323,6 +324,10 @@ pid_t ContainerNode::StartSample(const std::string& name, int port, const std::s
                                  "GSHARE_FUNCTION=" + name, std::string("-e"), std::string("GSHARE_SLO_MS=500"),
                                  std::string("-e"), std::string("GSHARE_LOG_LEVEL=info")})
       args.push_back(a);
+  }
+  for (const std::string& kv : env) {
+    args.push_back("-e");
+    args.push_back(kv);
   }
   for (const std::string& a : {rootfs_ + ":O", std::string(kSampleInImage), std::string("--port"), std::to_string(port),
                                std::string("--threads"), std::string("8")})

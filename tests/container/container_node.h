@@ -59,8 +59,10 @@ class ContainerNode {
   // without it. Returns the container's init's host pid (> 0) or -1 (reason in error()).
   enum class Gshare { kDevice, kNone, kSocketFileMount };
   // kSocketFileMount: the shim by hand, with a bind mount of the registration socket *file*
-  // instead of the spec's directory (what the documentation warns against).
-  pid_t StartSample(const std::string& name, int port, const std::string& quota, Gshare gshare = Gshare::kDevice);
+  // instead of the spec's directory (what the documentation warns against). `env`: "K=V" the
+  // container's environment adds (its image's, as it were).
+  pid_t StartSample(const std::string& name, int port, const std::string& quota, Gshare gshare = Gshare::kDevice,
+                    const std::vector<std::string>& env = {});
   // Runs `argv` in a one-off container (the image's /bin/sh, ls, find, gshare-ctl) with the gshare
   // device; its exit code and output.
   ToolResult RunInContainer(const std::vector<std::string>& argv);

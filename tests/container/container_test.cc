@@ -223,5 +223,32 @@ TEST(Containers, ContainerKilledMidSwapReleasesItsReservation) {
   for (const auto& gpu : summary["gpus"]) EXPECT_EQ(gpu["overshoot_events"], 0) << summary.dump();
 }
 
+// A container whose image sets CUDA_VISIBLE_DEVICES=1 on a node of two GPUs: its process sees
+// GPU 1 as its device 0. Its registration names that device by UUID, and the arbiter places its
+// vGPU on GPU 1 and keeps it there (confined; docs/protocol.md, "Which GPU is which"); every
+// answer is correct. Before wire version 6 it was registered on GPU 0, the emptiest, while its
+// memory went to GPU 1.
+TEST(Containers, AContainerSeeingOneGpuIsPlacedOnItAndConfined) {
+  ContainerNode node({.devices = "2x512MiB", .link_gbps = "0", .arbiter_args = {"--slice", "5ms"}});
+  ASSERT_NODE_READY(node);
+  const int port = FreeTcpPort();
+  ASSERT_GT(node.StartSample("one", port, "200MiB", ContainerNode::Gshare::kDevice, {"CUDA_VISIBLE_DEVICES=1"}), 0)
+      << node.error();
+  ASSERT_TRUE(node.WaitForClients(1)) << node.Logs();
+  const nlohmann::json reply = node.Ctl({"clients"});
+  ASSERT_TRUE(reply.is_object() && reply.contains("clients") && reply["clients"].size() == 1) << reply.dump();
+  const nlohmann::json& c = reply["clients"][0];
+  EXPECT_EQ(c["gpu"], 1) << reply.dump() << node.Logs();
+  EXPECT_EQ(c["confined"], true) << reply.dump();
+  const auto load = node.Load({{"one", port}}, 10, 3);
+  EXPECT_EQ(load.code, 0) << load.out << load.err << node.ContainerLog("one");
+  EXPECT_NE(node.ContainerLog("one").find("this process's devices as the arbiter's GPUs: 0 = GPU 1"),
+            std::string::npos)
+      << node.ContainerLog("one");
+  const nlohmann::json summary = node.StopArbiter();
+  ASSERT_TRUE(summary.is_object()) << node.ArbiterLog();
+  for (const auto& gpu : summary["gpus"]) EXPECT_EQ(gpu["overshoot_events"], 0) << summary.dump();
+}
+
 }  // namespace
 }  // namespace gshare::container_test
