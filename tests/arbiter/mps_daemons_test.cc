@@ -36,7 +36,7 @@ fi
 read cmd
 echo "client $cmd $CUDA_MPS_PIPE_DIRECTORY" >> "$FAKE_MPS_LOG"
 case "$cmd" in
-  get_server_list) echo 4242; exit 0 ;;
+  get_server_list) [ -n "$FAKE_MPS_SERVERS" ] && { echo "$FAKE_MPS_SERVERS"; exit 0; }; echo 4242; exit 0 ;;
   "get_client_list 4242") echo "$FAKE_MPS_CLIENTS" | tr ',' '\n'; exit 0 ;;
   "terminate_client 4242 "*) exit 0 ;;
   slow) sleep 5; exit 0 ;;
@@ -248,6 +248,33 @@ TEST_F(MpsDaemonsTest, TerminatingAClientFindsItsServerAndRunsOffTheLoopBounded)
   EXPECT_NE(bad.message().find("ERROR"), std::string::npos) << bad.ToString();
   const auto slow = control->Run("slow", 200, &out);
   EXPECT_EQ(slow.code(), shm::StatusCode::kTimeout) << slow.ToString();
+  ::unsetenv("FAKE_MPS_CLIENTS");
+}
+
+// Whether the daemon serves a process (the arbiter's MPS client check, CheckMpsClient): the server
+// listing it; 0 for a process no server lists, and for output that is not a list of pids (not
+// believed, never a crash); an error when the daemon refuses or does not answer in time.
+TEST_F(MpsDaemonsTest, ServerOfNamesTheServerListingTheProcessOrNone) {
+  ::setenv("FAKE_MPS_CLIENTS", "12,77", 1);
+  MpsDaemons m;
+  ASSERT_TRUE(m.Start(program_, dir_ + "/mps", {{GpuIndex{0}, DeviceOrdinal{0}}}).ok());
+  EXPECT_TRUE(m.HasDaemon(GpuIndex{0}));
+  EXPECT_FALSE(m.HasDaemon(GpuIndex{1}));
+  const auto control = m.ControlFor(GpuIndex{0});
+  ASSERT_TRUE(control.has_value());
+  auto served = control->ServerOf(77, 5000);
+  ASSERT_TRUE(served.ok()) << served.status().ToString();
+  EXPECT_EQ(*served, 4242);
+  auto stranger = control->ServerOf(99, 5000);
+  ASSERT_TRUE(stranger.ok()) << stranger.status().ToString();
+  EXPECT_EQ(*stranger, 0);
+  ::setenv("FAKE_MPS_SERVERS", "not-a-pid", 1);
+  auto garbage = control->ServerOf(77, 5000);
+  ASSERT_TRUE(garbage.ok()) << garbage.status().ToString();
+  EXPECT_EQ(*garbage, 0);
+  ::setenv("FAKE_MPS_SERVERS", "ERROR: the server is busy", 1);
+  EXPECT_FALSE(control->ServerOf(77, 5000).ok());
+  ::unsetenv("FAKE_MPS_SERVERS");
   ::unsetenv("FAKE_MPS_CLIENTS");
 }
 

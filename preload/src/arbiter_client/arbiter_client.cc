@@ -126,10 +126,13 @@ shm::Status ArbiterClient::Connect(Registration kind) {
     // so the arbiter moves the process if it swaps it in onto another GPU.
     if (host_->Resident()) req.flags |= shm::kFlagResident;
     // Its devices named: the device index, which the arbiter resolves by UUID (a late first
-    // registration has no map from the arbiter yet).
-    req.current_gpu = req.device_uuids.empty() ? host_->CurrentGpu() : host_->CurrentDevice();
-    if (req.current_gpu >= req.device_uuids.size() && !req.device_uuids.empty() && !host_->Resident())
-      req.current_gpu = shm::kNoGpu;  // swapped out, its process on a device past the named ones
+    // registration has no map from the arbiter yet); a device past the named ones names no GPU.
+    if (req.device_uuids.empty()) {
+      req.current_gpu = host_->CurrentGpu();
+    } else {
+      const uint32_t device = host_->CurrentDevice();
+      req.current_gpu = device < req.device_uuids.size() ? device : shm::kNoGpu;
+    }
   }
   auto reg = shm::Register(options_.socket_path, req, options_.register_timeout);
   if (!reg.ok()) return reg.status();
